@@ -1,0 +1,52 @@
+# primeflow — `make run` runs the whole pipeline, `make test` every test.
+SHELL := /bin/bash
+GO ?= go
+export GOFLAGS := -buildvcs=false
+
+SERVICES := $(notdir $(wildcard services/*))
+TOOLS := $(CURDIR)/.tools/bin
+NATS_CLI := $(TOOLS)/nats
+NATSCLI_VERSION := v0.5.0
+# Every module of the workspace (go test ./... does not work across go.work).
+PKGS = $(shell $(GO) list -m -f '{{.Path}}/...')
+
+.PHONY: build run test test-short race bench vet fmt tidy tools clean
+
+## build: one binary per service in bin/, plus bin/primeflow (all-in-one) and bin/primectl
+build:
+	@mkdir -p bin
+	@for s in $(SERVICES); do $(GO) build -o bin/$$s ./services/$$s/cmd/$$s || exit 1; done
+
+## run: the whole pipeline in one process with embedded NATS, SQLite and simulators
+run: build
+	bin/primeflow
+
+## tools: the nats CLI, used by the tests that prove streams/ works with it
+tools: $(NATS_CLI)
+$(NATS_CLI):
+	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
+
+## test: every test of every module (SQL Server tests run when MSSQL_DSN is set)
+test: tools
+	NATS_CLI=$(NATS_CLI) $(GO) test -count=1 -timeout 20m $(PKGS)
+
+## race: the tests under the race detector
+race: tools
+	NATS_CLI=$(NATS_CLI) $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+## bench: the benchmarks, each against a baseline measured in the same run
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -l -w pkg services sql streams
+
+## tidy: go mod tidy in every module
+tidy:
+	@for m in $$($(GO) list -m -f '{{.Dir}}'); do (cd $$m && $(GO) mod tidy) || exit 1; done
+
+clean:
+	rm -rf bin data

@@ -1,0 +1,91 @@
+// Package events defines, once, the JetStream streams, subjects, headers and
+// message types that the primeflow services use to talk to each other.
+// Nothing else in the project spells a subject or stream name as a literal.
+package events
+
+import (
+	"regexp"
+	"strconv"
+)
+
+// Stream names. Their definitions are the JSON files in streams/.
+const (
+	StreamWebhook  = "PRIME_WEBHOOK"
+	StreamResolved = "PRIME_RESOLVED"
+	StreamJob      = "PRIME_JOB"
+	StreamMakesafe = "MAKESAFE"
+	StreamOptimo   = "OPTIMO"
+	StreamSMS      = "SMS"
+)
+
+// BucketLocks is the KV bucket that holds the planning locks (stream KV_locks).
+const BucketLocks = "locks"
+
+// Subjects.
+const (
+	// SubjectWebhookAll matches every raw webhook event.
+	SubjectWebhookAll = "prime.webhook.>"
+	// SubjectResolvedAll matches every resolved event.
+	SubjectResolvedAll = "prime.resolved.>"
+	// SubjectJobFirstSeen asks the new-job pipeline (§6) to run for a job.
+	SubjectJobFirstSeen = "prime.job.firstseen"
+	// SubjectMakesafeDetect asks for make-safe detection of a job (§5.5, §6).
+	SubjectMakesafeDetect = "makesafe.detect"
+	// SubjectMakesafeRecheck is where scheduled re-checks of the ladder land.
+	SubjectMakesafeRecheck = "makesafe.recheck"
+	// SubjectOptimoCreate asks optimo-create to turn queued appointments into orders.
+	SubjectOptimoCreate = "optimo.create.requested"
+	// SubjectOptimoPlan asks optimo-plan to plan every NotPlanned date. The
+	// portals publish it too.
+	SubjectOptimoPlan = "optimo.plan.requested"
+	// SubjectSMSSend asks for the queued SMS messages to be sent now.
+	SubjectSMSSend = "sms.send.requested"
+)
+
+const (
+	webhookPrefix  = "prime.webhook."
+	resolvedPrefix = "prime.resolved."
+	donePrefix     = "primeflow.done."
+)
+
+// Headers.
+const (
+	// HeaderLogID names the ethPrimeWebhookLog row a message is about.
+	HeaderLogID = "Primeflow-Log-Id"
+	// HeaderEventAction carries the eventAction as stored, which the subject
+	// token may not (see ActionToken).
+	HeaderEventAction = "Primeflow-Event-Action"
+)
+
+// ActionNone and ActionInvalid are the subject tokens for an event whose
+// eventAction is missing or cannot be a subject token.
+const (
+	ActionNone    = "_none"
+	ActionInvalid = "_invalid"
+)
+
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+
+// ActionToken is the subject token for an eventAction: the action itself when
+// it is a plain token, otherwise ActionNone or ActionInvalid, so that every
+// event is published on a defined subject.
+func ActionToken(action string) string {
+	switch {
+	case action == "":
+		return ActionNone
+	case tokenRE.MatchString(action) && action != ActionNone && action != ActionInvalid:
+		return action
+	default:
+		return ActionInvalid
+	}
+}
+
+// WebhookSubject is the subject a raw event of this eventAction is published on.
+func WebhookSubject(action string) string { return webhookPrefix + ActionToken(action) }
+
+// ResolvedSubject is the subject a resolved event of this eventAction is published on.
+func ResolvedSubject(action string) string { return resolvedPrefix + ActionToken(action) }
+
+// DoneSubject is the core NATS subject on which the stage that finishes
+// processing a log row announces it.
+func DoneSubject(logID int64) string { return donePrefix + strconv.FormatInt(logID, 10) }

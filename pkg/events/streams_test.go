@@ -1,0 +1,86 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/matryer/is"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestEnsureStreamsIsRepeatable(t *testing.T) {
+	is := is.New(t)
+	srv := natstest.Server(t)
+	_, js := natstest.Connect(t, srv) // applies the streams once
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	is.NoErr(events.EnsureStreams(ctx, js, 0)) // and again, unchanged
+
+	cfgs, err := events.StreamConfigs(0)
+	is.NoErr(err)
+	for _, cfg := range cfgs {
+		s, err := js.Stream(ctx, cfg.Name)
+		is.NoErr(err) // every stream in streams/ exists
+		is.Equal(s.CachedInfo().Config.Subjects, cfg.Subjects) // with the file's subjects
+	}
+	_, err = js.KeyValue(ctx, events.BucketLocks)
+	is.NoErr(err) // the KV_locks stream binds as the locks bucket
+}
+
+func TestWebhookSubjects(t *testing.T) {
+	for action, want := range map[string]string{
+		"change-job-status": "prime.webhook.change-job-status",
+		"":                  "prime.webhook._none",
+		"a.b":               "prime.webhook._invalid",
+		"has space":         "prime.webhook._invalid",
+		">":                 "prime.webhook._invalid",
+		"_none":             "prime.webhook._invalid",
+	} {
+		if got := events.WebhookSubject(action); got != want {
+			t.Errorf("WebhookSubject(%q) = %q, want %q", action, got, want)
+		}
+	}
+}
+
+// TestNatsCLIAcceptsStreamFiles proves the files in streams/ are what
+// `nats stream add --config` takes. The Makefile builds the CLI and sets NATS_CLI.
+func TestNatsCLIAcceptsStreamFiles(t *testing.T) {
+	cli := os.Getenv("NATS_CLI")
+	if cli == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("NATS_CLI is not set: run the tests through `make test`, which builds the nats CLI")
+		}
+		t.Skip("SKIPPED: NATS_CLI is not set (make test builds the nats CLI and sets it)")
+	}
+	is := is.New(t)
+	srv := natstest.Server(t)
+	files, err := filepath.Glob("../../streams/*.json")
+	is.NoErr(err)
+	is.True(len(files) > 0) // stream files found
+	for _, f := range files {
+		out, err := exec.Command(cli, "--server", srv.ClientURL(), "stream", "add", "--config", f).CombinedOutput()
+		is.True(err == nil) // nats stream add --config accepts the file
+		if err != nil {
+			t.Logf("%s: %s", f, out)
+		}
+	}
+	_, js := natstest.Connect(t, srv)
+	var want []jetstream.StreamConfig
+	b, err := os.ReadFile("../../streams/PRIME_WEBHOOK.json")
+	is.NoErr(err)
+	var one jetstream.StreamConfig
+	is.NoErr(json.Unmarshal(b, &one))
+	want = append(want, one)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, events.StreamWebhook)
+	is.NoErr(err)
+	is.Equal(s.CachedInfo().Config.Subjects, want[0].Subjects) // the CLI created the stream the services use
+}

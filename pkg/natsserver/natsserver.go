@@ -1,0 +1,55 @@
+// Package natsserver runs an embedded nats-server with JetStream, for the
+// all-in-one process and for tests.
+package natsserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Config of an embedded server.
+type Config struct {
+	// Listen is host:port for client connections; port -1 picks a free one.
+	Listen string
+	// StoreDir is where JetStream keeps its data.
+	StoreDir string
+	// ServerName names the server in monitoring output.
+	ServerName string
+}
+
+// Start runs a server and waits until it accepts connections. The caller
+// stops it with Shutdown and WaitForShutdown.
+func Start(cfg Config) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("nats listen address %q: %w", cfg.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("nats listen port %q: %w", portStr, err)
+	}
+	opts := &server.Options{
+		ServerName: cfg.ServerName,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("nats server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("nats server: not ready for connections after 10s")
+	}
+	return srv, nil
+}

@@ -1,0 +1,61 @@
+// Package natstest starts a real embedded nats-server with JetStream for a
+// test, with the project's streams applied.
+package natstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Server starts a server on a free port with its store in a temp dir; it is
+// shut down when the test ends.
+func Server(t testing.TB) *server.Server {
+	t.Helper()
+	return ServerAt(t, "127.0.0.1:-1", t.TempDir())
+}
+
+// ServerAt starts a server on listen with its store in dir, for tests that
+// stop a server and start it again on the same port and data.
+func ServerAt(t testing.TB, listen, dir string) *server.Server {
+	t.Helper()
+	srv, err := natsserver.Start(natsserver.Config{Listen: listen, StoreDir: dir})
+	if err != nil {
+		t.Fatalf("start nats-server: %v", err)
+	}
+	t.Cleanup(func() { Stop(srv) })
+	return srv
+}
+
+// Stop shuts a server down and waits for it. Stopping twice is harmless.
+func Stop(srv *server.Server) {
+	srv.Shutdown()
+	srv.WaitForShutdown()
+}
+
+// Connect connects to srv, applies the project's streams and returns the
+// connection and its JetStream context; the connection closes when the test ends.
+func Connect(t testing.TB, srv *server.Server) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatalf("connect to nats-server: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := events.EnsureStreams(ctx, js, 0); err != nil {
+		t.Fatalf("ensure streams: %v", err)
+	}
+	return nc, js
+}

@@ -1,0 +1,3 @@
+module github.com/ethosbuilding/primeflow/streams
+
+go 1.26.8
