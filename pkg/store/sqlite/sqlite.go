@@ -1,0 +1,231 @@
+// Package sqlite is the embedded store: SQLite in WAL mode through
+// modernc.org/sqlite (no cgo), with the schema in sql/sqlite.
+//
+// Writes go through one connection, so SQLite never answers SQLITE_BUSY
+// among our own writers; reads use a pool of read-only connections, which WAL
+// lets run beside the writer. Every commit is synced (synchronous=FULL), so a
+// row the store says it wrote survives a power cut.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	schema "github.com/ethosbuilding/primeflow/sql"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Store is the SQLite adapter. The zero value is not usable; call Open.
+type Store struct {
+	write *sql.DB // one connection: every write and every transaction
+	read  *sql.DB // read-only connections
+	tx    *sql.Tx // set on a Store bound to a transaction by InTx
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if need be) the database at path and brings its
+// schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	write, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxIdleTime(0)
+	s := &Store{write: write}
+	if err := s.migrate(ctx); err != nil {
+		write.Close()
+		return nil, err
+	}
+	read, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	s.read = read
+	return s, nil
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// InTx runs fn in one write transaction.
+func (s *Store) InTx(ctx context.Context, fn func(store.Store) error) error {
+	if s.tx != nil {
+		return fn(s)
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	if err := fn(&Store{write: s.write, read: s.read, tx: tx}); err != nil {
+		return errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// w is where writes go: the transaction, or the write connection.
+func (s *Store) w() querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.write
+}
+
+// r is where reads go: the transaction (to see its own writes), or the read pool.
+func (s *Store) r() querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.read
+}
+
+// inTx runs fn in the current transaction, or a new one.
+func (s *Store) inTx(ctx context.Context, fn func(*Store) error) error {
+	return s.InTx(ctx, func(tx store.Store) error { return fn(tx.(*Store)) })
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS primeflowSchemaMigrations (
+		name TEXT PRIMARY KEY, appliedUTC TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: migrations table: %w", err)
+	}
+	names, err := fs.Glob(schema.SQLite, "sqlite/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		script, err := schema.SQLite.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = s.inTx(ctx, func(tx *Store) error {
+			var n int
+			if err := tx.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM primeflowSchemaMigrations WHERE name = ?`, name).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			if _, err := tx.tx.ExecContext(ctx, string(script)); err != nil {
+				return err
+			}
+			_, err := tx.tx.ExecContext(ctx, `INSERT INTO primeflowSchemaMigrations (name, appliedUTC) VALUES (?, ?)`, name, formatTime(time.Now()))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite: migrate %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// timeLayout is how times are stored: UTC, millisecond precision, sortable.
+const timeLayout = "2006-01-02 15:04:05.000"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return formatTime(t)
+}
+
+// nullString stores the empty string as NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// scanTime reads a stored time; NULL is the zero time.
+type scanTime struct{ t *time.Time }
+
+func (st scanTime) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*st.t = time.Time{}
+		return nil
+	case string:
+		t, err := time.ParseInLocation(timeLayout, v, time.UTC)
+		*st.t = t
+		return err
+	case time.Time:
+		*st.t = v.UTC()
+		return nil
+	default:
+		return fmt.Errorf("sqlite: time column holds %T", v)
+	}
+}
+
+// scanString reads a nullable text column; NULL is "".
+type scanString struct{ s *string }
+
+func (ss scanString) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*ss.s = ""
+	case string:
+		*ss.s = v
+	case []byte:
+		*ss.s = string(v)
+	default:
+		*ss.s = fmt.Sprint(v)
+	}
+	return nil
+}
+
+// placeholders returns "?, ?, ?" for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

@@ -1,0 +1,281 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+const logColumns = `id, receivedUTC, eventAction, jobId, payload, headers, remoteIP, isAuthenticated,
+	processedUTC, processAttempts, processStatus, publishedUTC, replayCount`
+
+func scanLog(sc interface{ Scan(...any) error }) (store.WebhookLogRow, error) {
+	var r store.WebhookLogRow
+	err := sc.Scan(&r.ID, scanTime{&r.ReceivedUTC}, scanString{&r.EventAction}, scanString{&r.JobID},
+		&r.Payload, scanString{&r.Headers}, scanString{&r.RemoteIP}, &r.IsAuthenticated,
+		scanTime{&r.ProcessedUTC}, &r.ProcessAttempts, scanString{&r.ProcessStatus},
+		scanTime{&r.PublishedUTC}, &r.ReplayCount)
+	return r, err
+}
+
+func (s *Store) queryLogs(ctx context.Context, query string, args ...any) ([]store.WebhookLogRow, error) {
+	rows, err := s.r().QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	var out []store.WebhookLogRow
+	for rows.Next() {
+		r, err := scanLog(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+const insertLogSQL = `INSERT INTO ethPrimeWebhookLog
+	(receivedUTC, eventAction, jobId, payload, headers, remoteIP, isAuthenticated)
+	VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+
+func insertLogArgs(r store.NewWebhookLogRow) []any {
+	return []any{formatTime(r.ReceivedUTC), nullString(r.EventAction), nullString(r.JobID),
+		r.Payload, nullString(r.Headers), nullString(r.RemoteIP), r.IsAuthenticated}
+}
+
+// InsertWebhookLog inserts one row (spPrimeInsertWebhookLog).
+func (s *Store) InsertWebhookLog(ctx context.Context, row store.NewWebhookLogRow) (int64, error) {
+	var id int64
+	if err := s.w().QueryRowContext(ctx, insertLogSQL, insertLogArgs(row)...).Scan(&id); err != nil {
+		return 0, fmt.Errorf("sqlite: insert webhook log: %w", err)
+	}
+	return id, nil
+}
+
+// InsertWebhookLogs inserts rows in one transaction.
+func (s *Store) InsertWebhookLogs(ctx context.Context, rows []store.NewWebhookLogRow) ([]int64, error) {
+	ids := make([]int64, 0, len(rows))
+	err := s.inTx(ctx, func(tx *Store) error {
+		stmt, err := tx.tx.PrepareContext(ctx, insertLogSQL)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, row := range rows {
+			var id int64
+			if err := stmt.QueryRowContext(ctx, insertLogArgs(row)...).Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: insert webhook logs: %w", err)
+	}
+	return ids, nil
+}
+
+// GetWebhookLog returns one row.
+func (s *Store) GetWebhookLog(ctx context.Context, id int64) (store.WebhookLogRow, error) {
+	r, err := scanLog(s.r().QueryRowContext(ctx, `SELECT `+logColumns+` FROM ethPrimeWebhookLog WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("webhook log %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("sqlite: get webhook log: %w", err)
+	}
+	return r, nil
+}
+
+// GetWebhookLogUnprocessed returns the oldest queued rows (spPrimeGetWebhookLogUnprocessed).
+func (s *Store) GetWebhookLogUnprocessed(ctx context.Context, top, maxAttempts int) ([]store.WebhookLogRow, error) {
+	if top <= 0 {
+		top = store.DefaultTop
+	}
+	if maxAttempts <= 0 {
+		maxAttempts = store.MaxAttempts
+	}
+	return s.queryLogs(ctx, `SELECT `+logColumns+` FROM ethPrimeWebhookLog
+		WHERE processedUTC IS NULL AND processAttempts < ? ORDER BY id LIMIT ?`, maxAttempts, top)
+}
+
+// SetWebhookLogProcessed stamps a row processed (spPrimeSetWebhookLogProcessed).
+func (s *Store) SetWebhookLogProcessed(ctx context.Context, id int64, jobID, status string) error {
+	res, err := s.w().ExecContext(ctx, `UPDATE ethPrimeWebhookLog
+		SET processedUTC = ?, processStatus = ?, jobId = COALESCE(?, jobId) WHERE id = ?`,
+		formatTime(time.Now()), store.TruncateStatus(status), nullString(jobID), id)
+	return affectedOne(res, err, "set webhook log processed", id)
+}
+
+// IncrementWebhookLogAttempt records a failed attempt (spPrimeIncrementWebhookLogAttempt).
+func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID, status string) (int, error) {
+	var attempts int
+	err := s.w().QueryRowContext(ctx, `UPDATE ethPrimeWebhookLog
+		SET processAttempts = processAttempts + 1, processStatus = ?, jobId = COALESCE(?, jobId)
+		WHERE id = ? RETURNING processAttempts`,
+		store.TruncateStatus(status), nullString(jobID), id).Scan(&attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("webhook log %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: increment webhook log attempt: %w", err)
+	}
+	return attempts, nil
+}
+
+// GetWebhookLogUnpublished returns rows the relay still has to publish.
+func (s *Store) GetWebhookLogUnpublished(ctx context.Context, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error) {
+	return s.queryLogs(ctx, `SELECT `+logColumns+` FROM ethPrimeWebhookLog
+		WHERE publishedUTC IS NULL AND receivedUTC < ? ORDER BY id LIMIT ?`, formatTime(receivedBefore), limit)
+}
+
+// SetWebhookLogPublished records that rows were published.
+func (s *Store) SetWebhookLogPublished(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := []any{formatTime(at)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := s.w().ExecContext(ctx, `UPDATE ethPrimeWebhookLog SET publishedUTC = ? WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite: set webhook log published: %w", err)
+	}
+	return nil
+}
+
+// ResetWebhookLog queues the selected rows again for replay.
+func (s *Store) ResetWebhookLog(ctx context.Context, f store.LogFilter) (int, error) {
+	where, args := logWhere(f)
+	res, err := s.w().ExecContext(ctx, `UPDATE ethPrimeWebhookLog
+		SET processedUTC = NULL, processAttempts = 0, publishedUTC = NULL, replayCount = replayCount + 1,
+		    processStatus = 'Queued for replay'`+where, args...)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: reset webhook log: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// ListWebhookLog returns the selected rows, oldest first.
+func (s *Store) ListWebhookLog(ctx context.Context, f store.LogFilter) ([]store.WebhookLogRow, error) {
+	where, args := logWhere(f)
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	return s.queryLogs(ctx, `SELECT `+logColumns+` FROM ethPrimeWebhookLog`+where+` ORDER BY id LIMIT ?`, append(args, limit)...)
+}
+
+// CountWebhookLog counts the selected rows.
+func (s *Store) CountWebhookLog(ctx context.Context, f store.LogFilter) (int, error) {
+	where, args := logWhere(f)
+	var n int
+	if err := s.r().QueryRowContext(ctx, `SELECT COUNT(*) FROM ethPrimeWebhookLog`+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count webhook log: %w", err)
+	}
+	return n, nil
+}
+
+func logWhere(f store.LogFilter) (string, []any) {
+	var conds []string
+	var args []any
+	if len(f.IDs) > 0 {
+		conds = append(conds, "id IN ("+placeholders(len(f.IDs))+")")
+		for _, id := range f.IDs {
+			args = append(args, id)
+		}
+	}
+	if f.Action != "" {
+		conds = append(conds, "eventAction = ?")
+		args = append(args, f.Action)
+	}
+	if f.JobID != "" {
+		conds = append(conds, "jobId = ?")
+		args = append(args, f.JobID)
+	}
+	if !f.From.IsZero() {
+		conds = append(conds, "receivedUTC >= ?")
+		args = append(args, formatTime(f.From))
+	}
+	if !f.To.IsZero() {
+		conds = append(conds, "receivedUTC < ?")
+		args = append(args, formatTime(f.To))
+	}
+	switch f.State {
+	case store.Unprocessed:
+		conds = append(conds, "processedUTC IS NULL AND processAttempts < ?")
+		args = append(args, store.MaxAttempts)
+	case store.Capped:
+		conds = append(conds, "processedUTC IS NULL AND processAttempts >= ?")
+		args = append(args, store.MaxAttempts)
+	case store.Processed:
+		conds = append(conds, "processedUTC IS NOT NULL")
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+func affectedOne(res sql.Result, err error, what string, id int64) error {
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("webhook log %d: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// GetJobIDByReference reads the numeric reference map (spPrimeGetJobIDbyReference).
+func (s *Store) GetJobIDByReference(ctx context.Context, numericReference int64) (string, bool, error) {
+	var jobID string
+	err := s.r().QueryRowContext(ctx, `SELECT jobId FROM ethPrimeJobReference WHERE numericReference = ?`, numericReference).Scan(&jobID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("sqlite: get job id by reference: %w", err)
+	}
+	return jobID, true, nil
+}
+
+// SaveJobReference maps a reference when absent (spPrimeSaveJobReference).
+func (s *Store) SaveJobReference(ctx context.Context, numericReference int64, jobID string) (bool, error) {
+	jobID = strings.ToLower(jobID)
+	var inserted bool
+	err := s.inTx(ctx, func(tx *Store) error {
+		var existing string
+		err := tx.tx.QueryRowContext(ctx, `SELECT jobId FROM ethPrimeJobReference WHERE numericReference = ?`, numericReference).Scan(&existing)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.tx.ExecContext(ctx, `INSERT INTO ethPrimeJobReference (numericReference, jobId, firstSeenUTC) VALUES (?, ?, ?)`,
+				numericReference, jobID, formatTime(time.Now()))
+			inserted = err == nil
+			return err
+		case err != nil:
+			return err
+		case existing != jobID:
+			return fmt.Errorf("reference %d is mapped to job %s, not %s: %w", numericReference, existing, jobID, store.ErrReferenceConflict)
+		default:
+			return nil
+		}
+	})
+	if err != nil && !errors.Is(err, store.ErrReferenceConflict) {
+		return false, fmt.Errorf("sqlite: save job reference: %w", err)
+	}
+	return inserted, err
+}

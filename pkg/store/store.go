@@ -1,0 +1,37 @@
+// Package store is primeflow's storage contract: the records it keeps and one
+// interface a subject, each method the Go face of one of the spec's procs.
+// Two adapters implement it: store/sqlite (the embedded default) and
+// store/mssql (SQL Server, calling the procs in sql/mssql). The suite in
+// store/storetest holds both to the same behaviour.
+//
+// Table and column names are the spec's in both adapters.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Store is everything primeflow persists.
+type Store interface {
+	WebhookLog
+	JobReferences
+
+	// InTx runs fn in one transaction: the writes fn makes through the Store
+	// it is given commit together when fn returns nil, and not at all when it
+	// returns an error. Inside fn use only the given Store. InTx on a Store
+	// that is already in a transaction runs fn in that transaction.
+	InTx(ctx context.Context, fn func(Store) error) error
+
+	// Close releases the database.
+	Close() error
+}
+
+// Errors the adapters return. Match them with errors.Is.
+var (
+	// ErrNotFound: the row asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrReferenceConflict: a numeric job reference is already mapped to a
+	// different job (§4.1: the relationship is immutable).
+	ErrReferenceConflict = errors.New("numeric reference already mapped to another job")
+)

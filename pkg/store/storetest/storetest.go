@@ -1,0 +1,19 @@
+// Package storetest is the contract suite every store adapter passes: the
+// same behaviour from SQLite and SQL Server.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// Opener returns an empty store for one test; the adapter's test closes it.
+type Opener func(t *testing.T) store.Store
+
+// Run runs the whole contract suite against the stores open returns.
+func Run(t *testing.T, open Opener) {
+	t.Run("WebhookLog", func(t *testing.T) { testWebhookLog(t, open) })
+	t.Run("JobReferences", func(t *testing.T) { testJobReferences(t, open) })
+	t.Run("InTx", func(t *testing.T) { testInTx(t, open) })
+}
