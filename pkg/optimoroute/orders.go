@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -88,12 +89,23 @@ func (o Order) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	for k, v := range o.CustomFields {
-		if _, clash := m[k]; clash || k == "" {
+		if k == "" || standardField(k) {
 			return nil, fmt.Errorf("order %s: custom field %q clashes with a standard field", o.OrderNo, k)
 		}
 		m[k], _ = json.Marshal(v)
 	}
 	return json.Marshal(m)
+}
+
+// standardField reports whether name is the JSON name of a field of Order.
+func standardField(name string) bool {
+	t := reflect.TypeFor[orderFields]()
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == name {
+			return true
+		}
+	}
+	return false
 }
 
 // UnmarshalJSON reads an order, collecting string fields named
