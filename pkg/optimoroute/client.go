@@ -2,7 +2,7 @@
 // order writes in chunks of 500, planning, and the routes read-back (spec §8).
 //
 // Every request is <APIURL>/<operation>?key=<APIKey>: GET for reads, POST
-// JSON for writes. OptimoRoute allows 5 concurrent requests per account, so a
+// JSON for writes and for get_orders, whose bulk form is a POST. OptimoRoute allows 5 concurrent requests per account, so a
 // Client never has more than Config.MaxConcurrent requests in flight. The API
 // key never appears in an error the Client returns.
 package optimoroute

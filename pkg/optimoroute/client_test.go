@@ -561,6 +561,30 @@ func TestCollectors(t *testing.T) {
 	is.Equal(counts["operation=get_routes,result=api_error,"], 1.0) // one failure
 }
 
+func TestResultsThatCannotBeMatchedFailTheChunk(t *testing.T) {
+	answers := map[string]string{
+		"fewer results":             `{"success":true,"orders":[{"success":true,"orderNo":"A"}]}`,
+		"another order":             `{"success":true,"orders":[{"success":true,"orderNo":"B"},{"success":true,"orderNo":"A"}]}`,
+		"not an OptimoRoute answer": `[1,2]`,
+	}
+	for name, answer := range answers {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				fmt.Fprint(w, answer)
+			}))
+			defer srv.Close()
+			c, err := optimoroute.New(optimoroute.Config{APIURL: srv.URL, APIKey: testKey})
+			is.NoErr(err) // configured
+			res, err := c.CreateOrUpdateOrders(ctx(t), []optimoroute.Order{order("A", "2026-03-02"), order("B", "2026-03-02")})
+			var chunk *optimoroute.ChunkError
+			is.True(errors.As(err, &chunk))    // the chunk fails as a whole
+			is.Equal(res[0].Err, error(chunk)) // no order is taken as written
+			is.Equal(res[1].Err, error(chunk)) // …
+		})
+	}
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

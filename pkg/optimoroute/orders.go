@@ -240,8 +240,8 @@ func (c *Client) bulk(ctx context.Context, op string, orderNos []string, body fu
 		hi := min(lo+MaxOrdersPerCall, len(orderNos))
 		var resp bulkResponse
 		err := c.post(ctx, op, body(lo, hi), &resp)
-		if err == nil && len(resp.Orders) != hi-lo {
-			err = fmt.Errorf("optimoroute %s: %d results for %d orders", op, len(resp.Orders), hi-lo)
+		if err == nil {
+			err = checkPositions(op, resp.Orders, orderNos[lo:hi])
 		}
 		if err != nil {
 			cerr := &ChunkError{Operation: op, Offset: lo, Count: hi - lo, Total: len(orderNos), Err: err}
@@ -268,6 +268,20 @@ func (c *Client) bulk(ctx context.Context, op string, orderNos []string, body fu
 		}
 	}
 	return results, nil
+}
+
+// checkPositions makes sure results can be matched to orders by position:
+// as many results as orders, and none naming another order.
+func checkPositions(op string, items []itemResult, orderNos []string) error {
+	if len(items) != len(orderNos) {
+		return fmt.Errorf("optimoroute %s: %d results for %d orders", op, len(items), len(orderNos))
+	}
+	for i, it := range items {
+		if it.OrderNo != "" && it.OrderNo != orderNos[i] {
+			return fmt.Errorf("optimoroute %s: result %d names order %q, sent %q", op, i, it.OrderNo, orderNos[i])
+		}
+	}
+	return nil
 }
 
 // idString reads an id that may be sent as a string or a number.
