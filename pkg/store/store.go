@@ -23,6 +23,9 @@ type Store interface {
 	// that is already in a transaction runs fn in that transaction.
 	InTx(ctx context.Context, fn func(Store) error) error
 
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+
 	// Close releases the database.
 	Close() error
 }

@@ -76,7 +76,9 @@ type LogFilter struct {
 	From   time.Time // receivedUTC >= From
 	To     time.Time // receivedUTC < To
 	State  LogState
-	Limit  int // rows returned by ListWebhookLog, oldest first; 0 means 100
+	// Unpublished selects rows the relay has still to publish.
+	Unpublished bool
+	Limit       int // rows returned by ListWebhookLog, oldest first; 0 means 100
 }
 
 // WebhookLog is the log of received webhooks, which is also the work queue (§3).

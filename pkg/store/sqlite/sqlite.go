@@ -76,6 +76,9 @@ func dsn(path string, readOnly bool) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.read.PingContext(ctx) }
+
 // Close closes both pools.
 func (s *Store) Close() error {
 	return errors.Join(s.read.Close(), s.write.Close())

@@ -210,6 +210,9 @@ func logWhere(f store.LogFilter) (string, []any) {
 		conds = append(conds, "receivedUTC < ?")
 		args = append(args, formatTime(f.To))
 	}
+	if f.Unpublished {
+		conds = append(conds, "publishedUTC IS NULL")
+	}
 	switch f.State {
 	case store.Unprocessed:
 		conds = append(conds, "processedUTC IS NULL AND processAttempts < ?")

@@ -236,6 +236,7 @@ func testWebhookLog(t *testing.T, open Opener) {
 			_, err := s.IncrementWebhookLogAttempt(ctx, b, "", "boom")
 			is.NoErr(err)
 		}
+		is.NoErr(s.SetWebhookLogPublished(ctx, []int64{a, b}, time.Now()))
 		for _, tc := range []struct {
 			name string
 			f    store.LogFilter
@@ -250,6 +251,7 @@ func testWebhookLog(t *testing.T, open Opener) {
 			{"processed", store.LogFilter{State: store.Processed}, []int64{a}},
 			{"ids and action", store.LogFilter{IDs: []int64{a, b}, Action: "create-appointment"}, []int64{b}},
 			{"limit", store.LogFilter{Limit: 2}, []int64{a, b}},
+			{"unpublished", store.LogFilter{Unpublished: true, Action: "change-job-status"}, []int64{c}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				is := is.New(t)

@@ -1,0 +1,43 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+)
+
+// WebhookMsgID is the Nats-Msg-Id of a log row's message: derived from its id,
+// so JetStream drops a second publish of the same row (the relay after a
+// publish whose bookkeeping failed), and new for each replay of the row.
+func WebhookMsgID(logID int64, replayCount int) string {
+	if replayCount == 0 {
+		return "ethPrimeWebhookLog:" + strconv.FormatInt(logID, 10)
+	}
+	return fmt.Sprintf("ethPrimeWebhookLog:%d:replay%d", logID, replayCount)
+}
+
+// NewWebhookMsg is the message for one stored webhook: the payload as
+// received, the log id and eventAction in headers.
+func NewWebhookMsg(logID int64, replayCount int, action, payload string) *nats.Msg {
+	m := nats.NewMsg(WebhookSubject(action))
+	m.Data = []byte(payload)
+	m.Header.Set(nats.MsgIdHdr, WebhookMsgID(logID, replayCount))
+	m.Header.Set(HeaderLogID, strconv.FormatInt(logID, 10))
+	m.Header.Set(HeaderEventAction, action)
+	return m
+}
+
+// ErrNoLogID: a message carries no valid Primeflow-Log-Id header.
+var ErrNoLogID = errors.New("message has no valid " + HeaderLogID + " header")
+
+// LogID reads the log row id a message is about.
+func LogID(h nats.Header) (int64, error) {
+	id, err := strconv.ParseInt(http.Header(h).Get(HeaderLogID), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, ErrNoLogID
+	}
+	return id, nil
+}

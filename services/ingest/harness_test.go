@@ -1,0 +1,192 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
+	"github.com/ethosbuilding/primeflow/services/ingest"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	apiKey    = "5b0e1f6c-2a7d-4c1e-9f3b-8d6a4e2c1b70"
+	adminUser = "ops"
+	adminPass = "s3cret-admin"
+)
+
+var admin = opshttp.Credentials{User: adminUser, Password: adminPass}
+
+// harness is ingest running for real: an embedded nats-server, SQLite in a
+// temp dir, and the HTTP server on a free port.
+type harness struct {
+	t     *testing.T
+	url   string
+	store store.Store
+	nats  *server.Server
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	logs  *syncBuffer
+	// router is the HTTP surface under test, for the route walk.
+	router *service.Router
+}
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type option func(*ingest.Config, *service.Deps)
+
+func withStore(wrap func(store.Store) store.Store) option {
+	return func(_ *ingest.Config, d *service.Deps) { d.Store = wrap(d.Store) }
+}
+
+func withConfig(f func(*ingest.Config)) option {
+	return func(c *ingest.Config, _ *service.Deps) { f(c) }
+}
+
+func start(t *testing.T, opts ...option) *harness {
+	t.Helper()
+	return startOn(t, natstest.Server(t), opts...)
+}
+
+func startOn(t *testing.T, ns *server.Server, opts ...option) *harness {
+	t.Helper()
+	nc, js := natstest.Connect(t, ns)
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "primeflow.db"))
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &harness{t: t, store: st, nats: ns, nc: nc, js: js, logs: &syncBuffer{}}
+
+	cfg := ingest.Config{
+		APIKey: apiKey, MaxBodyBytes: 64 << 10,
+		RelayInterval: time.Hour, RelayGrace: 0, PublishTimeout: time.Second,
+	}
+	d := service.Deps{Log: slog.New(slog.NewTextHandler(h.logs, nil)), NC: nc, JS: js, Store: st, Metrics: opshttp.NewRegistry()}
+	for _, o := range opts {
+		o(&cfg, &d)
+	}
+	r := service.NewRouter(admin)
+	h.router = r
+	in, err := ingest.New(cfg, d, r)
+	if err != nil {
+		t.Fatalf("new ingest: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- service.Run(ctx, &http.Server{Handler: r.Handler(d)}, ln, in) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ingest stopped with: %v", err)
+		}
+	})
+	h.waitHealthy()
+	return h
+}
+
+func (h *harness) waitHealthy() {
+	h.t.Helper()
+	eventually(h.t, "ingest healthy", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, h.url+"/healthz", nil)
+		req.SetBasicAuth(adminUser, adminPass)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+}
+
+// post sends a webhook the way Prime does.
+func (h *harness) post(body string, header ...string) *http.Response {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.url+ingest.WebhookPath, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("post webhook: %v", err)
+	}
+	h.t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+// rows counts the log rows.
+func (h *harness) rows() int {
+	h.t.Helper()
+	n, err := h.store.CountWebhookLog(context.Background(), store.LogFilter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// streamMsgs counts the messages in PRIME_WEBHOOK.
+func (h *harness) streamMsgs() uint64 {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := h.js.Stream(ctx, "PRIME_WEBHOOK")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// eventually waits up to 10s for cond, failing the test if it never holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,94 @@
+// Package ingest receives Prime's webhooks (§2): it stores every event in
+// ethPrimeWebhookLog, answers 200 only after the commit, and publishes the
+// event on prime.webhook.<eventAction>. A relay republishes rows that were
+// never published and rows reset for replay.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/nats-io/nats.go"
+)
+
+// Config is ingest's own configuration.
+type Config struct {
+	// APIKey is the webhook's Identifier UUID that Prime sends as API-Key;
+	// blank rejects every webhook (§2).
+	APIKey string `env:"PRIME_WEBHOOK_API_KEY"`
+	// MaxBodyBytes is the largest body stored; a larger one gets 413.
+	MaxBodyBytes int64 `env:"INGEST_MAX_BODY_BYTES" envDefault:"1048576"`
+	// RelayInterval is how often the relay looks for unpublished rows.
+	RelayInterval time.Duration `env:"INGEST_RELAY_INTERVAL" envDefault:"10s"`
+	// RelayGrace leaves rows younger than this to the publisher that has them.
+	RelayGrace time.Duration `env:"INGEST_RELAY_GRACE" envDefault:"5s"`
+	// PublishTimeout bounds one publish and its ack.
+	PublishTimeout time.Duration `env:"INGEST_PUBLISH_TIMEOUT" envDefault:"5s"`
+}
+
+// Ingest is the webhook receiver.
+type Ingest struct {
+	cfg       Config
+	log       *slog.Logger
+	committer *committer
+	publisher *publisher
+	relay     *relay
+	metrics   *metrics
+	kick      chan struct{}
+}
+
+// New builds ingest and adds its routes to r: the webhook (public) and the
+// relay trigger (admin).
+func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
+	if cfg.MaxBodyBytes <= 0 {
+		return nil, errors.New("INGEST_MAX_BODY_BYTES must be above zero")
+	}
+	if cfg.APIKey == "" {
+		d.Log.Warn("PRIME_WEBHOOK_API_KEY is blank: every webhook is rejected with 401")
+	}
+	m := newMetrics(d.Metrics, d.Store)
+	in := &Ingest{cfg: cfg, log: d.Log, metrics: m, kick: make(chan struct{}, 1)}
+	in.committer = newCommitter(d.Store, func(n int) { m.batchSize.Observe(float64(n)) })
+	in.publisher = &publisher{
+		js: d.JS, nc: d.NC, store: d.Store, log: d.Log, metrics: m,
+		queue: make(chan publication, 8192), timeout: cfg.PublishTimeout,
+	}
+	in.relay = &relay{pub: in.publisher, store: d.Store, log: d.Log, grace: cfg.RelayGrace, page: 500}
+	// NATS back after an outage: run the relay now rather than at the next tick.
+	d.NC.SetReconnectHandler(func(*nats.Conn) {
+		d.Log.Info("nats reconnected: running the relay")
+		select {
+		case in.kick <- struct{}{}:
+		default:
+		}
+	})
+	in.routes(r)
+	return in, nil
+}
+
+// Run runs the committer, the publisher and the relay until ctx ends.
+func (in *Ingest) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { in.committer.run(ctx) })
+	wg.Go(func() { in.publisher.run(ctx, 4, 50*time.Millisecond) })
+	wg.Go(func() { in.relay.run(ctx, in.cfg.RelayInterval, in.kick) })
+	wg.Wait()
+	return nil
+}
+
+// Main runs ingest as a process of its own.
+func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	var cfg Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	return service.Main(ctx, "ingest", getenv, stderr, func(_ context.Context, d service.Deps, r *service.Router) (service.Runner, error) {
+		return New(cfg, d, r)
+	})
+}

@@ -1,0 +1,76 @@
+package ingest
+
+import (
+	"context"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Webhook outcomes, the values of the outcome label.
+const (
+	outcomeStored       = "stored"
+	outcomeUnauthorized = "unauthorized"
+	outcomeTooLarge     = "too_large"
+	outcomeStoreError   = "store_error"
+	outcomeBadRequest   = "bad_request"
+)
+
+type metrics struct {
+	webhooks        *prometheus.CounterVec
+	insertSeconds   prometheus.Histogram
+	batchSize       prometheus.Histogram
+	publishFailures *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
+	m := &metrics{
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_webhooks_total",
+			Help: "Webhooks received, by eventAction (as a subject token) and outcome.",
+		}, []string{"action", "outcome"}),
+		insertSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "primeflow_webhook_insert_seconds",
+			Help:    "Time from a webhook's arrival at the committer to its durable commit.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "primeflow_webhook_commit_batch_size",
+			Help:    "Webhooks that shared one commit.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
+		}),
+		publishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_webhook_publish_failures_total",
+			Help: "Publishes to JetStream that failed after commit (the relay publishes those rows later), by reason.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(m.webhooks, m.insertSeconds, m.batchSize, m.publishFailures, &logCollector{store: st})
+	return m
+}
+
+// logCollector reports the log's queue depths at scrape time.
+type logCollector struct{ store logStore }
+
+var logRowsDesc = prometheus.NewDesc("primeflow_webhooklog_rows",
+	"Rows of ethPrimeWebhookLog by state: unprocessed (queued, under the attempt cap), capped (failed 5 times, waiting for a person), unpublished (waiting for the relay).",
+	[]string{"state"}, nil)
+
+func (c *logCollector) Describe(ch chan<- *prometheus.Desc) { ch <- logRowsDesc }
+
+func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for state, f := range map[string]store.LogFilter{
+		"unprocessed": {State: store.Unprocessed},
+		"capped":      {State: store.Capped},
+		"unpublished": {Unpublished: true},
+	} {
+		n, err := c.store.CountWebhookLog(ctx, f)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(logRowsDesc, err)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(logRowsDesc, prometheus.GaugeValue, float64(n), state)
+	}
+}
