@@ -27,7 +27,7 @@ func TestEnsureStreamsIsRepeatable(t *testing.T) {
 	is.NoErr(err)
 	for _, cfg := range cfgs {
 		s, err := js.Stream(ctx, cfg.Name)
-		is.NoErr(err) // every stream in streams/ exists
+		is.NoErr(err)                                          // every stream in streams/ exists
 		is.Equal(s.CachedInfo().Config.Subjects, cfg.Subjects) // with the file's subjects
 	}
 	_, err = js.KeyValue(ctx, events.BucketLocks)

@@ -40,7 +40,7 @@ func TestMainRunsTheService(t *testing.T) {
 	eventually(t, "published", func() bool { return h.streamMsgs() == 1 })
 
 	cancel()
-	is.NoErr(<-done)                                       // a clean shutdown
+	is.NoErr(<-done)                                        // a clean shutdown
 	is.True(strings.Contains(stderr.String(), `"started"`)) // logs as JSON on stderr
 	is.True(!strings.Contains(stderr.String(), apiKey))     // never the key
 	is.True(!strings.Contains(stderr.String(), adminPass))  // nor the admin password
