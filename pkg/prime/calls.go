@@ -1,0 +1,139 @@
+package prime
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Prime's endpoints, in one place. Paths marked assumed were not seen in
+// public material.
+const (
+	pathToken                = "/oauth/token"
+	pathJobs                 = "/jobs"
+	pathAppointments         = "/appointments" // assumed
+	pathAllocations          = "/allocations"
+	pathSiteForms            = "/site-forms"
+	pathEstimates            = "/estimates"
+	pathContacts             = "/contacts"
+	pathContactRelationships = "/contact-relationships" // assumed
+	pathStatusHistories      = "/status-histories"      // assumed
+)
+
+// Endpoint names, as counted in Stats and the metrics.
+const (
+	endpointToken                = "token"
+	endpointJob                  = "jobs.get"
+	endpointAppointment          = "appointments.get"
+	endpointAllocation           = "allocations.get"
+	endpointJobAllocations       = "allocations.list"
+	endpointSiteForms            = "site-forms.list"
+	endpointEstimates            = "estimates.list"
+	endpointContact              = "contacts.get"
+	endpointContactRelationships = "contact-relationships.list"
+	endpointStatusHistories      = "status-histories.list"
+)
+
+// GetJob fetches a job by its GUID or by the numeric reference Prime's
+// webhooks carry (§4.1): /jobs/{identifier} accepts either.
+func (c *Client) GetJob(ctx context.Context, identifier string) (Job, error) {
+	p, err := itemPath(pathJobs, identifier)
+	if err != nil {
+		return Job{}, err
+	}
+	return getOne[Job](ctx, c, endpointJob, p)
+}
+
+// GetAppointment fetches an appointment (assumed GET /appointments/{id}).
+func (c *Client) GetAppointment(ctx context.Context, id string) (Appointment, error) {
+	p, err := itemPath(pathAppointments, id)
+	if err != nil {
+		return Appointment{}, err
+	}
+	return getOne[Appointment](ctx, c, endpointAppointment, p)
+}
+
+// GetAllocation fetches an allocation.
+func (c *Client) GetAllocation(ctx context.Context, id string) (Allocation, error) {
+	p, err := itemPath(pathAllocations, id)
+	if err != nil {
+		return Allocation{}, err
+	}
+	return getOne[Allocation](ctx, c, endpointAllocation, p)
+}
+
+// ListJobAllocations fetches every allocation of a job, all pages.
+func (c *Client) ListJobAllocations(ctx context.Context, jobID string) ([]Allocation, error) {
+	q, err := jobQuery(jobID)
+	if err != nil {
+		return nil, err
+	}
+	return getAll[Allocation](ctx, c, endpointJobAllocations, pathAllocations, q)
+}
+
+// GetSiteFormsByJob fetches the site forms that hang off a job: objectType
+// Job only, like the spec's GetSiteFormsbyJob (§5.3).
+func (c *Client) GetSiteFormsByJob(ctx context.Context, jobID string) ([]SiteForm, error) {
+	q, err := jobQuery(jobID, filterEq("objectType", SiteFormObjectJob))
+	if err != nil {
+		return nil, err
+	}
+	return getAll[SiteForm](ctx, c, endpointSiteForms, pathSiteForms, q)
+}
+
+// GetEstimatesByJob fetches a job's estimates with their categories and line
+// items (§5.4).
+func (c *Client) GetEstimatesByJob(ctx context.Context, jobID string) ([]Estimate, error) {
+	q, err := jobQuery(jobID)
+	if err != nil {
+		return nil, err
+	}
+	return getAll[Estimate](ctx, c, endpointEstimates, pathEstimates, q)
+}
+
+// GetContact fetches a contact.
+func (c *Client) GetContact(ctx context.Context, id string) (Contact, error) {
+	p, err := itemPath(pathContacts, id)
+	if err != nil {
+		return Contact{}, err
+	}
+	return getOne[Contact](ctx, c, endpointContact, p)
+}
+
+// GetJobContactRelationships fetches the contacts linked to a job (§5.2).
+func (c *Client) GetJobContactRelationships(ctx context.Context, jobID string) ([]ContactRelationship, error) {
+	q, err := jobQuery(jobID)
+	if err != nil {
+		return nil, err
+	}
+	return getAll[ContactRelationship](ctx, c, endpointContactRelationships, pathContactRelationships, q)
+}
+
+// GetJobStatusHistories fetches a job's status changes.
+func (c *Client) GetJobStatusHistories(ctx context.Context, jobID string) ([]StatusHistory, error) {
+	q, err := jobQuery(jobID)
+	if err != nil {
+		return nil, err
+	}
+	return getAll[StatusHistory](ctx, c, endpointStatusHistories, pathStatusHistories, q)
+}
+
+func itemPath(collection, id string) (string, error) {
+	if strings.TrimSpace(id) == "" {
+		return "", fmt.Errorf("prime: %s: empty id", collection)
+	}
+	return collection + "/" + url.PathEscape(id), nil
+}
+
+// jobQuery filters a list by jobId with Prime's q syntax
+// ('jobId'.eq('…'), terms joined by "," for AND), plus any further terms.
+func jobQuery(jobID string, more ...string) (url.Values, error) {
+	if strings.TrimSpace(jobID) == "" || strings.ContainsAny(jobID, "'(),|") {
+		return nil, fmt.Errorf("prime: job id %q cannot be used in a filter", jobID)
+	}
+	terms := append([]string{filterEq("jobId", jobID)}, more...)
+	return url.Values{"q": {strings.Join(terms, ",")}}, nil
+}
+
+func filterEq(field, value string) string { return "'" + field + "'.eq('" + value + "')" }

@@ -1,0 +1,319 @@
+// Package prime is a client for Prime's JSON:API (Prime EcoSystem,
+// primeeco.tech): OAuth2 password grant with a shared, early-refreshed token,
+// a limiter that keeps to Prime's budget (requests a minute, requests in
+// flight, 429 Retry-After and the x-ratelimit headers), and typed records
+// that keep their raw attributes for the mirror.
+//
+// Every call returns ErrNotFound for a 404 and a *RateLimitedError
+// (ErrRateLimited) when Prime, or the client's own budget, says to wait; a
+// rate-limited call is never retried by the client.
+package prime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MediaType is the Accept header Prime requires on every request, the token
+// request included.
+const MediaType = "application/vnd.api.v2+json"
+
+// maxBody bounds how much of a response the client reads.
+const maxBody = 32 << 20
+
+// Client calls Prime. It is safe for concurrent use; make one per process
+// and share it, because the budget and the token are per client.
+type Client struct {
+	cfg   Config
+	base  string
+	hc    *http.Client
+	log   *slog.Logger
+	clock Clock
+	lim   *limiter
+	m     *metrics
+
+	tokMu  sync.Mutex
+	tok    string
+	tokDue time.Time // when to fetch a new token, a little before it expires
+	flight *tokenFlight
+}
+
+// tokenFlight is one token request that concurrent callers share.
+type tokenFlight struct {
+	done  chan struct{}
+	token string
+	err   error
+}
+
+// Option changes how New builds a client.
+type Option func(*options)
+
+type options struct {
+	hc    *http.Client
+	log   *slog.Logger
+	clock Clock
+	name  string
+}
+
+// WithHTTPClient sets the HTTP client (default: a new one). Its Timeout
+// should be zero or above Config.Timeout, which bounds each request.
+func WithHTTPClient(hc *http.Client) Option { return func(o *options) { o.hc = hc } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClock sets the time source of the limiter and token cache (default:
+// the system clock).
+func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithName sets the "client" label of the client's metrics (default "prime").
+func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// New checks cfg, fills its defaults and returns a client. It makes no
+// request: the first call fetches the token.
+func New(cfg Config, opts ...Option) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	o := options{hc: &http.Client{}, log: slog.New(slog.DiscardHandler), clock: realClock{}, name: "prime"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Client{
+		cfg:   cfg,
+		base:  strings.TrimRight(cfg.URL, "/"),
+		hc:    o.hc,
+		log:   o.log,
+		clock: o.clock,
+		m:     newMetrics(o.name),
+	}
+	c.lim = newLimiter(cfg, o.clock, c.m.wait)
+	return c, nil
+}
+
+// Stats returns what the client has done so far; Stats().Requests is the
+// number of HTTP calls made to Prime.
+func (c *Client) Stats() Stats { return c.m.stats() }
+
+// response is a Prime answer read in full.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// get sends an authorised GET and returns a 2xx body. A 401 fetches a new
+// token once and retries the call once.
+func (c *Client) get(ctx context.Context, endpoint, path string) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		tok, err := c.token(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.send(ctx, endpoint, http.MethodGet, path, nil, tok)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case res.status >= 200 && res.status < 300:
+			return res.body, nil
+		case res.status == http.StatusUnauthorized && attempt == 0:
+			c.log.DebugContext(ctx, "prime token refused, fetching a new one", "endpoint", endpoint)
+			c.dropToken(tok)
+			continue
+		}
+		return nil, c.statusError(endpoint, res)
+	}
+}
+
+// send makes one request within the limiter and reads the whole answer.
+func (c *Client) send(ctx context.Context, endpoint, method, path string, form url.Values, token string) (response, error) {
+	release, err := c.lim.acquire(ctx, endpoint)
+	if err != nil {
+		if errors.Is(err, ErrRateLimited) {
+			c.log.DebugContext(ctx, "prime call held back", "endpoint", endpoint, "err", err)
+			return response{}, err
+		}
+		return response{}, fmt.Errorf("prime: %s: %w", endpoint, err)
+	}
+	defer release()
+
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return response{}, fmt.Errorf("prime: %s: request: %w", endpoint, unwrapURLError(err))
+	}
+	req.Header.Set("Accept", MediaType)
+	req.Header.Set("User-Agent", "primeflow")
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.m.request(endpoint, outcomeError)
+		return response{}, fmt.Errorf("prime: %s: %w", endpoint, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	c.m.request(endpoint, outcomeOf(resp.StatusCode))
+	c.observe(ctx, endpoint, resp)
+	if err != nil {
+		return response{}, fmt.Errorf("prime: %s: read: %w", endpoint, unwrapURLError(err))
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+func (c *Client) observe(ctx context.Context, endpoint string, resp *http.Response) {
+	if n, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get(headerMinuteRemaining)), 64); err == nil {
+		c.m.setRemaining("minute", n)
+	}
+	if n, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get(headerDayRemaining)), 64); err == nil {
+		c.m.setRemaining("day", n)
+	}
+	if d := c.lim.observe(resp.StatusCode, resp.Header); d > 0 {
+		c.log.WarnContext(ctx, "prime rate limited, holding calls", "endpoint", endpoint, "retry_after", d)
+	}
+}
+
+// unwrapURLError drops the URL from a transport error so that an error
+// message never carries one.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// statusError turns a non-2xx answer into the error the caller sees.
+func (c *Client) statusError(endpoint string, res response) error {
+	if res.status == http.StatusTooManyRequests {
+		d := c.lim.held()
+		if d <= 0 {
+			d = parseRetryAfter(res.header.Get(headerRetryAfter), c.clock.Now())
+		}
+		return &RateLimitedError{RetryAfter: d, Endpoint: endpoint}
+	}
+	return &APIError{StatusCode: res.status, Endpoint: endpoint, Errors: decodeErrors(res.body)}
+}
+
+// token returns a token that is not due for refresh, fetching one when
+// needed. Concurrent callers share one fetch.
+func (c *Client) token(ctx context.Context) (string, error) {
+	for {
+		c.tokMu.Lock()
+		if c.tok != "" && c.clock.Now().Before(c.tokDue) {
+			tok := c.tok
+			c.tokMu.Unlock()
+			return tok, nil
+		}
+		f := c.flight
+		leader := f == nil
+		if leader {
+			f = &tokenFlight{done: make(chan struct{})}
+			c.flight = f
+		}
+		c.tokMu.Unlock()
+
+		if leader {
+			tok, due, err := c.fetchToken(ctx)
+			c.tokMu.Lock()
+			if err == nil {
+				c.tok, c.tokDue = tok, due
+			}
+			c.flight = nil
+			c.tokMu.Unlock()
+			f.token, f.err = tok, err
+			close(f.done)
+			return tok, err
+		}
+
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return "", fmt.Errorf("prime: token: %w", ctx.Err())
+		}
+		if f.err == nil {
+			return f.token, nil
+		}
+		// The leader's own context ended its fetch: fetch again for this caller.
+		if ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
+			continue
+		}
+		return "", f.err
+	}
+}
+
+// dropToken forgets tok after Prime refused it, unless another caller has
+// already replaced it.
+func (c *Client) dropToken(tok string) {
+	c.tokMu.Lock()
+	if c.tok == tok {
+		c.tok = ""
+	}
+	c.tokMu.Unlock()
+}
+
+// tokenRefreshMargin is how early a token is replaced: a tenth of its
+// lifetime, at most five minutes.
+func tokenRefreshMargin(lifetime time.Duration) time.Duration {
+	return min(lifetime/10, 5*time.Minute)
+}
+
+// defaultTokenLifetime is assumed when Prime sends no expires_in.
+const defaultTokenLifetime = 5 * time.Minute
+
+// fetchToken runs the OAuth2 password grant (POST {base}/oauth/token).
+func (c *Client) fetchToken(ctx context.Context) (string, time.Time, error) {
+	form := url.Values{
+		"grant_type":    {"password"},
+		"client_id":     {c.cfg.ClientID},
+		"client_secret": {c.cfg.ClientSecret},
+		"username":      {c.cfg.Username},
+		"password":      {c.cfg.Password},
+	}
+	res, err := c.send(ctx, endpointToken, http.MethodPost, pathToken, form, "")
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if res.status < 200 || res.status >= 300 {
+		return "", time.Time{}, c.statusError(endpointToken, res)
+	}
+	var body struct {
+		AccessToken string      `json:"access_token"`
+		TokenType   string      `json:"token_type"`
+		ExpiresIn   json.Number `json:"expires_in"`
+	}
+	if err := json.Unmarshal(res.body, &body); err != nil {
+		return "", time.Time{}, fmt.Errorf("prime: %s: decode: %w", endpointToken, err)
+	}
+	if body.AccessToken == "" {
+		return "", time.Time{}, fmt.Errorf("prime: %s: response has no access_token", endpointToken)
+	}
+	lifetime := defaultTokenLifetime
+	if secs, err := body.ExpiresIn.Float64(); err == nil && secs > 0 {
+		lifetime = seconds(secs)
+	}
+	c.log.DebugContext(ctx, "prime token fetched", "expires_in", lifetime)
+	return body.AccessToken, c.clock.Now().Add(lifetime - tokenRefreshMargin(lifetime)), nil
+}

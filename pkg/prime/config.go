@@ -1,0 +1,114 @@
+package prime
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+)
+
+// Config is the client's configuration, read from the environment with
+// caarlos0/env (pkg/config.Parse). A zero numeric field takes its default.
+//
+// Every process that calls Prime has its own client and its own budget, so
+// when several services share one Prime account, split Prime's 60 requests a
+// minute and 5 concurrent between them; the x-ratelimit headers stop each
+// client when the shared minute budget runs out.
+type Config struct {
+	// URL is Prime's API base, e.g. https://www.primeeco.tech/api.prime/v2.
+	URL string `env:"PRIME_API_URL"`
+	// ClientID, ClientSecret, Username and Password are the OAuth2
+	// password-grant credentials. Never log them.
+	ClientID     string `env:"PRIME_CLIENT_ID"`
+	ClientSecret string `env:"PRIME_CLIENT_SECRET"`
+	Username     string `env:"PRIME_USERNAME"`
+	Password     string `env:"PRIME_PASSWORD"`
+	// RatePerMinute is the most requests this client sends in a minute.
+	RatePerMinute int `env:"PRIME_RATE_PER_MINUTE" envDefault:"60"`
+	// RateBurst is how many requests may go out back to back before the
+	// per-minute pace applies. With 1 (the default) requests are spaced
+	// evenly, so no minute ever holds more than RatePerMinute of them; a
+	// larger burst lets short bursts out sooner at the cost of up to
+	// RateBurst-1 extra in one minute.
+	RateBurst int `env:"PRIME_RATE_BURST" envDefault:"1"`
+	// MaxConcurrent is the most requests in flight at once.
+	MaxConcurrent int `env:"PRIME_MAX_CONCURRENT" envDefault:"5"`
+	// Timeout bounds each HTTP request.
+	Timeout time.Duration `env:"PRIME_TIMEOUT" envDefault:"30s"`
+	// PageSize is per_page on list calls (Prime allows up to 500).
+	PageSize int `env:"PRIME_PAGE_SIZE" envDefault:"100"`
+}
+
+// Enabled reports whether a Prime URL is configured. Without one the
+// all-in-one process runs primesim instead.
+func (c Config) Enabled() bool { return c.URL != "" }
+
+// LogValue logs the configuration without its secrets.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("url", c.URL),
+		slog.String("client_id", c.ClientID),
+		slog.String("username", c.Username),
+		slog.Int("rate_per_minute", c.RatePerMinute),
+		slog.Int("rate_burst", c.RateBurst),
+		slog.Int("max_concurrent", c.MaxConcurrent),
+		slog.Duration("timeout", c.Timeout),
+		slog.Int("page_size", c.PageSize),
+	)
+}
+
+// String prints the configuration without its secrets, so that %v and %+v
+// cannot leak them.
+func (c Config) String() string {
+	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d Timeout:%s PageSize:%d}",
+		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.Timeout, c.PageSize)
+}
+
+// withDefaults fills zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.RatePerMinute == 0 {
+		c.RatePerMinute = 60
+	}
+	if c.RateBurst == 0 {
+		c.RateBurst = 1
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = 5
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 100
+	}
+	var errs []error
+	u, err := url.Parse(c.URL)
+	switch {
+	case c.URL == "":
+		errs = append(errs, errors.New("PRIME_API_URL is not set"))
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		// The URL itself stays out of the message in case it carries a secret.
+		errs = append(errs, errors.New("PRIME_API_URL is not an http(s) URL"))
+	case u.User != nil || u.RawQuery != "":
+		errs = append(errs, errors.New("PRIME_API_URL must not carry credentials or a query"))
+	}
+	for _, f := range []struct{ name, value string }{
+		{"PRIME_CLIENT_ID", c.ClientID}, {"PRIME_CLIENT_SECRET", c.ClientSecret},
+		{"PRIME_USERNAME", c.Username}, {"PRIME_PASSWORD", c.Password},
+	} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("%s is not set", f.name))
+		}
+	}
+	if c.RatePerMinute < 0 || c.RateBurst < 0 || c.MaxConcurrent < 0 || c.Timeout < 0 || c.PageSize < 0 {
+		errs = append(errs, errors.New("PRIME_RATE_PER_MINUTE, PRIME_RATE_BURST, PRIME_MAX_CONCURRENT, PRIME_TIMEOUT and PRIME_PAGE_SIZE must not be negative"))
+	}
+	if c.PageSize > 500 {
+		errs = append(errs, errors.New("PRIME_PAGE_SIZE must be at most 500"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("prime: config: %w", err)
+	}
+	return c, nil
+}

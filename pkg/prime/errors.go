@@ -1,0 +1,95 @@
+package prime
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Sentinel errors; test for them with errors.Is.
+var (
+	// ErrNotFound: Prime answered 404. For a GUID this proves the value is
+	// not a record of the type asked for (§4.2 step 3).
+	ErrNotFound = errors.New("prime: not found")
+	// ErrRateLimited: Prime answered 429, or the client is holding its calls
+	// for a Retry-After or an exhausted minute budget. The error is a
+	// *RateLimitedError that says how long to wait. It is not a failure of
+	// the event: make the event wait and redeliver it, without counting an
+	// attempt.
+	ErrRateLimited = errors.New("prime: rate limited")
+	// ErrUnauthorized: Prime answered 401 to a fresh token, or refused the
+	// credentials at the token endpoint.
+	ErrUnauthorized = errors.New("prime: unauthorized")
+)
+
+// RateLimitedError is returned when a call hit a 429, or did not go out
+// because the client is holding its calls and the call's context deadline
+// comes before the hold ends. It matches ErrRateLimited.
+type RateLimitedError struct {
+	// RetryAfter is how long to wait before calling Prime again.
+	RetryAfter time.Duration
+	// Endpoint names the call that was limited.
+	Endpoint string
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("prime: %s: rate limited, retry after %s", e.Endpoint, e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
+
+// ErrorObject is one entry of a JSON:API errors document (assumed shape:
+// {"errors":[{"status","code","title","detail"}]}); OAuth errors
+// ({"error","error_description"}) are read into Code and Detail.
+type ErrorObject struct {
+	Status string `json:"status"`
+	Code   string `json:"code"`
+	Title  string `json:"title"`
+	Detail string `json:"detail"`
+}
+
+// APIError is a non-2xx answer from Prime other than 429. A 404 matches
+// ErrNotFound and a 401 matches ErrUnauthorized.
+type APIError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Endpoint names the call ("jobs.get", "token" …).
+	Endpoint string
+	// Errors is the JSON:API error document, when Prime sent one.
+	Errors []ErrorObject
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "prime: %s: %d %s", e.Endpoint, e.StatusCode, http.StatusText(e.StatusCode))
+	for _, o := range e.Errors {
+		msg := o.Detail
+		if msg == "" {
+			msg = o.Title
+		}
+		if o.Code != "" {
+			msg = o.Code + ": " + msg
+		}
+		if msg != "" {
+			b.WriteString(": ")
+			b.WriteString(msg)
+		}
+	}
+	return b.String()
+}
+
+// Is maps the status to ErrNotFound and ErrUnauthorized.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	case ErrUnauthorized:
+		// The token endpoint refuses bad credentials with 400 invalid_grant.
+		return e.StatusCode == http.StatusUnauthorized ||
+			(e.Endpoint == endpointToken && e.StatusCode == http.StatusBadRequest)
+	}
+	return false
+}

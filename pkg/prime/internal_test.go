@@ -1,0 +1,165 @@
+package prime
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/matryer/is"
+)
+
+func TestBucketKeepsThePace(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name        string
+		perMinute   int
+		burst       int
+		at          []time.Duration // when each request asks, from t0
+		wantAllowed []time.Duration // when each may go, from t0
+	}{
+		{"evenly spaced at burst 1", 60, 1, []time.Duration{0, 0, 0}, []time.Duration{0, time.Second, 2 * time.Second}},
+		{"idle time is not saved up at burst 1", 60, 1, []time.Duration{0, 10 * time.Second, 10 * time.Second}, []time.Duration{0, 10 * time.Second, 11 * time.Second}},
+		{"a burst of 3 goes at once, then the pace", 60, 3, []time.Duration{0, 0, 0, 0}, []time.Duration{0, 0, 0, time.Second}},
+		{"120 a minute is every half second", 120, 1, []time.Duration{0, 0}, []time.Duration{0, 500 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			b := newBucket(tt.perMinute, tt.burst)
+			for i, at := range tt.at {
+				got, ok := b.reserve(t0.Add(at), time.Time{})
+				is.True(ok)                              // no deadline, always reserved
+				is.Equal(got, t0.Add(tt.wantAllowed[i])) // at the paced time
+			}
+		})
+	}
+
+	t.Run("a deadline before the slot takes nothing", func(t *testing.T) {
+		is := is.New(t)
+		b := newBucket(60, 1)
+		_, ok := b.reserve(t0, time.Time{})
+		is.True(ok) // first slot now
+		at, ok := b.reserve(t0, t0.Add(500*time.Millisecond))
+		is.True(!ok)                      // next slot is after the deadline
+		is.Equal(at, t0.Add(time.Second)) // reported for the RetryAfter
+		at, ok = b.reserve(t0, time.Time{})
+		is.True(ok)                       // the refused slot was not taken
+		is.Equal(at, t0.Add(time.Second)) // so the next caller gets it
+	})
+}
+
+func TestRateLimitHeaders(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		status int
+		header map[string]string
+		want   time.Duration // the hold started
+	}{
+		{"429 with Retry-After seconds", 429, map[string]string{"Retry-After": "7"}, 7 * time.Second},
+		{"429 with Retry-After date", 429, map[string]string{"Retry-After": now.Add(9 * time.Second).Format(http.TimeFormat)}, 9 * time.Second},
+		{"429 without Retry-After uses the minute reset", 429, map[string]string{"X-Ratelimit-Minute-Reset": "12"}, 12 * time.Second},
+		{"429 with nothing waits a minute", 429, nil, time.Minute},
+		{"remaining 0 holds until the reset (seconds)", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "0", "X-Ratelimit-Minute-Reset": "20"}, 20 * time.Second},
+		{"remaining 0 holds until the reset (Unix time)", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "0", "X-Ratelimit-Minute-Reset": "1735689630"}, 30 * time.Second},
+		{"remaining above 0 does not hold", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "1", "X-Ratelimit-Minute-Reset": "20"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			clock := fixedClock{now}
+			l := newLimiter(Config{RatePerMinute: 60, RateBurst: 1, MaxConcurrent: 1}, clock, func(string, time.Duration) {})
+			h := http.Header{}
+			for k, v := range tt.header {
+				h.Set(k, v)
+			}
+			l.observe(tt.status, h)
+			is.Equal(l.held(), tt.want) // the hold Prime asked for
+		})
+	}
+}
+
+type fixedClock struct{ now time.Time }
+
+func (c fixedClock) Now() time.Time                         { return c.now }
+func (c fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func TestConfig(t *testing.T) {
+	env := map[string]string{
+		"PRIME_API_URL":       "https://www.primeeco.tech/api.prime/v2",
+		"PRIME_CLIENT_ID":     "id",
+		"PRIME_CLIENT_SECRET": "secret-value",
+		"PRIME_USERNAME":      "user",
+		"PRIME_PASSWORD":      "password-value",
+	}
+	t.Run("defaults from the environment", func(t *testing.T) {
+		is := is.New(t)
+		var cfg Config
+		is.NoErr(config.Parse(func(k string) string { return env[k] }, &cfg))
+		is.Equal(cfg.RatePerMinute, 60)       // PRIME_RATE_PER_MINUTE default
+		is.Equal(cfg.MaxConcurrent, 5)        // PRIME_MAX_CONCURRENT default
+		is.Equal(cfg.RateBurst, 1)            // PRIME_RATE_BURST default
+		is.Equal(cfg.Timeout, 30*time.Second) // PRIME_TIMEOUT default
+		is.Equal(cfg.PageSize, 100)           // PRIME_PAGE_SIZE default
+		is.True(cfg.Enabled())                // a URL is set
+		_, err := New(cfg)
+		is.NoErr(err) // a complete configuration is accepted
+		printed := cfg.String() + cfg.LogValue().String()
+		is.True(!strings.Contains(printed, "secret-value") && !strings.Contains(printed, "password-value")) // secrets not printed
+	})
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no URL", func(c *Config) { c.URL = "" }, "PRIME_API_URL is not set"},
+		{"not http", func(c *Config) { c.URL = "ftp://x" }, "not an http(s) URL"},
+		{"credentials in the URL", func(c *Config) { c.URL = "https://u:p@x/api" }, "must not carry credentials"},
+		{"no password", func(c *Config) { c.Password = "" }, "PRIME_PASSWORD is not set"},
+		{"negative rate", func(c *Config) { c.RatePerMinute = -1 }, "must not be negative"},
+		{"page too big", func(c *Config) { c.PageSize = 501 }, "at most 500"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			cfg := Config{URL: env["PRIME_API_URL"], ClientID: "id", ClientSecret: "s", Username: "u", Password: "p"}
+			tt.edit(&cfg)
+			_, err := New(cfg)
+			is.True(err != nil)                             // refused
+			is.True(strings.Contains(err.Error(), tt.want)) // saying why
+			is.True(!strings.Contains(err.Error(), "u:p@")) // without echoing the URL
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []ErrorObject
+	}{
+		{"JSON:API", `{"errors":[{"status":"422","code":"invalid","title":"Unprocessable","detail":"bad field"}]}`,
+			[]ErrorObject{{Status: "422", Code: "invalid", Title: "Unprocessable", Detail: "bad field"}}},
+		{"numeric status", `{"errors":[{"status":500,"detail":"boom"}]}`, []ErrorObject{{Status: "500", Detail: "boom"}}},
+		{"OAuth", `{"error":"invalid_grant","error_description":"wrong password"}`, []ErrorObject{{Code: "invalid_grant", Detail: "wrong password"}}},
+		{"message", `{"message":"Server Error"}`, []ErrorObject{{Detail: "Server Error"}}},
+		{"not JSON", `<html>502</html>`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(decodeErrors([]byte(tt.body)), tt.want) // the error detail is read
+		})
+	}
+}
+
+func TestJobFilterRefusesQuoting(t *testing.T) {
+	is := is.New(t)
+	q, err := jobQuery("abc", filterEq("objectType", "Job"))
+	is.NoErr(err)                                                    // a plain id
+	is.Equal(q.Get("q"), "'jobId'.eq('abc'),'objectType'.eq('Job')") // in Prime's q syntax
+	_, err = jobQuery("x'),'statusId'.eq('y")
+	is.True(err != nil) // an id that would change the filter is refused
+}

@@ -1,0 +1,152 @@
+package prime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// resource is a JSON:API resource object; relationships and links are not
+// read.
+type resource struct {
+	Type       string          `json:"type"`
+	ID         string          `json:"id"`
+	Attributes json.RawMessage `json:"attributes"`
+}
+
+// pagination is meta.pagination of a list answer.
+type pagination struct {
+	Total       int `json:"total"`
+	Count       int `json:"count"`
+	PerPage     int `json:"per_page"`
+	CurrentPage int `json:"current_page"`
+	TotalPages  int `json:"total_pages"`
+}
+
+// recordPtr is a pointer to a record type that takes its id and raw
+// attributes from the resource it was decoded from.
+type recordPtr[T any] interface {
+	*T
+	setResource(id string, raw json.RawMessage)
+}
+
+func (j *Job) setResource(id string, raw json.RawMessage)                 { j.ID, j.Raw = id, raw }
+func (a *Appointment) setResource(id string, raw json.RawMessage)         { a.ID, a.Raw = id, raw }
+func (a *Allocation) setResource(id string, raw json.RawMessage)          { a.ID, a.Raw = id, raw }
+func (f *SiteForm) setResource(id string, raw json.RawMessage)            { f.ID, f.Raw = id, raw }
+func (e *Estimate) setResource(id string, raw json.RawMessage)            { e.ID, e.Raw = id, raw }
+func (c *Contact) setResource(id string, raw json.RawMessage)             { c.ID, c.Raw = id, raw }
+func (r *ContactRelationship) setResource(id string, raw json.RawMessage) { r.ID, r.Raw = id, raw }
+func (h *StatusHistory) setResource(id string, raw json.RawMessage)       { h.ID, h.Raw = id, raw }
+
+// decode turns a resource into a record: attributes through the record's
+// json tags (unknown ones ignored, missing ones left zero), id and raw
+// attributes kept.
+func decode[T any, PT recordPtr[T]](endpoint string, r resource) (T, error) {
+	var v T
+	raw := r.Attributes
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("prime: %s: decode %s %s: %w", endpoint, r.Type, r.ID, err)
+	}
+	PT(&v).setResource(r.ID, raw)
+	return v, nil
+}
+
+// getOne fetches a single-resource document.
+func getOne[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string) (T, error) {
+	var zero T
+	body, err := c.get(ctx, endpoint, path)
+	if err != nil {
+		return zero, err
+	}
+	var doc struct {
+		Data *resource `json:"data"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return zero, fmt.Errorf("prime: %s: decode: %w", endpoint, err)
+	}
+	if doc.Data == nil {
+		return zero, fmt.Errorf("prime: %s: response has no data", endpoint)
+	}
+	return decode[T, PT](endpoint, *doc.Data)
+}
+
+// getAll fetches every page of a list, following meta.pagination.
+func getAll[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string, query url.Values) ([]T, error) {
+	var out []T
+	for page := 1; ; page++ {
+		query.Set("page", strconv.Itoa(page))
+		query.Set("per_page", strconv.Itoa(c.cfg.PageSize))
+		body, err := c.get(ctx, endpoint, path+"?"+query.Encode())
+		if err != nil {
+			return nil, err
+		}
+		var doc struct {
+			Data []resource `json:"data"`
+			Meta struct {
+				Pagination *pagination `json:"pagination"`
+			} `json:"meta"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return nil, fmt.Errorf("prime: %s: decode page %d: %w", endpoint, page, err)
+		}
+		for _, r := range doc.Data {
+			v, err := decode[T, PT](endpoint, r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		p := doc.Meta.Pagination
+		if p == nil || len(doc.Data) == 0 || page >= p.TotalPages {
+			return out, nil
+		}
+	}
+}
+
+// decodeErrors reads a JSON:API errors document, or an OAuth error
+// ({"error","error_description"}), or a bare {"message"}; anything else
+// gives none.
+func decodeErrors(body []byte) []ErrorObject {
+	var doc struct {
+		Errors []struct {
+			Status json.RawMessage `json:"status"`
+			Code   json.RawMessage `json:"code"`
+			Title  string          `json:"title"`
+			Detail string          `json:"detail"`
+		} `json:"errors"`
+		Error            string `json:"error"`
+		ErrorDescription string `json:"error_description"`
+		Message          string `json:"message"`
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return nil
+	}
+	var out []ErrorObject
+	for _, e := range doc.Errors {
+		out = append(out, ErrorObject{Status: scalar(e.Status), Code: scalar(e.Code), Title: e.Title, Detail: e.Detail})
+	}
+	if doc.Error != "" || doc.ErrorDescription != "" {
+		out = append(out, ErrorObject{Code: doc.Error, Detail: doc.ErrorDescription})
+	}
+	if len(out) == 0 && doc.Message != "" {
+		out = append(out, ErrorObject{Detail: doc.Message})
+	}
+	return out
+}
+
+// scalar reads a JSON string or number as text.
+func scalar(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return strings.TrimSpace(string(raw))
+}

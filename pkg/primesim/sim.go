@@ -1,0 +1,209 @@
+// Package primesim simulates Prime's API for tests, benchmarks and the
+// all-in-one process: the OAuth2 token endpoint, the JSON:API endpoints that
+// pkg/prime calls, Prime's rate limits, injectable faults, call counting,
+// and Prime's webhooks. Records live in memory, loaded from a fixture and
+// changed through the Go API or the HTTP control API under /_sim/.
+//
+// A Sim is an http.Handler; mount it under a prefix with http.StripPrefix.
+// The control API has no authentication: never expose a simulator publicly.
+package primesim
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+)
+
+// Options configure a Sim. Zero fields take the defaults given.
+type Options struct {
+	// The credentials the token endpoint accepts (defaults
+	// "primesim-client", "primesim-secret", "primesim", "primesim-password").
+	ClientID, ClientSecret, Username, Password string
+	// TokenTTL is the lifetime of issued tokens, sent as expires_in
+	// (default 6h, as Prime).
+	TokenTTL time.Duration
+	// Fixture is loaded at start and again on Reset (default: no records;
+	// DefaultFixture is a realistic one).
+	Fixture Fixture
+	// RateLimit is the simulated budget (default: none; PrimeRateLimit is
+	// Prime's). Reset restores it.
+	RateLimit RateLimit
+	// Now is the simulator's clock: token expiry, rate-limit windows and the
+	// timestamps of generated records (default time.Now).
+	Now func() time.Time
+	// Seed seeds the generators, so that a scenario is the same every run
+	// (default 1).
+	Seed uint64
+	// HTTPClient sends webhooks (default: a client with a 10s timeout).
+	HTTPClient *http.Client
+	// Logger logs control actions (default: discard).
+	Logger *slog.Logger
+}
+
+// Sim is a simulated Prime. It is safe for concurrent use.
+type Sim struct {
+	opts Options
+	now  func() time.Time
+	log  *slog.Logger
+	hc   *http.Client
+	mux  *http.ServeMux
+
+	mu       sync.RWMutex // guards the records
+	store    *store
+	nextRef  int64
+	nextJob  int64
+	rng      *rand.Rand
+	rngMu    sync.Mutex
+	tokensMu sync.Mutex
+	tokens   map[string]time.Time // access token → expiry
+
+	limitMu sync.Mutex // guards faults and rate
+	faults  faultState
+	rate    rateState
+
+	stats *stats
+}
+
+// New returns a simulator loaded with opts.Fixture. It fails only if the
+// fixture is invalid.
+func New(opts Options) (*Sim, error) {
+	if opts.ClientID == "" {
+		opts.ClientID = "primesim-client"
+	}
+	if opts.ClientSecret == "" {
+		opts.ClientSecret = "primesim-secret"
+	}
+	if opts.Username == "" {
+		opts.Username = "primesim"
+	}
+	if opts.Password == "" {
+		opts.Password = "primesim-password"
+	}
+	if opts.TokenTTL <= 0 {
+		opts.TokenTTL = 6 * time.Hour
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Sim{opts: opts, now: opts.Now, log: opts.Logger, hc: opts.HTTPClient, stats: newStats()}
+	if err := s.Reset(); err != nil {
+		return nil, err
+	}
+	s.mux = s.routes()
+	return s, nil
+}
+
+// ServeHTTP serves Prime's API and the control API.
+func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Reset puts the simulator back as New left it: the fixture's records only,
+// no faults, the configured rate limit, no tokens, zero stats.
+func (s *Sim) Reset() error {
+	st := newStore()
+	if err := st.load(s.opts.Fixture); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.store = st
+	s.nextRef, s.nextJob = 2400000, 12000
+	for ref := range st.refs {
+		s.nextRef = max(s.nextRef, ref)
+	}
+	s.mu.Unlock()
+	s.rngMu.Lock()
+	s.rng = rand.New(rand.NewPCG(s.opts.Seed, s.opts.Seed^0x9e3779b97f4a7c15))
+	s.rngMu.Unlock()
+	s.tokensMu.Lock()
+	s.tokens = make(map[string]time.Time)
+	s.tokensMu.Unlock()
+	s.limitMu.Lock()
+	s.faults = newFaultState(Faults{}, s.now())
+	s.rate = rateState{RateLimit: s.opts.RateLimit}
+	s.limitMu.Unlock()
+	s.stats.reset()
+	return nil
+}
+
+// Load replaces every record with the fixture's (faults, limits, tokens and
+// stats stay).
+func (s *Sim) Load(f Fixture) error {
+	st := newStore()
+	if err := st.load(f); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.store = st
+	for ref := range st.refs {
+		s.nextRef = max(s.nextRef, ref)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// ClientConfig is a pkg/prime configuration that talks to this simulator at
+// baseURL (where it is mounted), with Prime's default budget.
+func (s *Sim) ClientConfig(baseURL string) prime.Config {
+	return prime.Config{
+		URL:           baseURL,
+		ClientID:      s.opts.ClientID,
+		ClientSecret:  s.opts.ClientSecret,
+		Username:      s.opts.Username,
+		Password:      s.opts.Password,
+		RatePerMinute: 60,
+		RateBurst:     1,
+		MaxConcurrent: 5,
+		Timeout:       30 * time.Second,
+		PageSize:      100,
+	}
+}
+
+// SetFaults replaces the injected faults; Faults{} clears them.
+func (s *Sim) SetFaults(f Faults) {
+	s.limitMu.Lock()
+	s.faults = newFaultState(f, s.now())
+	s.limitMu.Unlock()
+}
+
+// Faults returns the faults still to come (counters consumed so far taken
+// off).
+func (s *Sim) Faults() Faults {
+	s.limitMu.Lock()
+	defer s.limitMu.Unlock()
+	return s.faults.current(s.now())
+}
+
+// SetRateLimit switches the simulated budget; RateLimit{} turns it off.
+// Counting starts afresh.
+func (s *Sim) SetRateLimit(r RateLimit) {
+	s.limitMu.Lock()
+	s.rate = rateState{RateLimit: r}
+	s.limitMu.Unlock()
+}
+
+// RateLimit returns the simulated budget in force.
+func (s *Sim) RateLimit() RateLimit {
+	s.limitMu.Lock()
+	defer s.limitMu.Unlock()
+	return s.rate.RateLimit
+}
+
+// RevokeTokens makes every issued token unknown, so the next API call with
+// one gets 401.
+func (s *Sim) RevokeTokens() {
+	s.tokensMu.Lock()
+	clear(s.tokens)
+	s.tokensMu.Unlock()
+}
