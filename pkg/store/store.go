@@ -16,6 +16,8 @@ import (
 type Store interface {
 	WebhookLog
 	JobReferences
+	Identify
+	Outbox
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it

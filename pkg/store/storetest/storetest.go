@@ -16,4 +16,5 @@ func Run(t *testing.T, open Opener) {
 	t.Run("WebhookLog", func(t *testing.T) { testWebhookLog(t, open) })
 	t.Run("JobReferences", func(t *testing.T) { testJobReferences(t, open) })
 	t.Run("InTx", func(t *testing.T) { testInTx(t, open) })
+	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
 }

@@ -1,0 +1,268 @@
+// Package consume runs a durable JetStream pull consumer with a pool of
+// handlers: ack after the handler's effect is committed, redelivery with
+// backoff on failure, heartbeats for long handlers, and optional per-key
+// order (messages with the same key are handled one at a time, in stream
+// order). Every primeflow service consumes through it.
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Handler handles one message. What it returns decides the message's fate:
+// nil acks it; an error made by Retry redelivers it after the given delay;
+// one made by Drop terminates it (it is not redelivered); any other error
+// redelivers it after the consumer's backoff.
+type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+// Spec describes a durable consumer.
+type Spec struct {
+	Stream   string
+	Durable  string
+	Subjects []string // filter subjects; empty is the whole stream
+	// Workers is how many messages are handled at once (default 8).
+	Workers int
+	// MaxAckPending bounds the messages handed out and not yet acked (default 1024).
+	MaxAckPending int
+	// AckWait is how long the server waits for an ack before redelivering
+	// (default 30s); a handler that runs longer sends heartbeats.
+	AckWait time.Duration
+	// Key, when set, orders messages: those with the same key are handled
+	// one at a time in the order the stream holds them.
+	Key func(jetstream.Msg) string
+	// Backoff is the redelivery delay after a plain error, by how many times
+	// the message was delivered (default DefaultBackoff).
+	Backoff func(delivered uint64) time.Duration
+}
+
+// DefaultBackoff waits 1s, 5s, 30s, 2m, then 10m between deliveries.
+func DefaultBackoff(delivered uint64) time.Duration {
+	steps := []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+	if delivered == 0 {
+		delivered = 1
+	}
+	return steps[min(int(delivered)-1, len(steps)-1)]
+}
+
+type retryError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryError) Error() string { return e.err.Error() }
+func (e *retryError) Unwrap() error { return e.err }
+
+// Retry makes a handler error that redelivers the message after the delay.
+func Retry(err error, after time.Duration) error { return &retryError{err: err, after: after} }
+
+type dropError struct{ err error }
+
+func (e *dropError) Error() string { return e.err.Error() }
+func (e *dropError) Unwrap() error { return e.err }
+
+// Drop makes a handler error that terminates the message: it is never
+// redelivered. Use it when the message can never succeed.
+func Drop(err error) error { return &dropError{err: err} }
+
+// Run creates or updates the consumer and handles its messages until ctx
+// ends; it waits for handlers in flight before it returns.
+func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logger, reg prometheus.Registerer, h Handler) error {
+	spec = withDefaults(spec)
+	cfg := jetstream.ConsumerConfig{
+		Durable:       spec.Durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       spec.AckWait,
+		MaxAckPending: spec.MaxAckPending,
+		MaxDeliver:    -1,
+	}
+	if len(spec.Subjects) == 1 {
+		cfg.FilterSubject = spec.Subjects[0]
+	} else {
+		cfg.FilterSubjects = spec.Subjects
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, spec.Stream, cfg)
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", spec.Durable, spec.Stream, err)
+	}
+	m, err := newMetrics(spec.Durable, reg)
+	if err != nil {
+		return err
+	}
+	log = log.With("consumer", spec.Durable)
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(min(spec.MaxAckPending, 256)))
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", spec.Durable, err)
+	}
+	go func() {
+		<-ctx.Done()
+		msgs.Stop()
+	}()
+
+	lanes := make([]chan jetstream.Msg, spec.Workers)
+	var wg sync.WaitGroup
+	shared := make(chan jetstream.Msg)
+	for i := range lanes {
+		lane := shared
+		if spec.Key != nil {
+			lane = make(chan jetstream.Msg, spec.MaxAckPending/spec.Workers+1)
+		}
+		lanes[i] = lane
+		wg.Go(func() {
+			for msg := range lane {
+				handle(ctx, spec, log, m, h, msg)
+			}
+		})
+	}
+	defer func() {
+		if spec.Key != nil {
+			for _, lane := range lanes {
+				close(lane)
+			}
+		} else {
+			close(shared)
+		}
+		wg.Wait()
+	}()
+	for {
+		msg, err := msgs.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+				return nil
+			}
+			log.Warn("fetching messages", "err", err)
+			continue
+		}
+		lane := shared
+		if spec.Key != nil {
+			lane = lanes[laneOf(spec.Key(msg), len(lanes))]
+		}
+		select {
+		case lane <- msg:
+		case <-ctx.Done():
+			return nil // not acked: the server redelivers it
+		}
+	}
+}
+
+func withDefaults(s Spec) Spec {
+	if s.Workers <= 0 {
+		s.Workers = 8
+	}
+	if s.MaxAckPending <= 0 {
+		s.MaxAckPending = 1024
+	}
+	if s.AckWait <= 0 {
+		s.AckWait = 30 * time.Second
+	}
+	if s.Backoff == nil {
+		s.Backoff = DefaultBackoff
+	}
+	return s
+}
+
+func laneOf(key string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// handle runs the handler with heartbeats and settles the message.
+func handle(ctx context.Context, spec Spec, log *slog.Logger, m *metrics, h Handler, msg jetstream.Msg) {
+	start := time.Now()
+	stop := heartbeat(msg, spec.AckWait/3)
+	err := h(ctx, msg)
+	stop()
+	m.seconds.Observe(time.Since(start).Seconds())
+	var retry *retryError
+	var drop *dropError
+	switch {
+	case err == nil:
+		m.result("ack")
+		if aerr := msg.Ack(); aerr != nil {
+			log.Warn("ack failed; the message will be redelivered", "subject", msg.Subject(), "err", aerr)
+		}
+	case ctx.Err() != nil:
+		m.result("interrupted")
+		msg.Nak() // shutting down: hand it back now
+	case errors.As(err, &drop):
+		m.result("drop")
+		log.Error("message dropped", "subject", msg.Subject(), "err", err)
+		msg.Term()
+	case errors.As(err, &retry):
+		m.result("retry")
+		msg.NakWithDelay(retry.after)
+	default:
+		m.result("error")
+		delivered := uint64(1)
+		if md, merr := msg.Metadata(); merr == nil {
+			delivered = md.NumDelivered
+		}
+		delay := spec.Backoff(delivered)
+		log.Warn("handler failed; redelivering", "subject", msg.Subject(), "delivered", delivered, "in", delay, "err", err)
+		msg.NakWithDelay(delay)
+	}
+}
+
+// heartbeat tells the server the message is still being worked on.
+func heartbeat(msg jetstream.Msg, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				msg.InProgress()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+type metrics struct {
+	results *prometheus.CounterVec
+	seconds prometheus.Histogram
+}
+
+func (m *metrics) result(r string) { m.results.WithLabelValues(r).Inc() }
+
+// newMetrics registers a consumer's metrics; a consumer run twice in one
+// process (a restart) shares the collectors registered the first time.
+func newMetrics(consumer string, reg prometheus.Registerer) (*metrics, error) {
+	reg = prometheus.WrapRegistererWith(prometheus.Labels{"consumer": consumer}, reg)
+	m := &metrics{
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_consumer_messages_total",
+			Help: "Messages handled by a consumer, by result: ack, retry, error (redelivered with backoff), drop, interrupted.",
+		}, []string{"result"}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "primeflow_consumer_handle_seconds",
+			Help:    "Time a consumer's handler took for one message.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+	}
+	var already prometheus.AlreadyRegisteredError
+	if err := reg.Register(m.results); errors.As(err, &already) {
+		m.results = already.ExistingCollector.(*prometheus.CounterVec)
+	} else if err != nil {
+		return nil, fmt.Errorf("consumer %s metrics: %w", consumer, err)
+	}
+	if err := reg.Register(m.seconds); errors.As(err, &already) {
+		m.seconds = already.ExistingCollector.(prometheus.Histogram)
+	} else if err != nil {
+		return nil, fmt.Errorf("consumer %s metrics: %w", consumer, err)
+	}
+	return m, nil
+}

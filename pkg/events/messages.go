@@ -1,0 +1,138 @@
+package events
+
+import "encoding/json"
+
+// Message bodies are JSON. Each type says which subject carries it.
+
+// Resolved is what the resolver publishes on ResolvedSubject(action) once it
+// has identified what a log row's event refers to (§4). The stage that takes
+// it finishes the row: it stamps the row processed or records a failed
+// attempt, then announces the outcome on DoneSubject(LogID).
+type Resolved struct {
+	LogID  int64  `json:"logId"`
+	Action string `json:"action"`
+	// Attempt is processAttempts when the resolver read the row.
+	Attempt int `json:"attempt"`
+	// NumericRef is the payload's numeric jobId (§4.1), 0 when it had none.
+	NumericRef int64 `json:"numericRef,omitempty"`
+	// JobID is the job's GUID when the resolver knows it.
+	JobID string `json:"jobId,omitempty"`
+	// JobInMirror: the job was already in primeJobs when the resolver looked.
+	JobInMirror bool `json:"jobInMirror,omitempty"`
+	// RefWasMapped: NumericRef was already in ethPrimeJobReference when the
+	// resolver looked (§5.1 step 2 decides first sight on it).
+	RefWasMapped bool `json:"refWasMapped,omitempty"`
+	// Entity and EntityID are what a GUID in the payload identified as: the
+	// mirror table ("primeAppointments", "primeAllocations", …) and the GUID.
+	Entity   string `json:"entity,omitempty"`
+	EntityID string `json:"entityId,omitempty"`
+	// EntityInMirror: EntityID was already in its mirror table.
+	EntityInMirror bool `json:"entityInMirror,omitempty"`
+	// ConfirmID is a GUID to look for in the mirror after the sync: the site
+	// form of change-custom-form-status (§5.3), the estimate of
+	// create-estimate (§5.4). Empty when the payload had none.
+	ConfirmID string `json:"confirmId,omitempty"`
+	// Fetched holds Prime records the resolver fetched while identifying, so
+	// the next stage does not fetch them again.
+	Fetched []Resource `json:"fetched,omitempty"`
+}
+
+// Resource is a Prime record as JSON:API gives it: its type, id and attributes.
+type Resource struct {
+	Type       string          `json:"type"`
+	ID         string          `json:"id"`
+	Attributes json.RawMessage `json:"attributes"`
+}
+
+// Outcome is how a stage finished a log row.
+type Outcome string
+
+// Outcomes announced on DoneSubject.
+const (
+	// OutcomeProcessed: the row is stamped processed.
+	OutcomeProcessed Outcome = "processed"
+	// OutcomeFailed: a failed attempt is recorded on the row; Attempts says
+	// how many so far.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeRateLimited: Prime asked us to wait RetryAfterMS; no attempt counted.
+	OutcomeRateLimited Outcome = "rate_limited"
+)
+
+// Done announces, on core NATS subject DoneSubject(LogID), how a stage
+// finished a log row, so the resolver can release the job's lane.
+type Done struct {
+	LogID        int64   `json:"logId"`
+	Outcome      Outcome `json:"outcome"`
+	Attempts     int     `json:"attempts,omitempty"`
+	RetryAfterMS int64   `json:"retryAfterMs,omitempty"`
+	Error        string  `json:"error,omitempty"`
+}
+
+// JobFirstSeen, on SubjectJobFirstSeen, asks the new-job pipeline (§6) to
+// run for a job seen for the first time. Its Nats-Msg-Id is FirstSeenMsgID.
+type JobFirstSeen struct {
+	JobID string `json:"jobId"`
+	// LogID is the event that saw the job first (0 when none did).
+	LogID int64 `json:"logId,omitempty"`
+}
+
+// FirstSeenMsgID makes the hand-off of one job's first sight publish once.
+func FirstSeenMsgID(jobID string) string { return "firstseen:" + jobID }
+
+// MakesafeDetect, on SubjectMakesafeDetect, asks for make-safe detection of a
+// job: spMakesafeUpsertPhoneCallFromPrimeJob @JobId, @QueueMakeAllocationChecks.
+type MakesafeDetect struct {
+	JobID string `json:"jobId"`
+	// QueueChecks is @QueueMakeAllocationChecks: on from the new-job
+	// pipeline (§6), off from create-allocation (§5.5).
+	QueueChecks bool `json:"queueChecks"`
+	// Source says who asked, for the logs ("firstseen", "ethPrimeWebhookLog:123").
+	Source string `json:"source,omitempty"`
+}
+
+// PlanRequested, on SubjectOptimoPlan, asks optimo-plan to plan every
+// NotPlanned date. The portals publish it: {"source":"AdminPortal","reason":"booking"}.
+type PlanRequested struct {
+	Source string `json:"source"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// CreateRequested, on SubjectOptimoCreate, asks optimo-create to turn the
+// appointment and work-order queues into OptimoRoute orders (§5.2 step 5).
+type CreateRequested struct {
+	Source string `json:"source"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// SMSSendRequested, on SubjectSMSSend, asks for the queued SMS messages to
+// be sent now.
+type SMSSendRequested struct {
+	Source string `json:"source"`
+}
+
+// SubjectEnsureJob is the request/reply endpoint of job-mirror (a NATS micro
+// service, see `nats micro ls`): make sure a job is mirrored before a child
+// row is written (§4.3). Request EnsureJobRequest, reply EnsureJobReply.
+const SubjectEnsureJob = "primeflow.jobmirror.ensure"
+
+// EnsureJobRequest asks job-mirror to make sure a job is in primeJobs.
+type EnsureJobRequest struct {
+	// JobID is the job's GUID, or empty when only NumericRef is known.
+	JobID      string `json:"jobId,omitempty"`
+	NumericRef int64  `json:"numericRef,omitempty"`
+	// LogID is the event on whose behalf it is asked (for the first-sight record).
+	LogID int64 `json:"logId,omitempty"`
+	// Fetched is the job as the caller already fetched it from Prime, if it did.
+	Fetched *Resource `json:"fetched,omitempty"`
+}
+
+// EnsureJobReply says what job-mirror did. Error is set when it failed;
+// RetryAfterMS when Prime's rate limit stopped it (the caller waits, no attempt).
+type EnsureJobReply struct {
+	JobID        string `json:"jobId,omitempty"`
+	WasMirrored  bool   `json:"wasMirrored"`
+	FirstSight   bool   `json:"firstSight"`
+	Error        string `json:"error,omitempty"`
+	NotFound     bool   `json:"notFound,omitempty"`
+	RetryAfterMS int64  `json:"retryAfterMs,omitempty"`
+}

@@ -1,0 +1,51 @@
+package outbox_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
+	"github.com/matryer/is"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestSendThenSweepPublishesEachMessageOnce(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	ns := natstest.Server(t)
+	_, js := natstest.Connect(t, ns)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"))
+	is.NoErr(err)
+	defer st.Close()
+	p := &outbox.Publisher{JS: js, Store: st, Log: slog.New(slog.DiscardHandler)}
+
+	msgs, err := st.InsertOutbox(ctx, []store.OutboxMessage{
+		outbox.Message("prime.job.firstseen", "firstseen:a", []byte(`{"jobId":"a"}`)),
+		outbox.Message("prime.job.firstseen", "firstseen:b", []byte(`{"jobId":"b"}`)),
+	})
+	is.NoErr(err)
+	is.NoErr(p.Send(ctx, msgs[:1])) // the stage publishes its first message; the second is "lost"
+	is.NoErr(p.Sweep(ctx, 0))       // the sweeper finds the second
+	is.NoErr(p.Sweep(ctx, 0))       // and a second sweep finds nothing
+
+	left, err := st.GetOutboxUnpublished(ctx, time.Now().Add(time.Minute), 10)
+	is.NoErr(err)
+	is.Equal(len(left), 0) // everything recorded as published
+
+	// A message published twice (bookkeeping lost) is kept once by JetStream.
+	is.NoErr(p.Send(ctx, msgs))
+	s, err := js.Stream(ctx, "PRIME_JOB")
+	is.NoErr(err)
+	info, err := s.Info(ctx)
+	is.NoErr(err)
+	is.Equal(info.State.Msgs, uint64(2)) // one message per outbox row
+	m, err := s.GetLastMsgForSubject(ctx, "prime.job.firstseen")
+	is.NoErr(err)
+	is.Equal(m.Header.Get(jetstream.MsgIDHeader), "firstseen:b") // with its Nats-Msg-Id
+}

@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// InsertOutbox stores messages to publish after the commit.
+func (s *Store) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([]store.OutboxMessage, error) {
+	out := make([]store.OutboxMessage, len(msgs))
+	now := time.Now().UTC()
+	err := s.inTx(ctx, func(tx *Store) error {
+		for i, m := range msgs {
+			var header any
+			if len(m.Header) > 0 {
+				b, err := json.Marshal(m.Header)
+				if err != nil {
+					return err
+				}
+				header = string(b)
+			}
+			m.CreatedUTC = now
+			if err := tx.tx.QueryRowContext(ctx, `INSERT INTO primeflowOutbox (subject, msgId, headers, data, createdUTC)
+				VALUES (?, ?, ?, ?, ?) RETURNING id`, m.Subject, m.MsgID, header, string(m.Data), formatTime(now)).Scan(&m.ID); err != nil {
+				return err
+			}
+			out[i] = m
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: insert outbox: %w", err)
+	}
+	return out, nil
+}
+
+// GetOutboxUnpublished returns messages still to publish, oldest first.
+func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Time, limit int) ([]store.OutboxMessage, error) {
+	rows, err := s.r().QueryContext(ctx, `SELECT id, subject, msgId, headers, data, createdUTC FROM primeflowOutbox
+		WHERE publishedUTC IS NULL AND createdUTC < ? ORDER BY id LIMIT ?`, formatTime(createdBefore), limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []store.OutboxMessage
+	for rows.Next() {
+		var m store.OutboxMessage
+		var header, data string
+		if err := rows.Scan(&m.ID, &m.Subject, &m.MsgID, scanString{&header}, &data, scanTime{&m.CreatedUTC}); err != nil {
+			return nil, fmt.Errorf("sqlite: get outbox: %w", err)
+		}
+		if header != "" {
+			if err := json.Unmarshal([]byte(header), &m.Header); err != nil {
+				return nil, fmt.Errorf("sqlite: outbox %d headers: %w", m.ID, err)
+			}
+		}
+		m.Data = []byte(data)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// SetOutboxPublished records that messages were published.
+func (s *Store) SetOutboxPublished(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := []any{formatTime(at)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if _, err := s.w().ExecContext(ctx, `UPDATE primeflowOutbox SET publishedUTC = ? WHERE id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+		return fmt.Errorf("sqlite: set outbox published: %w", err)
+	}
+	return nil
+}
+
+// PurgeOutbox deletes messages published before the given time.
+func (s *Store) PurgeOutbox(ctx context.Context, publishedBefore time.Time) (int, error) {
+	res, err := s.w().ExecContext(ctx, `DELETE FROM primeflowOutbox WHERE publishedUTC IS NOT NULL AND publishedUTC < ?`, formatTime(publishedBefore))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: purge outbox: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
