@@ -34,6 +34,7 @@ type RateLimitedError struct {
 	Endpoint string
 }
 
+// Error says which call was limited and for how long.
 func (e *RateLimitedError) Error() string {
 	return fmt.Sprintf("prime: %s: rate limited, retry after %s", e.Endpoint, e.RetryAfter)
 }
@@ -62,6 +63,7 @@ type APIError struct {
 	Errors []ErrorObject
 }
 
+// Error gives the call, the status and Prime's error detail.
 func (e *APIError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "prime: %s: %d %s", e.Endpoint, e.StatusCode, http.StatusText(e.StatusCode))

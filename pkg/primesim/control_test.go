@@ -118,6 +118,8 @@ func TestLoadFixture(t *testing.T) {
 	is.True(ok)                      // the new job by reference
 	is.Equal(j.JobNumber, "J000042") // decoded
 
+	res = do(t, base, call{method: http.MethodPost, path: "/_sim/fixture", body: `{"jobs":[{"id":"j2","attributes":{}}]}`})
+	is.Equal(res.status, http.StatusBadRequest) // a job without a numeric reference is refused
 	res = do(t, base, call{method: http.MethodPost, path: "/_sim/fixture", body: `{"widgets":[]}`})
 	is.Equal(res.status, http.StatusBadRequest) // an unknown collection is refused
 	_, err := primesim.LoadFixture(strings.NewReader(`{"jobs":[{"id":"","attributes":{}}]}`))

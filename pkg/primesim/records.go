@@ -25,11 +25,6 @@ func (s *Sim) Put(k Kind, r Record) error {
 }
 
 func (s *Sim) putLocked(k Kind, r Record) error {
-	if k == KindJobs && r.NumericReference == 0 {
-		if _, ok := s.store.jobRe[r.ID]; !ok {
-			return fmt.Errorf("primesim: job %s: no numeric reference", r.ID)
-		}
-	}
 	if err := s.store.put(k, r); err != nil {
 		return err
 	}

@@ -160,21 +160,38 @@ func (s *store) put(k Kind, r Record) error {
 	e := &entry{id: r.ID, jobID: attrString(attrs["jobId"]), attrs: attrs, raw: compact.Bytes(), doc: doc}
 	if old, ok := c.byID[r.ID]; ok {
 		e.seq = old.seq
-		c.byJob[old.jobID] = slices.DeleteFunc(c.byJob[old.jobID], func(x *entry) bool { return x == old })
+		c.unindex(old)
 	} else {
 		s.seq++
 		e.seq = s.seq
 	}
 	c.byID[r.ID] = e
-	i, _ := slices.BinarySearchFunc(c.byJob[e.jobID], e.seq, func(x *entry, seq int64) int { return cmp.Compare(x.seq, seq) })
-	c.byJob[e.jobID] = slices.Insert(c.byJob[e.jobID], i, e)
+	if e.jobID != "" {
+		i, _ := slices.BinarySearchFunc(c.byJob[e.jobID], e.seq, func(x *entry, seq int64) int { return cmp.Compare(x.seq, seq) })
+		c.byJob[e.jobID] = slices.Insert(c.byJob[e.jobID], i, e)
+	}
 	return nil
 }
 
+// unindex takes an entry out of the jobId index.
+func (c *collection) unindex(e *entry) {
+	if e.jobID == "" {
+		return
+	}
+	c.byJob[e.jobID] = slices.DeleteFunc(c.byJob[e.jobID], func(x *entry) bool { return x == e })
+	if len(c.byJob[e.jobID]) == 0 {
+		delete(c.byJob, e.jobID)
+	}
+}
+
 // setRef records a job's numeric reference; like ethPrimeJobReference the
-// pairing never changes (§4.1). A job put without one keeps the one it has.
+// pairing never changes (§4.1). Every job has one: a job put again without
+// one keeps the one it has.
 func (s *store) setRef(jobID string, ref int64) error {
 	if ref == 0 {
+		if _, ok := s.jobRe[jobID]; !ok {
+			return fmt.Errorf("primesim: job %s: no numeric reference", jobID)
+		}
 		return nil
 	}
 	if ref < 0 {
@@ -220,7 +237,7 @@ func (s *store) delete(k Kind, id string) bool {
 		return false
 	}
 	delete(c.byID, id)
-	c.byJob[e.jobID] = slices.DeleteFunc(c.byJob[e.jobID], func(x *entry) bool { return x == e })
+	c.unindex(e)
 	// The numeric reference stays: Prime never reuses one.
 	return true
 }

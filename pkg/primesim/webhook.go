@@ -106,6 +106,7 @@ func (s *Sim) Webhook(action, id string) (Webhook, error) {
 // WebhookError is a non-2xx answer from the webhook receiver.
 type WebhookError struct{ StatusCode int }
 
+// Error gives the receiver's status.
 func (e *WebhookError) Error() string {
 	return fmt.Sprintf("primesim: webhook: receiver answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 }
