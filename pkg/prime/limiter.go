@@ -89,6 +89,9 @@ func newLimiter(cfg Config, clock Clock, onWait func(string, time.Duration)) *li
 // allows, and fails fast with a *RateLimitedError if its deadline comes
 // first; the same goes for the wait for the per-minute pace.
 func (l *limiter) acquire(ctx context.Context, endpoint string) (release func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for {
 		if err := l.waitHold(ctx, endpoint); err != nil {
 			return nil, err

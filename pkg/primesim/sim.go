@@ -5,7 +5,35 @@
 // changed through the Go API or the HTTP control API under /_sim/.
 //
 // A Sim is an http.Handler; mount it under a prefix with http.StripPrefix.
-// The control API has no authentication: never expose a simulator publicly.
+//
+// Prime's API (what pkg/prime calls; every request needs
+// Accept: application/vnd.api.v2+json and, but for the token, a bearer token):
+//
+//	POST /oauth/token                      password grant, expires_in = TokenTTL
+//	GET  /jobs/{guid or numeric reference}
+//	GET  /{collection}/{id}                appointments, allocations, site-forms, estimates,
+//	                                       contacts, contact-relationships, status-histories
+//	GET  /{collection}?q='jobId'.eq('…'),'objectType'.eq('Job')&page=1&per_page=100
+//
+// The control API (JSON; no authentication, so never expose a simulator
+// publicly):
+//
+//	GET    /_sim/stats                 calls by endpoint and status, tokens, max in flight
+//	DELETE /_sim/stats                 zero the counts
+//	POST   /_sim/reset                 back to the fixture, no faults, no tokens
+//	POST   /_sim/fixture               replace every record with a fixture
+//	GET    /_sim/faults                the faults still to come
+//	POST   /_sim/faults                {"failNext":2,"failStatus":503,"errorRate":0.25,"latency":"50ms",
+//	                                    "rateLimitNext":1,"rateLimitFor":"30s","retryAfter":"30s","path":"/jobs"}
+//	DELETE /_sim/faults                no faults
+//	GET    /_sim/ratelimit             the simulated budget
+//	PUT    /_sim/ratelimit             {"perMinute":60,"perDay":5000,"maxConcurrent":5}; {} is off
+//	POST   /_sim/tokens/revoke         every issued token becomes unknown
+//	POST   /_sim/webhooks              {"url","apiKey","action","id"[,"jobId","property"]}: fire one
+//	POST   /_sim/{collection}          {"jobId","attributes"}: generate a realistic record
+//	GET    /_sim/{collection}/{id}     a record as stored
+//	PUT    /_sim/{collection}/{id}     {"numericReference","attributes"}: store a record
+//	DELETE /_sim/{collection}/{id}     remove a record
 package primesim
 
 import (
