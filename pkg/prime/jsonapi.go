@@ -150,3 +150,10 @@ func scalar(raw json.RawMessage) string {
 	}
 	return strings.TrimSpace(string(raw))
 }
+
+// FromResource decodes a record from a JSON:API resource's id and
+// attributes, as a stage does with a record another stage fetched
+// (events.Resource): prime.FromResource[prime.Job](id, attributes).
+func FromResource[T any, PT recordPtr[T]](id string, attributes json.RawMessage) (T, error) {
+	return decode[T, PT]("resource", resource{ID: id, Attributes: attributes})
+}

@@ -1,0 +1,162 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StatusProcessed is processStatus of a row handled without remark.
+const StatusProcessed = "Processed"
+
+// Finish is what a stage commits, in one transaction, when it has handled
+// an event: its writes, the messages it hands on, and the row's stamp.
+type Finish struct {
+	// JobID is the job the event turned out to be about; it is backfilled
+	// into the row's jobId (§3).
+	JobID string
+	// Status is the row's processStatus; empty is StatusProcessed.
+	Status string
+	// Write makes the stage's writes inside the transaction.
+	Write func(ctx context.Context, tx store.Store) error
+	// Outbox are the messages handed on, published after the commit.
+	Outbox []store.OutboxMessage
+	// After runs after the commit, for best-effort steps whose failure is
+	// logged and swallowed (the spec's "logged only" steps).
+	After func(ctx context.Context)
+}
+
+// Work handles one resolved event. It returns what to commit, or an error:
+// a *PayloadFault, a rate-limit error from Prime (the event waits, no
+// attempt is counted), or any other failure (an attempt is counted).
+type Work func(ctx context.Context, ev events.Resolved) (Finish, error)
+
+// Stage finishes log rows for the handlers of one service.
+type Stage struct {
+	Store  store.Store
+	NC     *nats.Conn
+	Outbox *outbox.Publisher
+	Log    *slog.Logger
+}
+
+// Handler turns work into a consume.Handler for prime.resolved messages.
+// Every outcome is settled on the row before the message is acked: processed
+// with the effects, or a failed attempt with its error; the resolver's lane
+// learns it on events.DoneSubject and retries the event from there. Only when
+// the row itself cannot be written is the message redelivered instead.
+func (s *Stage) Handler(work Work) consume.Handler {
+	return func(ctx context.Context, msg jetstream.Msg) error {
+		var ev events.Resolved
+		if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.LogID <= 0 {
+			return consume.Drop(fmt.Errorf("%s: not a resolved event: %v", msg.Subject(), err))
+		}
+		log := s.Log.With("logId", ev.LogID, "action", ev.Action)
+		fin, err := work(ctx, ev)
+		if err == nil {
+			err = s.commit(ctx, ev, fin)
+			if err == nil {
+				if fin.After != nil {
+					fin.After(ctx)
+				}
+				s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeProcessed})
+				return nil
+			}
+		}
+		var limited *prime.RateLimitedError
+		if errors.As(err, &limited) {
+			log.Info("rate limited by Prime: the event waits", "retryAfter", limited.RetryAfter)
+			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeRateLimited, RetryAfterMS: limited.RetryAfter.Milliseconds()})
+			return nil
+		}
+		return s.Fail(ctx, ev.LogID, fin.JobID, err)
+	}
+}
+
+func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) error {
+	var sent []store.OutboxMessage
+	status := fin.Status
+	if status == "" {
+		status = StatusProcessed
+	}
+	err := s.Store.InTx(ctx, func(tx store.Store) error {
+		if fin.Write != nil {
+			if err := fin.Write(ctx, tx); err != nil {
+				return err
+			}
+		}
+		if len(fin.Outbox) > 0 {
+			msgs, err := tx.InsertOutbox(ctx, fin.Outbox)
+			if err != nil {
+				return err
+			}
+			sent = msgs
+		}
+		return tx.SetWebhookLogProcessed(ctx, ev.LogID, fin.JobID, status)
+	})
+	if err != nil {
+		return err
+	}
+	if len(sent) > 0 {
+		if err := s.Outbox.Send(ctx, sent); err != nil {
+			s.Log.Warn("hand-off not published yet; the outbox sweeper will", "logId", ev.LogID, "err", err)
+		}
+	}
+	return nil
+}
+
+// Fail records a failed attempt on the row (payload faults logged with the
+// payload) and announces it. It returns an error only when the row could not
+// be written, so the message is redelivered rather than lost.
+func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error) error {
+	log := s.Log.With("logId", logID)
+	if errors.Is(cause, ErrPayload) {
+		payload := ""
+		if row, err := s.Store.GetWebhookLog(ctx, logID); err == nil {
+			payload = row.Payload
+		}
+		log.Error("payload fault: fix the parser, then replay the row", "err", cause, "payload", payload)
+	} else {
+		log.Warn("event failed", "err", cause)
+	}
+	attempts, err := s.Store.IncrementWebhookLogAttempt(context.WithoutCancel(ctx), logID, jobID, cause.Error())
+	if err != nil {
+		return fmt.Errorf("record failed attempt of row %d: %w (after: %v)", logID, err, cause)
+	}
+	if attempts >= store.MaxAttempts {
+		log.Error("event failed its last attempt: it stays unprocessed for a person to look at", "attempts", attempts, "err", cause)
+	}
+	s.Announce(events.Done{LogID: logID, Outcome: events.OutcomeFailed, Attempts: attempts, Error: cause.Error()})
+	return nil
+}
+
+// Announce tells the resolver's lane how a row finished. It is best effort:
+// a lane that misses it reads the row instead.
+func (s *Stage) Announce(d events.Done) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return
+	}
+	if err := s.NC.Publish(events.DoneSubject(d.LogID), b); err != nil {
+		s.Log.Debug("announce done", "logId", d.LogID, "err", err)
+	}
+}
+
+// RetryAfter is how long a rate-limited error asks to wait, or 0.
+func RetryAfter(err error) time.Duration {
+	var limited *prime.RateLimitedError
+	if errors.As(err, &limited) {
+		return limited.RetryAfter
+	}
+	return 0
+}
