@@ -198,6 +198,11 @@ func (s *Store) insertBatch(ctx context.Context, rows []store.NewWebhookLogRow) 
 		if err := rs.Scan(&ids[i]); err != nil {
 			return nil, err
 		}
+		// go-mssqldb sees the next result set only once this one has been
+		// read to its end.
+		if rs.Next() {
+			return nil, fmt.Errorf("row %d of the batch returned more than one id", i+1)
+		}
 	}
 	return ids, rs.Err()
 }
