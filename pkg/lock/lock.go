@@ -1,0 +1,463 @@
+// Package lock provides task locks in the JetStream KV bucket "locks": one
+// key a task, taken by create-if-absent with a per-key TTL, released by a
+// revision-checked purge, waited for by watching the key (spec §8.3, §10.10).
+//
+// It replaces the spec's ethTask locks (spEthTaskLockInsert): a run that
+// finds the lock taken waits for it instead of being dropped, a run that gave
+// up waiting never touches the lock, and a crashed holder's lock expires by
+// its TTL.
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Task keys in the locks bucket.
+const (
+	// KeyOptimoCreate serialises optimo-create runs (spec §8.1).
+	KeyOptimoCreate = "optimo-create"
+	// KeyOptimoPlan serialises optimo-plan runs (spec §8.2).
+	KeyOptimoPlan = "optimo-plan"
+)
+
+var (
+	// ErrBusy is what Take returns, wrapped in a *BusyError that names the
+	// holder, when the lock stayed taken for the whole wait budget. Giving up
+	// leaves the lock untouched (§8.3).
+	ErrBusy = errors.New("lock busy")
+	// ErrLost means the lock is no longer this holder's: it expired or another
+	// holder took it. It is the cause of a lost lock's Context, and Release
+	// returns it when there was nothing of ours left to release.
+	ErrLost = errors.New("lock lost")
+	// ErrReleased is the cause of a released lock's Context, and what a second
+	// Release returns.
+	ErrReleased = errors.New("lock released")
+)
+
+// Config of the locks. Services embed it in their configuration.
+type Config struct {
+	// TTL is how long a lock lives unless renewed: a whole number of seconds,
+	// at least 1s (JetStream keeps per-message TTLs in seconds).
+	TTL time.Duration `env:"LOCK_TTL" envDefault:"12m"`
+	// Wait is how long Take waits for a busy lock before it gives up with
+	// ErrBusy (§8.3: 18 attempts 20 seconds apart).
+	Wait time.Duration `env:"LOCK_WAIT" envDefault:"6m"`
+	// Renew is how often a held lock is renewed; zero means TTL/3.
+	Renew time.Duration `env:"LOCK_RENEW"`
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.TTL < time.Second || c.TTL%time.Second != 0:
+		return fmt.Errorf("lock config: LOCK_TTL %s must be a whole number of seconds, at least 1s", c.TTL)
+	case c.Wait <= 0:
+		return fmt.Errorf("lock config: LOCK_WAIT %s must be positive", c.Wait)
+	case c.Renew < 0 || c.Renew >= c.TTL:
+		return fmt.Errorf("lock config: LOCK_RENEW %s must be shorter than LOCK_TTL %s", c.Renew, c.TTL)
+	}
+	return nil
+}
+
+func (c Config) renewEvery() time.Duration {
+	if c.Renew > 0 {
+		return c.Renew
+	}
+	return c.TTL / 3
+}
+
+// Holder is the value of a taken lock, so that `nats kv get locks <key>`
+// shows who holds it.
+type Holder struct {
+	// ID is random, one a Take: it tells this lock from every other.
+	ID        string    `json:"id"`
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	TakenAt   time.Time `json:"takenAt"`
+	RenewedAt time.Time `json:"renewedAt,omitzero"`
+}
+
+// String names the holder for logs and errors.
+func (h Holder) String() string {
+	if h.ID == "" {
+		return "an unknown holder"
+	}
+	if h.Host == "" {
+		return h.ID
+	}
+	return fmt.Sprintf("%s (%s pid %d, taken %s)", h.ID, h.Host, h.PID, h.TakenAt.Format(time.RFC3339))
+}
+
+func (h Holder) encode() ([]byte, error) {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("encode lock holder: %w", err)
+	}
+	return b, nil
+}
+
+// decodeHolder reads a lock's value. A value that is not ours (someone ran
+// `nats kv put locks optimo-plan maintenance`) is shown as its text.
+func decodeHolder(value []byte) Holder {
+	var h Holder
+	if err := json.Unmarshal(value, &h); err != nil || h.ID == "" {
+		return Holder{ID: string(value)}
+	}
+	return h
+}
+
+// BusyError is the error Take returns when it gave up waiting. It matches
+// ErrBusy with errors.Is.
+type BusyError struct {
+	Key    string
+	Holder Holder // who held the lock when Take gave up, as last seen
+	Waited time.Duration
+}
+
+// Error says who holds the lock and how long Take waited.
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("lock %s: held by %s, gave up after waiting %s: %v",
+		e.Key, e.Holder, e.Waited.Round(time.Millisecond), ErrBusy)
+}
+
+// Unwrap makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Unwrap() error { return ErrBusy }
+
+// Locker takes locks in the locks bucket.
+type Locker struct {
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	cfg     Config
+	log     *slog.Logger
+	host    string
+	subject string // the bucket's subject prefix, "$KV.locks."
+}
+
+// New binds the locks bucket (stream KV_locks, applied from streams/ by
+// events.EnsureStreams) and checks that it can hold per-key TTLs that
+// waiters see expire.
+func New(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) (*Locker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, events.BucketLocks)
+	if err != nil {
+		return nil, fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
+	}
+	kvst, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return nil, fmt.Errorf("lock bucket %s: unexpected status type %T", events.BucketLocks, st)
+	}
+	sc := kvst.StreamInfo().Config
+	switch {
+	case !sc.AllowMsgTTL:
+		return nil, fmt.Errorf("lock bucket %s: allow_msg_ttl is off, so keys cannot have a TTL", events.BucketLocks)
+	case sc.SubjectDeleteMarkerTTL <= 0:
+		// Without markers a key expires silently and a watcher never learns it.
+		return nil, fmt.Errorf("lock bucket %s: subject_delete_marker_ttl is not set, so waiters would not see a lock expire", events.BucketLocks)
+	case sc.MaxMsgsPerSubject != 1 && sc.SubjectDeleteMarkerTTL > cfg.TTL:
+		// The server raises a message TTL to the marker TTL unless history is 1.
+		return nil, fmt.Errorf("lock bucket %s: history %d with subject_delete_marker_ttl %s would stretch LOCK_TTL %s",
+			events.BucketLocks, sc.MaxMsgsPerSubject, sc.SubjectDeleteMarkerTTL, cfg.TTL)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return &Locker{
+		js:      js,
+		kv:      kv,
+		cfg:     cfg,
+		log:     log,
+		host:    host,
+		subject: "$KV." + kv.Bucket() + ".",
+	}, nil
+}
+
+// Take takes the lock for key, waiting up to the configured budget while
+// someone else holds it. Waiting watches the key; it does not poll.
+//
+// ctx bounds the wait and the hold: the lock's Context is derived from it,
+// and when ctx is done the keep-alive stops and the lock expires after its
+// TTL unless it is released. Take returns a *BusyError (errors.Is ErrBusy)
+// when the budget runs out, and ctx's error when ctx ends first; in both
+// cases it has not touched the lock.
+func (l *Locker) Take(ctx context.Context, key string) (*Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("take lock %s: %w", key, err)
+	}
+	h := Holder{ID: rand.Text(), Host: l.host, PID: os.Getpid()}
+	if lk, err := l.create(ctx, key, h); !errors.Is(err, errTaken) {
+		return lk, err
+	}
+	return l.wait(ctx, key, h)
+}
+
+// errTaken is create's answer when the key exists, including when another
+// taker won the race for it (§8.3).
+var errTaken = errors.New("taken")
+
+// create takes the lock if it is free. The attempt is not cut short by ctx:
+// an attempt abandoned mid-flight could take the lock without our knowing.
+func (l *Locker) create(ctx context.Context, key string, h Holder) (*Lock, error) {
+	h.TakenAt = time.Now().UTC()
+	value, err := h.encode()
+	if err != nil {
+		return nil, err
+	}
+	sent := time.Now()
+	rev, err := l.kv.Create(context.WithoutCancel(ctx), key, value, jetstream.KeyTTL(l.cfg.TTL))
+	switch {
+	case isConflict(err):
+		return nil, errTaken
+	case err != nil:
+		return nil, fmt.Errorf("take lock %s: %w", key, err)
+	}
+	return l.hold(ctx, key, h, rev, sent), nil
+}
+
+// wait watches key until it is deleted, purged or expires, then tries again,
+// until the budget runs out.
+func (l *Locker) wait(ctx context.Context, key string, h Holder) (*Lock, error) {
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.Wait)
+	defer cancel()
+	var holder Holder // the holder last seen
+	giveUp := func() (*Lock, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("wait for lock %s: %w", key, context.Cause(ctx))
+		}
+		err := &BusyError{Key: key, Holder: holder, Waited: time.Since(start)}
+		l.log.Warn("gave up waiting for lock", "key", key, "holder", holder.String(), "waited", err.Waited)
+		return nil, err
+	}
+	w, err := l.kv.Watch(wctx, key)
+	if err != nil {
+		if wctx.Err() != nil {
+			return giveUp()
+		}
+		return nil, fmt.Errorf("wait for lock %s: watch: %w", key, err)
+	}
+	defer w.Stop()
+	seen, logged := false, false
+	for {
+		select {
+		case <-wctx.Done():
+			return giveUp()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("wait for lock %s: watcher closed", key)
+			}
+			switch {
+			case e == nil && seen: // initial state delivered
+				continue
+			case e == nil: // the key has no entry at all: its marker is gone too
+			case e.Operation() == jetstream.KeyValuePut:
+				seen, holder = true, decodeHolder(e.Value())
+				if !logged {
+					logged = true
+					l.log.Info("waiting for lock", "key", key, "holder", holder.String(), "budget", l.cfg.Wait)
+				}
+				continue
+			default: // released (delete, purge) or expired (a MaxAge marker, seen as a purge)
+				seen = true
+			}
+		}
+		lk, err := l.create(ctx, key, h)
+		switch {
+		case err == nil:
+			l.log.Info("took lock after waiting", "key", key, "waited", time.Since(start))
+			return lk, nil
+		case !errors.Is(err, errTaken):
+			return nil, err
+		}
+		// Lost the race: the winner's entry is on its way to the watcher.
+	}
+}
+
+// isConflict reports a failed expected-revision check: the key exists or has
+// moved on. Replicated streams use a different code (10164) than R1 (10071),
+// and kv.Create returns the raw error when it loses a race after a marker.
+func isConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// Lock is a taken lock. Its keep-alive renews it until Release, until the
+// context given to Take is done, or until the lock is lost.
+type Lock struct {
+	l      *Locker
+	key    string
+	holder Holder
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the keep-alive has stopped
+
+	mu       sync.Mutex
+	rev      uint64
+	released bool
+}
+
+func (l *Locker) hold(ctx context.Context, key string, h Holder, rev uint64, sent time.Time) *Lock {
+	lctx, cancel := context.WithCancelCause(ctx)
+	lk := &Lock{l: l, key: key, holder: h, ctx: lctx, cancel: cancel, done: make(chan struct{}), rev: rev}
+	go lk.keepAlive(sent.Add(l.cfg.TTL))
+	return lk
+}
+
+// Key is the task key the lock is on.
+func (lk *Lock) Key() string { return lk.key }
+
+// Holder is the value the lock was taken with.
+func (lk *Lock) Holder() Holder { return lk.holder }
+
+// Revision is the key's revision as this holder last wrote it; it changes
+// with every renewal.
+func (lk *Lock) Revision() uint64 {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.rev
+}
+
+// Context is done when the lock is released, when the context given to Take
+// is done, or when the lock is lost; context.Cause tells which (ErrReleased,
+// ErrLost or the parent's cause). Work done under the lock should use it.
+func (lk *Lock) Context() context.Context { return lk.ctx }
+
+// keepAlive renews the lock every Renew until its context ends. expires is
+// the earliest time the server may expire the lock as last written.
+func (lk *Lock) keepAlive(expires time.Time) {
+	defer close(lk.done)
+	t := time.NewTicker(lk.l.cfg.renewEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-lk.ctx.Done():
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		err := lk.renew(expires)
+		switch {
+		case err == nil:
+			expires = sent.Add(lk.l.cfg.TTL)
+		case errors.Is(err, ErrLost):
+			lk.lost(err)
+			return
+		case !time.Now().Before(expires):
+			lk.lost(fmt.Errorf("lock %s: not renewed within its TTL (%w): %w", lk.key, err, ErrLost))
+			return
+		default:
+			lk.l.log.Warn("lock renewal failed, will retry", "key", lk.key, "err", err)
+		}
+	}
+}
+
+func (lk *Lock) lost(err error) {
+	lk.l.log.Error("lost lock", "key", lk.key, "holder", lk.holder.ID, "err", err)
+	lk.cancel(err)
+}
+
+// renew republishes the holder with a fresh per-key TTL, expecting the
+// revision we last wrote. kv.Update would drop the key's TTL (DESIGN.md,
+// "Known sharp edges"). A renewal in flight is not cut short by Release, so
+// that Release purges the revision that is really current.
+func (lk *Lock) renew(expires time.Time) error {
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(lk.ctx), expires)
+	defer cancel()
+	h := lk.holder
+	h.RenewedAt = time.Now().UTC()
+	value, err := h.encode()
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		rev := lk.Revision()
+		ack, err := lk.l.js.PublishMsg(ctx, &nats.Msg{Subject: lk.l.subject + lk.key, Data: value},
+			jetstream.WithMsgTTL(lk.l.cfg.TTL), jetstream.WithExpectLastSequencePerSubject(rev))
+		if err == nil {
+			lk.setRevision(ack.Sequence)
+			return nil
+		}
+		if !isConflict(err) {
+			return fmt.Errorf("renew lock %s: %w", lk.key, err)
+		}
+		cur, curRev, err := lk.l.current(ctx, lk.key)
+		switch {
+		case err != nil:
+			return fmt.Errorf("renew lock %s: revision %d is gone, reading the key: %w", lk.key, rev, err)
+		case cur.ID == lk.holder.ID && attempt == 0:
+			// Our own earlier renewal whose ack never came back.
+			lk.setRevision(curRev)
+		case cur.ID == "":
+			return fmt.Errorf("lock %s: expired: %w", lk.key, ErrLost)
+		default:
+			return fmt.Errorf("lock %s: now held by %s: %w", lk.key, cur, ErrLost)
+		}
+	}
+}
+
+func (lk *Lock) setRevision(rev uint64) {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	lk.rev = rev
+}
+
+// current reads who holds key now; a zero Holder means nobody does.
+func (l *Locker) current(ctx context.Context, key string) (Holder, uint64, error) {
+	e, err := l.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return Holder{}, 0, nil
+	case err != nil:
+		return Holder{}, 0, err
+	}
+	return decodeHolder(e.Value()), e.Revision(), nil
+}
+
+// Release stops the keep-alive and purges the key, but only at the revision
+// this holder last wrote: a lock that expired, or that someone else has taken
+// since, is left as it is and Release returns ErrLost. A second Release
+// returns ErrReleased.
+func (lk *Lock) Release(ctx context.Context) error {
+	lk.cancel(ErrReleased)
+	<-lk.done
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.released {
+		return fmt.Errorf("release lock %s: %w", lk.key, ErrReleased)
+	}
+	err := lk.l.kv.Purge(ctx, lk.key, jetstream.LastRevision(lk.rev))
+	switch {
+	case isConflict(err):
+		lk.released = true // nothing of ours is left to release
+		return fmt.Errorf("release lock %s: revision %d is no longer current: %w", lk.key, lk.rev, ErrLost)
+	case err != nil:
+		return fmt.Errorf("release lock %s: %w", lk.key, err) // may be retried
+	}
+	lk.released = true
+	return nil
+}
