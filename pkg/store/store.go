@@ -18,6 +18,13 @@ type Store interface {
 	JobReferences
 	Identify
 	Outbox
+	Jobs
+	FirstSeens
+	ClientWIPTriggers
+	TriageInvites
+	SyncQueue
+	Makesafe
+	SMSQueue
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it

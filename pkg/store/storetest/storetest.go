@@ -17,4 +17,10 @@ func Run(t *testing.T, open Opener) {
 	t.Run("JobReferences", func(t *testing.T) { testJobReferences(t, open) })
 	t.Run("InTx", func(t *testing.T) { testInTx(t, open) })
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
+	t.Run("Jobs", func(t *testing.T) { testJobs(t, open) })
+	t.Run("IdentifyGuid", func(t *testing.T) { testIdentify(t, open) })
+	t.Run("FirstSeen", func(t *testing.T) { testFirstSeen(t, open) })
+	t.Run("ClientWIPTriggers", func(t *testing.T) { testClientWIPTriggers(t, open) })
+	t.Run("TriageInvites", func(t *testing.T) { testTriageInvites(t, open) })
+	t.Run("SyncQueue", func(t *testing.T) { testSyncQueue(t, open) })
 }

@@ -1,0 +1,207 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// jobColumns are primeJobs' columns in the order jobArgs and scanJob use.
+const jobColumns = `jobId, jobNumber, statusId, clientId, assignedId, estimatorId, caseManagerId,
+	supervisorId, divisionId, region, description, incidentDate, createdAt, updatedAt, version,
+	primeUrl, authorisedTotalIncludingTax, addressLine1, addressLine2, suburb, state, postcode,
+	primaryContactId, attributes, syncedUTC`
+
+const jobColumnCount = 25
+
+// updateJob sets every column but jobId, in jobColumns order, then the id.
+const updateJob = `UPDATE primeJobs SET jobNumber = ?, statusId = ?, clientId = ?, assignedId = ?,
+	estimatorId = ?, caseManagerId = ?, supervisorId = ?, divisionId = ?, region = ?, description = ?,
+	incidentDate = ?, createdAt = ?, updatedAt = ?, version = ?, primeUrl = ?,
+	authorisedTotalIncludingTax = ?, addressLine1 = ?, addressLine2 = ?, suburb = ?, state = ?,
+	postcode = ?, primaryContactId = ?, attributes = ?, syncedUTC = ?
+	WHERE jobId = ?`
+
+func jobArgs(j store.Job) []any {
+	var version any
+	if j.Version != 0 {
+		version = j.Version
+	}
+	return []any{
+		strings.ToLower(j.JobID), nullString(j.JobNumber), nullGUID(j.StatusID), nullGUID(j.ClientID),
+		nullGUID(j.AssignedID), nullGUID(j.EstimatorID), nullGUID(j.CaseManagerID), nullGUID(j.SupervisorID),
+		nullGUID(j.DivisionID), nullString(j.Region), nullString(j.Description), nullTime(j.IncidentDate),
+		nullTime(j.CreatedAt), nullTime(j.UpdatedAt), version, nullString(j.PrimeURL),
+		nullString(j.AuthorisedTotalIncludingTax), nullString(j.AddressLine1), nullString(j.AddressLine2),
+		nullString(j.Suburb), nullString(j.State), nullString(j.Postcode), nullGUID(j.PrimaryContactID),
+		nullString(j.Attributes), formatTime(j.SyncedUTC),
+	}
+}
+
+// nullGUID stores a GUID lower-case, and the empty string as NULL.
+func nullGUID(s string) any { return nullString(strings.ToLower(s)) }
+
+// UpsertJob inserts or updates a primeJobs row (spPrimeflowUpsertJob). The
+// one write connection makes the check and the write atomic.
+func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
+	if j.JobID == "" {
+		return false, errors.New("sqlite: upsert job: no job id")
+	}
+	j.SyncedUTC = time.Now()
+	var created bool
+	err := s.inTx(ctx, func(tx *Store) error {
+		var stored sql.NullInt64
+		err := tx.tx.QueryRowContext(ctx, `SELECT version FROM primeJobs WHERE jobId = ?`, strings.ToLower(j.JobID)).Scan(&stored)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.tx.ExecContext(ctx, `INSERT INTO primeJobs (`+jobColumns+`) VALUES (`+placeholders(jobColumnCount)+`)`, jobArgs(j)...)
+			created = err == nil
+			return err
+		case err != nil:
+			return err
+		case stored.Valid && j.Version != 0 && stored.Int64 > j.Version:
+			return nil // the mirror holds a newer version
+		}
+		_, err = tx.tx.ExecContext(ctx, updateJob, append(jobArgs(j)[1:], strings.ToLower(j.JobID))...)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlite: upsert job %s: %w", j.JobID, err)
+	}
+	return created, nil
+}
+
+// GetJob reads one primeJobs row.
+func (s *Store) GetJob(ctx context.Context, jobID string) (store.Job, bool, error) {
+	var j store.Job
+	var version sql.NullInt64
+	err := s.r().QueryRowContext(ctx, `SELECT `+jobColumns+` FROM primeJobs WHERE jobId = ?`, strings.ToLower(jobID)).Scan(
+		&j.JobID, scanString{&j.JobNumber}, scanString{&j.StatusID}, scanString{&j.ClientID},
+		scanString{&j.AssignedID}, scanString{&j.EstimatorID}, scanString{&j.CaseManagerID}, scanString{&j.SupervisorID},
+		scanString{&j.DivisionID}, scanString{&j.Region}, scanString{&j.Description}, scanTime{&j.IncidentDate},
+		scanTime{&j.CreatedAt}, scanTime{&j.UpdatedAt}, &version, scanString{&j.PrimeURL},
+		scanString{&j.AuthorisedTotalIncludingTax}, scanString{&j.AddressLine1}, scanString{&j.AddressLine2},
+		scanString{&j.Suburb}, scanString{&j.State}, scanString{&j.Postcode}, scanString{&j.PrimaryContactID},
+		scanString{&j.Attributes}, scanTime{&j.SyncedUTC})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Job{}, false, nil
+	}
+	if err != nil {
+		return store.Job{}, false, fmt.Errorf("sqlite: get job: %w", err)
+	}
+	j.Version = version.Int64
+	return j, true, nil
+}
+
+// ClaimFirstSeen records a job's first sight; the primary key lets one claim win.
+func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (bool, error) {
+	var log any
+	if logID > 0 {
+		log = logID
+	}
+	res, err := s.w().ExecContext(ctx, `INSERT INTO primeflowJobFirstSeen (jobId, logId, firstSeenUTC) VALUES (?, ?, ?)
+		ON CONFLICT (jobId) DO NOTHING`, strings.ToLower(jobID), log, formatTime(time.Now()))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: claim first seen: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: claim first seen: %w", err)
+	}
+	return n == 1, nil
+}
+
+const firstSeenColumns = `jobId, logId, firstSeenUTC, pipelineCompletedUTC, pipelineAttempts, pipelineStatus`
+
+func scanFirstSeen(sc interface{ Scan(...any) error }) (store.FirstSeen, error) {
+	var f store.FirstSeen
+	var logID sql.NullInt64
+	err := sc.Scan(&f.JobID, &logID, scanTime{&f.FirstSeenUTC}, scanTime{&f.PipelineCompletedUTC}, &f.PipelineAttempts, scanString{&f.PipelineStatus})
+	f.LogID = logID.Int64
+	return f, err
+}
+
+// GetFirstSeen reads a job's first-sight row.
+func (s *Store) GetFirstSeen(ctx context.Context, jobID string) (store.FirstSeen, bool, error) {
+	f, err := scanFirstSeen(s.r().QueryRowContext(ctx, `SELECT `+firstSeenColumns+` FROM primeflowJobFirstSeen WHERE jobId = ?`, strings.ToLower(jobID)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.FirstSeen{}, false, nil
+	}
+	if err != nil {
+		return store.FirstSeen{}, false, fmt.Errorf("sqlite: get first seen: %w", err)
+	}
+	return f, true, nil
+}
+
+// CompleteFirstSeen stamps a job's pipeline finished; a second stamp keeps the first.
+func (s *Store) CompleteFirstSeen(ctx context.Context, jobID, status string) error {
+	res, err := s.w().ExecContext(ctx, `UPDATE primeflowJobFirstSeen
+		SET pipelineCompletedUTC = COALESCE(pipelineCompletedUTC, ?), pipelineStatus = ?
+		WHERE jobId = ?`, formatTime(time.Now()), store.TruncateStatus(status), strings.ToLower(jobID))
+	return firstSeenAffected(res, err, "complete first seen", jobID)
+}
+
+// FailFirstSeen records a failed attempt of a job's pipeline.
+func (s *Store) FailFirstSeen(ctx context.Context, jobID, cause string) (int, error) {
+	var attempts int
+	err := s.w().QueryRowContext(ctx, `UPDATE primeflowJobFirstSeen
+		SET pipelineAttempts = pipelineAttempts + 1, pipelineStatus = ?
+		WHERE jobId = ? RETURNING pipelineAttempts`, store.TruncateStatus(cause), strings.ToLower(jobID)).Scan(&attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("first seen %s: %w", jobID, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: fail first seen: %w", err)
+	}
+	return attempts, nil
+}
+
+func firstSeenAffected(res sql.Result, err error, what, jobID string) error {
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("first seen %s: %w", jobID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ListFirstSeen lists first-sight rows in a state, oldest first.
+func (s *Store) ListFirstSeen(ctx context.Context, state store.FirstSeenState, limit int) ([]store.FirstSeen, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	where := ""
+	switch state {
+	case store.FirstSeenPending:
+		where = ` WHERE pipelineCompletedUTC IS NULL`
+	case store.FirstSeenFailed:
+		where = ` WHERE pipelineCompletedUTC IS NULL AND pipelineAttempts > 0`
+	case store.FirstSeenCompleted:
+		where = ` WHERE pipelineCompletedUTC IS NOT NULL`
+	}
+	rows, err := s.r().QueryContext(ctx, `SELECT `+firstSeenColumns+` FROM primeflowJobFirstSeen`+where+
+		` ORDER BY firstSeenUTC, jobId LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list first seen: %w", err)
+	}
+	defer rows.Close()
+	var out []store.FirstSeen
+	for rows.Next() {
+		f, err := scanFirstSeen(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list first seen: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// QueueClientWIPStatusChange queues a StatusChange trigger unless the job
+// already has one from the same source (the unique index decides).
+func (s *Store) QueueClientWIPStatusChange(ctx context.Context, jobID, source string) (bool, error) {
+	if jobID == "" || source == "" {
+		return false, errors.New("sqlite: queue client wip status change: job and source are required")
+	}
+	res, err := s.w().ExecContext(ctx, `INSERT INTO ethClientWIPTrigger (jobId, triggerType, source, queuedUTC)
+		VALUES (?, ?, ?, ?) ON CONFLICT (jobId, source) DO NOTHING`,
+		strings.ToLower(jobID), store.ClientWIPStatusChange, source, formatTime(time.Now()))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: queue client wip status change: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: queue client wip status change: %w", err)
+	}
+	return n == 1, nil
+}
+
+// ListClientWIPTriggers lists a job's triggers, oldest first.
+func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]store.ClientWIPTrigger, error) {
+	rows, err := s.r().QueryContext(ctx, `SELECT id, jobId, triggerType, source, queuedUTC, processedUTC
+		FROM ethClientWIPTrigger WHERE jobId = ? ORDER BY id`, strings.ToLower(jobID))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list client wip triggers: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ClientWIPTrigger
+	for rows.Next() {
+		var t store.ClientWIPTrigger
+		if err := rows.Scan(&t.ID, &t.JobID, &t.TriggerType, &t.Source, scanTime{&t.QueuedUTC}, scanTime{&t.ProcessedUTC}); err != nil {
+			return nil, fmt.Errorf("sqlite: list client wip triggers: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// QueueTriageInvite queues an invite when the mirrored status is the
+// Initial-Contact-Made status and no invite is pending; the partial unique
+// index keeps it to one pending invite a job.
+func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (bool, error) {
+	if initialContactMadeStatusID == "" {
+		return false, nil
+	}
+	res, err := s.w().ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC)
+		SELECT j.jobId, j.statusId, ? FROM primeJobs AS j
+		WHERE j.jobId = ? AND j.statusId = ?
+		  AND NOT EXISTS (SELECT 1 FROM ethTriageInviteQueue AS q WHERE q.jobId = j.jobId AND q.sentUTC IS NULL)`,
+		formatTime(time.Now()), strings.ToLower(jobID), strings.ToLower(initialContactMadeStatusID))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: queue triage invite: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: queue triage invite: %w", err)
+	}
+	return n == 1, nil
+}
+
+// ListTriageInvites lists a job's invites, oldest first.
+func (s *Store) ListTriageInvites(ctx context.Context, jobID string) ([]store.TriageInvite, error) {
+	rows, err := s.r().QueryContext(ctx, `SELECT id, jobId, statusId, queuedUTC, sentUTC
+		FROM ethTriageInviteQueue WHERE jobId = ? ORDER BY id`, strings.ToLower(jobID))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list triage invites: %w", err)
+	}
+	defer rows.Close()
+	var out []store.TriageInvite
+	for rows.Next() {
+		var t store.TriageInvite
+		if err := rows.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC}); err != nil {
+			return nil, fmt.Errorf("sqlite: list triage invites: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// QueueMissingObjectsByJob queues the job's missing objects
+// (spEthSyncQueueMissingObjectsByJobID), skipping those already queued.
+func (s *Store) QueueMissingObjectsByJob(ctx context.Context, jobID string) (int, error) {
+	if jobID == "" {
+		return 0, errors.New("sqlite: queue missing objects: no job id")
+	}
+	queued := 0
+	now := formatTime(time.Now())
+	err := s.inTx(ctx, func(tx *Store) error {
+		for _, object := range store.MissingObjects() {
+			res, err := tx.tx.ExecContext(ctx, `INSERT INTO ethSyncQueue (objectName, jobId, queuedUTC) VALUES (?, ?, ?)
+				ON CONFLICT (objectName, jobId) DO NOTHING`, object, strings.ToLower(jobID), now)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			queued += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: queue missing objects: %w", err)
+	}
+	return queued, nil
+}
+
+// UpsertSyncQueue queues an object of a job, or queues it again (spEthSyncQueueUpsert).
+func (s *Store) UpsertSyncQueue(ctx context.Context, object, jobID string) error {
+	if object == "" || jobID == "" {
+		return errors.New("sqlite: upsert sync queue: object and job are required")
+	}
+	if _, err := s.w().ExecContext(ctx, `INSERT INTO ethSyncQueue (objectName, jobId, queuedUTC) VALUES (?, ?, ?)
+		ON CONFLICT (objectName, jobId) DO UPDATE SET queuedUTC = excluded.queuedUTC, claimedUTC = NULL`,
+		object, strings.ToLower(jobID), formatTime(time.Now())); err != nil {
+		return fmt.Errorf("sqlite: upsert sync queue: %w", err)
+	}
+	return nil
+}
+
+// DeleteSyncQueue removes an object of a job from the queue (spEthSyncQueueDelete).
+func (s *Store) DeleteSyncQueue(ctx context.Context, object, jobID string) (bool, error) {
+	res, err := s.w().ExecContext(ctx, `DELETE FROM ethSyncQueue WHERE objectName = ? AND jobId = ?`, object, strings.ToLower(jobID))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: delete sync queue: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: delete sync queue: %w", err)
+	}
+	return n > 0, nil
+}
+
+func syncQueueWhere(f store.SyncQueueFilter) (string, []any) {
+	var conds []string
+	var args []any
+	if f.Object != "" {
+		conds = append(conds, "objectName = ?")
+		args = append(args, f.Object)
+	}
+	if f.JobID != "" {
+		conds = append(conds, "jobId = ?")
+		args = append(args, strings.ToLower(f.JobID))
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+func syncQueueLimit(f store.SyncQueueFilter) int {
+	if f.Limit <= 0 {
+		return 100
+	}
+	return f.Limit
+}
+
+// ListSyncQueue lists queued items, oldest queued first.
+func (s *Store) ListSyncQueue(ctx context.Context, f store.SyncQueueFilter) ([]store.SyncQueueItem, error) {
+	where, args := syncQueueWhere(f)
+	items, err := querySyncQueue(ctx, s.r(), where, append(args, syncQueueLimit(f)))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list sync queue: %w", err)
+	}
+	return items, nil
+}
+
+// ClaimSyncQueue takes the selected items no drainer holds and stamps them
+// claimed; the one write connection keeps two claims apart.
+func (s *Store) ClaimSyncQueue(ctx context.Context, f store.SyncQueueFilter, staleBefore time.Time) ([]store.SyncQueueItem, error) {
+	where, args := syncQueueWhere(f)
+	if where == "" {
+		where = " WHERE "
+	} else {
+		where += " AND "
+	}
+	where += "(claimedUTC IS NULL OR claimedUTC < ?)"
+	args = append(args, formatTime(staleBefore), syncQueueLimit(f))
+	var items []store.SyncQueueItem
+	err := s.inTx(ctx, func(tx *Store) error {
+		var err error
+		items, err = querySyncQueue(ctx, tx.tx, where, args)
+		if err != nil || len(items) == 0 {
+			return err
+		}
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		ids := []any{formatTime(now)}
+		for i := range items {
+			ids = append(ids, items[i].ID)
+			items[i].ClaimedUTC = now
+		}
+		_, err = tx.tx.ExecContext(ctx, `UPDATE ethSyncQueue SET claimedUTC = ? WHERE id IN (`+placeholders(len(items))+`)`, ids...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim sync queue: %w", err)
+	}
+	return items, nil
+}
+
+func querySyncQueue(ctx context.Context, q querier, where string, args []any) ([]store.SyncQueueItem, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, objectName, jobId, queuedUTC, claimedUTC FROM ethSyncQueue`+where+
+		` ORDER BY queuedUTC, id LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.SyncQueueItem
+	for rows.Next() {
+		var it store.SyncQueueItem
+		if err := rows.Scan(&it.ID, &it.Object, &it.JobID, scanTime{&it.QueuedUTC}, scanTime{&it.ClaimedUTC}); err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
