@@ -23,8 +23,6 @@ type Store interface {
 	ClientWIPTriggers
 	TriageInvites
 	SyncQueue
-	Makesafe
-	SMSQueue
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it
