@@ -79,7 +79,8 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeRateLimited, RetryAfterMS: limited.RetryAfter.Milliseconds()})
 			return nil
 		}
-		return s.Fail(ctx, ev.LogID, fin.JobID, err)
+		_, err = s.Fail(ctx, ev.LogID, fin.JobID, err)
+		return err
 	}
 }
 
@@ -116,9 +117,10 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 }
 
 // Fail records a failed attempt on the row (payload faults logged with the
-// payload) and announces it. It returns an error only when the row could not
-// be written, so the message is redelivered rather than lost.
-func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error) error {
+// payload), announces it and returns the attempts so far. It returns an
+// error only when the row could not be written, so the message is
+// redelivered rather than lost.
+func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error) (int, error) {
 	log := s.Log.With("logId", logID)
 	if errors.Is(cause, ErrPayload) {
 		payload := ""
@@ -131,13 +133,13 @@ func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error
 	}
 	attempts, err := s.Store.IncrementWebhookLogAttempt(context.WithoutCancel(ctx), logID, jobID, cause.Error())
 	if err != nil {
-		return fmt.Errorf("record failed attempt of row %d: %w (after: %v)", logID, err, cause)
+		return 0, fmt.Errorf("record failed attempt of row %d: %w (after: %v)", logID, err, cause)
 	}
 	if attempts >= store.MaxAttempts {
 		log.Error("event failed its last attempt: it stays unprocessed for a person to look at", "attempts", attempts, "err", cause)
 	}
 	s.Announce(events.Done{LogID: logID, Outcome: events.OutcomeFailed, Attempts: attempts, Error: cause.Error()})
-	return nil
+	return attempts, nil
 }
 
 // Announce tells the resolver's lane how a row finished. It is best effort:

@@ -1,0 +1,220 @@
+// Package flowtest is the end-to-end test harness of the pipeline: a real
+// embedded nats-server with the streams, SQLite in a temp dir, the Prime
+// simulator over HTTP and a Prime client for it. Tests add the services they
+// exercise with Run, and feed events the way ingest does with Publish or
+// Fire.
+package flowtest
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Env is one pipeline under test.
+type Env struct {
+	T      testing.TB
+	NATS   *server.Server
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	Store  store.Store
+	Sim    *primesim.Sim
+	SimURL string
+	Prime  *prime.Client
+	Deps   service.Deps
+	// Logs holds everything the services logged.
+	Logs *Buffer
+}
+
+// Options tune an Env.
+type Options struct {
+	// PrimeConfig adjusts the client's configuration (by default the budget
+	// is lifted so tests are not paced at 60 calls a minute).
+	PrimeConfig func(*prime.Config)
+	// Sim are the simulator's options (default: an empty simulator).
+	Sim primesim.Options
+	// StoreDir keeps the database in a given directory, for tests that
+	// restart the pipeline on the same data.
+	StoreDir string
+	// NATSAddr and NATSDir run the server on a given address and store dir,
+	// for tests that restart it.
+	NATSAddr, NATSDir string
+}
+
+// New starts an Env; everything stops when the test ends.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e := &Env{T: t, Logs: &Buffer{}}
+	if opts.NATSAddr != "" {
+		e.NATS = natstest.ServerAt(t, opts.NATSAddr, opts.NATSDir)
+	} else {
+		e.NATS = natstest.Server(t)
+	}
+	e.NC, e.JS = natstest.Connect(t, e.NATS)
+	dir := opts.StoreDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e.Store = st
+
+	sim, err := primesim.New(opts.Sim)
+	if err != nil {
+		t.Fatalf("prime simulator: %v", err)
+	}
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	e.Sim, e.SimURL = sim, srv.URL
+	cfg := sim.ClientConfig(srv.URL)
+	cfg.RatePerMinute = 1_000_000
+	cfg.RateBurst = 1000
+	cfg.MaxConcurrent = 32
+	if opts.PrimeConfig != nil {
+		opts.PrimeConfig(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pc, err := prime.New(cfg, prime.WithLogger(log))
+	if err != nil {
+		t.Fatalf("prime client: %v", err)
+	}
+	e.Prime = pc
+	e.Deps = service.Deps{Log: log, NC: e.NC, JS: e.JS, Store: st, Metrics: opshttp.NewRegistry()}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service logs:\n%s", e.Logs.String())
+		}
+	})
+	return e
+}
+
+// Run runs r until the test ends (or until the returned stop is called);
+// a Run that fails fails the test.
+func (e *Env) Run(name string, r service.Runner) (stop func()) {
+	e.T.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+			e.T.Errorf("%s stopped: %v", name, err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	e.T.Cleanup(stop)
+	return stop
+}
+
+// Publish stores a webhook the way ingest does — a log row, then its
+// message on prime.webhook.<action> — and returns the row's id.
+func (e *Env) Publish(action, body string) int64 {
+	e.T.Helper()
+	ctx := context.Background()
+	id, err := e.Store.InsertWebhookLog(ctx, store.NewWebhookLogRow{
+		ReceivedUTC: time.Now().UTC(), EventAction: action, Payload: body, IsAuthenticated: true,
+	})
+	if err != nil {
+		e.T.Fatalf("insert log row: %v", err)
+	}
+	if _, err := e.JS.PublishMsg(ctx, events.NewWebhookMsg(id, 0, action, body)); err != nil {
+		e.T.Fatalf("publish webhook: %v", err)
+	}
+	return id
+}
+
+// Fire publishes the webhook Prime would send for action about the record
+// id (a job, appointment, allocation … of the simulator), and returns the
+// log row's id.
+func (e *Env) Fire(action, id string) int64 {
+	e.T.Helper()
+	w, err := e.Sim.Webhook(action, id)
+	if err != nil {
+		e.T.Fatalf("webhook: %v", err)
+	}
+	body, err := w.Body()
+	if err != nil {
+		e.T.Fatalf("webhook body: %v", err)
+	}
+	return e.Publish(action, string(body))
+}
+
+// Row reads a log row.
+func (e *Env) Row(id int64) store.WebhookLogRow {
+	e.T.Helper()
+	row, err := e.Store.GetWebhookLog(context.Background(), id)
+	if err != nil {
+		e.T.Fatalf("log row %d: %v", id, err)
+	}
+	return row
+}
+
+// WaitProcessed waits for a row to be processed and returns it.
+func (e *Env) WaitProcessed(id int64) store.WebhookLogRow {
+	e.T.Helper()
+	return e.WaitRow(id, "processed", store.WebhookLogRow.Processed)
+}
+
+// WaitRow waits until cond holds for a row.
+func (e *Env) WaitRow(id int64, what string, cond func(store.WebhookLogRow) bool) store.WebhookLogRow {
+	e.T.Helper()
+	var row store.WebhookLogRow
+	Eventually(e.T, "row "+what, func() bool {
+		r, err := e.Store.GetWebhookLog(context.Background(), id)
+		row = r
+		return err == nil && cond(r)
+	})
+	return row
+}
+
+// Eventually waits up to 20s for cond, polling; it fails the test if cond
+// never holds.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Buffer collects log output from many goroutines.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

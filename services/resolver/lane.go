@@ -1,0 +1,191 @@
+package resolver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// errLaneTimeout: no stage finished the row within LaneWait.
+var errLaneTimeout = errors.New("no stage finished the row in time")
+
+// handle is one event in its job's lane. It returns only when the event's
+// row is settled for now: processed, failed (redelivered after a backoff,
+// or dropped at the attempt cap), or handed back after a lane timeout.
+func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
+	logID, err := events.LogID(msg.Headers())
+	if err != nil {
+		return consume.Drop(fmt.Errorf("%s: %w", msg.Subject(), err))
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		return consume.Drop(fmt.Errorf("%s: %w", msg.Subject(), err))
+	}
+	row, err := r.store.GetWebhookLog(ctx, logID)
+	if errors.Is(err, store.ErrNotFound) {
+		return consume.Drop(fmt.Errorf("message for log row %d, which is not in ethPrimeWebhookLog", logID))
+	}
+	if err != nil {
+		return err // the database: redelivered with backoff
+	}
+	action := actionLabel(row.EventAction)
+	switch {
+	case row.Processed() && md.NumDelivered > 1:
+		// A redelivery of an event already finished (its ack was lost).
+		// A first delivery of a processed row is a replay: handle it.
+		r.metrics.events.WithLabelValues(action, "skipped").Inc()
+		return nil
+	case row.Capped():
+		r.metrics.events.WithLabelValues(action, "capped").Inc()
+		return consume.Drop(fmt.Errorf("log row %d failed %d attempts: it stays unprocessed; replay it with primectl", logID, row.ProcessAttempts))
+	}
+	start := time.Now()
+	for try := 0; ; try++ {
+		d, err := r.attempt(ctx, row, md, try)
+		if err != nil {
+			return err
+		}
+		switch d.Outcome {
+		case events.OutcomeProcessed:
+			r.metrics.laneSeconds.Observe(time.Since(start).Seconds())
+			return nil
+		case events.OutcomeFailed:
+			if d.Attempts >= store.MaxAttempts {
+				r.metrics.events.WithLabelValues(action, "capped").Inc()
+				return consume.Drop(fmt.Errorf("log row %d failed its last attempt (%d): %s", logID, d.Attempts, d.Error))
+			}
+			return consume.Retry(errors.New(d.Error), r.backoff(d.Attempts))
+		case events.OutcomeRateLimited:
+			// Prime asked us to slow down: the lane holds the job's events
+			// and tries again after Retry-After; no attempt is counted.
+			wait := time.Duration(d.RetryAfterMS) * time.Millisecond
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(max(wait, 100*time.Millisecond)):
+			}
+		}
+	}
+}
+
+// attempt identifies the event and hands it to its stage, or settles it here.
+func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jetstream.MsgMetadata, try int) (events.Done, error) {
+	action := actionLabel(row.EventAction)
+	out, err := r.identify(ctx, row)
+	if err == nil && out.finish != "" {
+		if err := r.store.SetWebhookLogProcessed(ctx, row.ID, "", out.finish); err != nil {
+			return events.Done{}, err
+		}
+		outcome := "no_handler"
+		if out.finish == statusNoIdentifier {
+			outcome = "no_identifier"
+		}
+		r.metrics.events.WithLabelValues(action, outcome).Inc()
+		return events.Done{LogID: row.ID, Outcome: events.OutcomeProcessed}, nil
+	}
+	var d events.Done
+	if err == nil {
+		d, err = r.dispatch(ctx, row, md, out.ev, try)
+		if errors.Is(err, errLaneTimeout) {
+			r.metrics.events.WithLabelValues(action, "lane_timeout").Inc()
+			r.log.Warn("no stage finished the row in time: handing the event back", "logId", row.ID, "action", row.EventAction, "waited", r.cfg.LaneWait)
+			return events.Done{}, consume.Retry(err, r.backoff(1))
+		}
+	}
+	switch {
+	case err == nil:
+	case pipeline.RetryAfter(err) > 0:
+		d = events.Done{LogID: row.ID, Outcome: events.OutcomeRateLimited, RetryAfterMS: pipeline.RetryAfter(err).Milliseconds()}
+	case ctx.Err() != nil:
+		return events.Done{}, ctx.Err()
+	default:
+		if errors.Is(err, pipeline.ErrPayload) {
+			r.metrics.events.WithLabelValues(action, "payload_fault").Inc()
+		}
+		attempts, ferr := r.stage.Fail(ctx, row.ID, "", err)
+		if ferr != nil {
+			return events.Done{}, ferr
+		}
+		d = events.Done{LogID: row.ID, Outcome: events.OutcomeFailed, Attempts: attempts, Error: err.Error()}
+	}
+	r.metrics.events.WithLabelValues(action, string(d.Outcome)).Inc()
+	return d, nil
+}
+
+// dispatch publishes the resolved event and waits for its stage to finish
+// the row: the stage announces it on events.DoneSubject, and, in case that
+// announcement is missed, the row itself is read every few seconds.
+func (r *Resolver) dispatch(ctx context.Context, row store.WebhookLogRow, md *jetstream.MsgMetadata, ev events.Resolved, try int) (events.Done, error) {
+	done := make(chan *nats.Msg, 4)
+	sub, err := r.nc.ChanSubscribe(events.DoneSubject(row.ID), done)
+	if err != nil {
+		return events.Done{}, err
+	}
+	defer sub.Unsubscribe()
+
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return events.Done{}, err
+	}
+	m := nats.NewMsg(events.ResolvedSubject(ev.Action))
+	m.Data = data
+	m.Header.Set(events.HeaderLogID, fmt.Sprint(row.ID))
+	// One message per delivery and try: a duplicate publish of the same one
+	// is dropped, a redelivery or a retry after a rate limit is new.
+	m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("resolved:%d:%d:%d:%d", row.ID, md.Sequence.Stream, md.NumDelivered, try))
+	if _, err := r.js.PublishMsg(ctx, m); err != nil {
+		return events.Done{}, fmt.Errorf("publish resolved event: %w", err)
+	}
+
+	deadline := time.NewTimer(r.cfg.LaneWait)
+	defer deadline.Stop()
+	check := time.NewTicker(2 * time.Second)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return events.Done{}, ctx.Err()
+		case <-deadline.C:
+			return events.Done{}, errLaneTimeout
+		case m := <-done:
+			var d events.Done
+			if json.Unmarshal(m.Data, &d) == nil {
+				return d, nil
+			}
+		case <-check.C:
+			now, err := r.store.GetWebhookLog(ctx, row.ID)
+			if err != nil {
+				continue
+			}
+			switch {
+			case now.Processed() && !now.ProcessedUTC.Equal(row.ProcessedUTC):
+				return events.Done{LogID: row.ID, Outcome: events.OutcomeProcessed}, nil
+			case now.ProcessAttempts > row.ProcessAttempts:
+				return events.Done{LogID: row.ID, Outcome: events.OutcomeFailed, Attempts: now.ProcessAttempts, Error: now.ProcessStatus}, nil
+			}
+		}
+	}
+}
+
+// backoff is the wait before attempt n+1 of a failed event.
+func (r *Resolver) backoff(attempts int) time.Duration {
+	return r.cfg.Backoff[min(max(attempts, 1), len(r.cfg.Backoff))-1]
+}
+
+// actionLabel bounds the metric label to the known actions.
+func actionLabel(action string) string {
+	if slices.Contains(Actions, action) {
+		return action
+	}
+	return "other"
+}

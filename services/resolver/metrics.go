@@ -1,0 +1,42 @@
+package resolver
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	events       *prometheus.CounterVec
+	laneSeconds  prometheus.Histogram
+	probes       *prometheus.CounterVec
+	shapeChanged *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_resolver_events_total",
+			Help: "Events through the resolver by eventAction (known actions, else 'other') and outcome: processed, failed, capped, payload_fault, rate_limited, lane_timeout, no_handler, no_identifier, skipped.",
+		}, []string{"action", "outcome"}),
+		laneSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "primeflow_resolver_lane_seconds",
+			Help:    "Time from the resolver taking an event to the stage finishing its row.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_resolver_prime_probes_total",
+			Help: "GUIDs the mirror did not know, fetched from Prime as the expected entity (§4.2 step 3).",
+		}, []string{"entity"}),
+		shapeChanged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_resolver_payload_shape_changed_total",
+			Help: "Ids found under an unexpected payload property (§4.2 step 2).",
+		}, []string{"action"}),
+	}
+	for _, c := range []prometheus.Collector{m.events, m.laneSeconds, m.probes, m.shapeChanged} {
+		if err := reg.Register(c); err != nil {
+			return nil, errors.Join(errors.New("resolver metrics"), err)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,103 @@
+// Package resolver takes every webhook event from prime.webhook.>, works out
+// what it refers to (§4), and hands it to the stage that handles its action
+// on prime.resolved.<action>. It keeps one lane per job: a job's events are
+// handled one at a time, in log order, and the lane waits for the stage to
+// finish each row before it takes the job's next event.
+package resolver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Durable is the resolver's consumer on PRIME_WEBHOOK.
+const Durable = "resolver"
+
+// Config is the resolver's configuration.
+type Config struct {
+	// Lanes is how many jobs are worked on at once.
+	Lanes int `env:"RESOLVER_LANES" envDefault:"64"`
+	// LaneWait is how long a lane waits for a stage to finish a row before
+	// it hands the event back to JetStream (no attempt counted) and moves on.
+	LaneWait time.Duration `env:"RESOLVER_LANE_WAIT" envDefault:"5m"`
+	// Backoff is the wait before an event that failed an attempt is tried
+	// again, by attempt: the last value repeats.
+	Backoff []time.Duration `env:"RESOLVER_BACKOFF" envDefault:"2s,10s,1m,5m" envSeparator:","`
+}
+
+// Resolver is the resolver service.
+type Resolver struct {
+	cfg     Config
+	store   Store
+	prime   PrimeAPI
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	stage   *pipeline.Stage
+	metrics *metrics
+}
+
+// New builds the resolver.
+func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
+	if cfg.Lanes <= 0 || cfg.LaneWait <= 0 || len(cfg.Backoff) == 0 {
+		return nil, errors.New("resolver: RESOLVER_LANES, RESOLVER_LANE_WAIT and RESOLVER_BACKOFF must be set")
+	}
+	log := d.Log.With("component", "resolver")
+	m, err := newMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Resolver{
+		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, metrics: m,
+		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Log: log},
+	}, nil
+}
+
+// Run consumes prime.webhook.> until ctx ends.
+func (r *Resolver) Run(ctx context.Context) error {
+	return consume.Run(ctx, r.js, consume.Spec{
+		Stream:        events.StreamWebhook,
+		Durable:       Durable,
+		Subjects:      []string{events.SubjectWebhookAll},
+		Workers:       r.cfg.Lanes,
+		MaxAckPending: 16 * r.cfg.Lanes,
+		AckWait:       time.Minute,
+		Key: func(m jetstream.Msg) string {
+			return laneKey(m.Data(), m.Headers().Get(events.HeaderLogID))
+		},
+	}, r.log, r.reg, r.handle)
+}
+
+// Main runs the resolver as a process of its own.
+func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	var cfg Config
+	var pcfg prime.Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := config.Parse(getenv, &pcfg); err != nil {
+		return err
+	}
+	return service.Main(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		pc, err := prime.New(pcfg, prime.WithLogger(d.Log))
+		if err != nil {
+			return nil, err
+		}
+		d.Metrics.MustRegister(pc)
+		return New(cfg, d, pc)
+	})
+}

@@ -1,0 +1,324 @@
+package resolver_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/services/resolver"
+	"github.com/matryer/is"
+	_ "modernc.org/sqlite"
+)
+
+// env is the resolver under test with a stage that records what it is
+// handed and does what the test says.
+type env struct {
+	*flowtest.Env
+	dbPath string
+	mu     sync.Mutex
+	got    []events.Resolved
+	work   atomic.Pointer[pipeline.Work]
+}
+
+func start(t *testing.T, cfg ...func(*resolver.Config)) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dir}), dbPath: filepath.Join(dir, "primeflow.db")}
+	c := resolver.Config{Lanes: 8, LaneWait: 10 * time.Second, Backoff: []time.Duration{20 * time.Millisecond}}
+	for _, f := range cfg {
+		f(&c)
+	}
+	r, err := resolver.New(c, e.Deps, e.Prime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Run("resolver", r)
+	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) { return pipeline.Finish{}, nil })
+	stage := &pipeline.Stage{Store: e.Store, NC: e.NC, Log: e.Deps.Log,
+		Outbox: &outbox.Publisher{JS: e.JS, Store: e.Store, Log: e.Deps.Log}}
+	e.Run("stage", runner(func(ctx context.Context) error {
+		return consume.Run(ctx, e.JS, consume.Spec{Stream: events.StreamResolved, Durable: "test-stage", Workers: 16},
+			e.Deps.Log, e.Deps.Metrics, stage.Handler(func(ctx context.Context, ev events.Resolved) (pipeline.Finish, error) {
+				e.mu.Lock()
+				e.got = append(e.got, ev)
+				e.mu.Unlock()
+				return (*e.work.Load())(ctx, ev)
+			}))
+	}))
+	return e
+}
+
+type runner func(ctx context.Context) error
+
+func (f runner) Run(ctx context.Context) error { return f(ctx) }
+
+func (e *env) setWork(w pipeline.Work) { e.work.Store(&w) }
+
+// resolved returns what the stage was handed for a row.
+func (e *env) resolved(logID int64) []events.Resolved {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []events.Resolved
+	for _, ev := range e.got {
+		if ev.LogID == logID {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// mirrorJob writes a job into primeJobs, as job-mirror would.
+func (e *env) mirrorJob(id string) {
+	e.T.Helper()
+	db, err := sql.Open("sqlite", e.dbPath+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO primeJobs (jobId, syncedUTC) VALUES (?, '2026-01-01 00:00:00.000')`, id); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+func TestUnknownActionIsProcessedWithoutAStage(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	for _, action := range []string{"delete-everything", "", "Change Job.Status"} {
+		id := e.Publish(action, `{"eventAction":"`+action+`","jobId":1}`)
+		row := e.WaitProcessed(id)
+		is.Equal(row.ProcessStatus, fmt.Sprintf("No handler for '%s'", action)) // §3
+		is.Equal(len(e.resolved(id)), 0)                                         // no stage involved
+	}
+}
+
+func TestChangeJobStatusIdentification(t *testing.T) {
+	e := start(t)
+	known := e.Sim.NewJob()
+	e.mirrorJob(known.ID)
+	fresh := e.Sim.NewJob()
+
+	for _, tc := range []struct {
+		name, body                 string
+		wantJob                    string
+		wantInMirror, wantFetched  bool
+		wantRef                    int64
+		wantRefMapped, wantWarning bool
+		wantPrimeCalls             int64
+	}{
+		{name: "GUID of a mirrored job: no Prime call",
+			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, known.Ref, known.ID),
+			wantJob: known.ID, wantInMirror: true, wantRef: known.Ref},
+		{name: "GUID of a job not mirrored: fetched, first sight",
+			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, fresh.Ref, fresh.ID),
+			wantJob: fresh.ID, wantFetched: true, wantRef: fresh.Ref, wantPrimeCalls: 1},
+		{name: "GUID under an unexpected property: used, with a warning",
+			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobUuid":"%s"}`, known.ID),
+			wantJob: known.ID, wantInMirror: true, wantWarning: true},
+		{name: "numeric reference only: the fallback",
+			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d}`, fresh.Ref),
+			wantRef: fresh.Ref},
+		{name: "a GUID Prime does not know falls back to the reference",
+			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, fresh.Ref, "9d3f8e21-9c4b-4d1e-8f6a-5b2c9e0a1d34"),
+			wantRef: fresh.Ref, wantPrimeCalls: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			before := e.Sim.Stats().ByEndpoint["GET /jobs/{id}"]
+			id := e.Publish("change-job-status", tc.body)
+			row := e.WaitProcessed(id)
+			is.Equal(row.ProcessStatus, "Processed")
+			got := e.resolved(id)
+			is.Equal(len(got), 1) // handed to the stage once
+			ev := got[0]
+			is.Equal(ev.JobID, tc.wantJob)                                      // the job
+			is.Equal(ev.JobInMirror, tc.wantInMirror)                           // found in primeJobs
+			is.Equal(len(ev.Fetched) == 1, tc.wantFetched)                      // the record Prime returned
+			is.Equal(ev.NumericRef, tc.wantRef)                                 // the numeric reference
+			is.Equal(e.Sim.Stats().ByEndpoint["GET /jobs/{id}"]-before, tc.wantPrimeCalls) // Prime calls while identifying
+			if tc.wantWarning {
+				is.True(strings.Contains(e.Logs.String(), "payload shape has changed")) // warned
+			}
+		})
+	}
+}
+
+func TestNoIdentifierIsProcessed(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	id := e.Publish("change-job-status", `{"eventAction":"change-job-status"}`)
+	row := e.WaitProcessed(id)
+	is.Equal(row.ProcessStatus, "No identifier in the payload") // §5.1: it will never gain one
+	is.Equal(len(e.resolved(id)), 0)
+}
+
+func TestUnknownGuidIsAPayloadFaultUpToTheCap(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	body := `{"eventAction":"change-job-status","jobStatusId":"9d3f8e21-9c4b-4d1e-8f6a-5b2c9e0a1d34"}`
+	id := e.Publish("change-job-status", body)
+	row := e.WaitRow(id, "capped", store.WebhookLogRow.Capped)
+	is.Equal(row.ProcessAttempts, store.MaxAttempts)                       // five attempts
+	is.True(strings.Contains(row.ProcessStatus, "UnknownIdentifier"))      // the last error kept
+	is.True(!row.Processed())                                              // still unprocessed
+	is.True(strings.Contains(e.Logs.String(), "payload fault"))            // logged apart
+	is.True(strings.Contains(e.Logs.String(), "9d3f8e21-9c4b-4d1e-8f6a")) // with the payload
+	time.Sleep(200 * time.Millisecond)
+	is.Equal(e.Row(id).ProcessAttempts, store.MaxAttempts) // and not retried after the cap
+}
+
+func TestAppointmentIdentification(t *testing.T) {
+	e := start(t)
+	job := e.Sim.NewJob()
+	e.mirrorJob(job.ID)
+	appt := e.Sim.NewAppointment(job.ID)
+	t.Run("appointment fetched from Prime", func(t *testing.T) {
+		is := is.New(t)
+		id := e.Fire("create-appointment", appt.ID)
+		e.WaitProcessed(id)
+		ev := e.resolved(id)[0]
+		is.Equal(ev.Entity, store.TableAppointments)
+		is.Equal(ev.EntityID, appt.ID)
+		is.Equal(ev.JobID, job.ID)     // the appointment's job
+		is.Equal(len(ev.Fetched), 1)   // the appointment, so the stage need not fetch it
+		is.Equal(ev.NumericRef, job.Ref)
+	})
+	t.Run("a job GUID where an appointment is expected", func(t *testing.T) {
+		is := is.New(t)
+		id := e.Publish("create-appointment", fmt.Sprintf(`{"eventAction":"create-appointment","jobId":%d,"appointmentTypeId":"%s"}`, job.Ref, job.ID))
+		row := e.WaitRow(id, "capped", store.WebhookLogRow.Capped)
+		is.True(strings.Contains(row.ProcessStatus, "WrongEntityType")) // §4.2 fault
+	})
+	t.Run("no GUID at all", func(t *testing.T) {
+		is := is.New(t)
+		id := e.Publish("create-allocation", fmt.Sprintf(`{"eventAction":"create-allocation","jobId":%d}`, job.Ref))
+		row := e.WaitRow(id, "capped", store.WebhookLogRow.Capped)
+		is.True(strings.Contains(row.ProcessStatus, "MissingIdentifier")) // RequireEntityGuid throws
+	})
+}
+
+func TestLanesKeepOneJobInOrderAndOneAtATime(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	const jobs, perJob = 6, 8
+	lane := map[int64]int{}
+	var refs [jobs]int64
+	for j := range jobs {
+		refs[j] = e.Sim.NewJob().Ref
+		lane[refs[j]] = j
+	}
+	var inFlight [jobs]atomic.Int32
+	var overlap atomic.Bool
+	e.setWork(func(_ context.Context, ev events.Resolved) (pipeline.Finish, error) {
+		j := lane[ev.NumericRef]
+		if inFlight[j].Add(1) > 1 {
+			overlap.Store(true)
+		}
+		time.Sleep(2 * time.Millisecond)
+		inFlight[j].Add(-1)
+		return pipeline.Finish{}, nil
+	})
+	var ids [jobs][]int64
+	for i := range perJob {
+		for j := range jobs {
+			ids[j] = append(ids[j], e.Publish("create-estimate",
+				fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d,"seq":%d}`, refs[j], i)))
+		}
+	}
+	for j := range jobs {
+		e.WaitProcessed(ids[j][perJob-1])
+	}
+	is.True(!overlap.Load()) // never two events of one job at once
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	last := map[int64]int64{}
+	for _, ev := range e.got {
+		is.True(ev.LogID > last[ev.NumericRef]) // each job's events in log order
+		last[ev.NumericRef] = ev.LogID
+	}
+}
+
+func TestStageFailureIsRetriedThroughTheLane(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	var calls atomic.Int32
+	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) {
+		if calls.Add(1) < 3 {
+			return pipeline.Finish{}, errors.New("prime answered 503")
+		}
+		return pipeline.Finish{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"}, nil
+	})
+	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+	row := e.WaitProcessed(id)
+	is.Equal(row.ProcessAttempts, 2)                                // two failed attempts recorded
+	is.Equal(row.JobID, "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10")    // jobId backfilled
+	is.Equal(len(e.resolved(id)), 3)                                // resolved afresh each time
+}
+
+func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	var calls atomic.Int32
+	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) {
+		if calls.Add(1) <= 3 {
+			return pipeline.Finish{}, &prime.RateLimitedError{RetryAfter: 30 * time.Millisecond, Endpoint: "jobs.get"}
+		}
+		return pipeline.Finish{}, nil
+	})
+	ref := e.Sim.NewJob().Ref
+	first := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d,"n":1}`, ref))
+	second := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d,"n":2}`, ref))
+	is.Equal(e.WaitProcessed(first).ProcessAttempts, 0) // no attempt burned
+	e.WaitProcessed(second)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var order []int64
+	for _, ev := range e.got {
+		order = append(order, ev.LogID)
+	}
+	is.Equal(order, []int64{first, first, first, first, second}) // the lane held the job's next event
+}
+
+func TestReplayOfAProcessedRowIsHandledAgain(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+	e.WaitProcessed(id)
+	row := e.Row(id)
+	// The nats CLI replay: the same message again, by hand.
+	_, err := e.JS.PublishMsg(context.Background(), events.NewWebhookMsg(id, 9, row.EventAction, row.Payload))
+	is.NoErr(err)
+	flowtest.Eventually(t, "the replay handled", func() bool { return len(e.resolved(id)) == 2 })
+	is.Equal(e.Row(id).ProcessAttempts, 0) // nothing failed
+}
+
+func TestLaneTimeoutHandsTheEventBackWithoutAnAttempt(t *testing.T) {
+	is := is.New(t)
+	e := start(t, func(c *resolver.Config) { c.LaneWait = 200 * time.Millisecond })
+	release := make(chan struct{})
+	var calls atomic.Int32
+	e.setWork(func(ctx context.Context, _ events.Resolved) (pipeline.Finish, error) {
+		if calls.Add(1) == 1 {
+			<-release // a stage stuck on its first try
+		}
+		return pipeline.Finish{}, nil
+	})
+	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+	flowtest.Eventually(t, "a second hand-over after the timeout", func() bool { return calls.Load() >= 2 })
+	close(release)
+	row := e.WaitProcessed(id)
+	is.Equal(row.ProcessAttempts, 0) // a slow stage is not the event's fault
+}
