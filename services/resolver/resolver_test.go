@@ -101,7 +101,7 @@ func TestUnknownActionIsProcessedWithoutAStage(t *testing.T) {
 		id := e.Publish(action, `{"eventAction":"`+action+`","jobId":1}`)
 		row := e.WaitProcessed(id)
 		is.Equal(row.ProcessStatus, fmt.Sprintf("No handler for '%s'", action)) // §3
-		is.Equal(len(e.resolved(id)), 0)                                         // no stage involved
+		is.Equal(len(e.resolved(id)), 0)                                        // no stage involved
 	}
 }
 
@@ -144,10 +144,10 @@ func TestChangeJobStatusIdentification(t *testing.T) {
 			got := e.resolved(id)
 			is.Equal(len(got), 1) // handed to the stage once
 			ev := got[0]
-			is.Equal(ev.JobID, tc.wantJob)                                      // the job
-			is.Equal(ev.JobInMirror, tc.wantInMirror)                           // found in primeJobs
-			is.Equal(len(ev.Fetched) == 1, tc.wantFetched)                      // the record Prime returned
-			is.Equal(ev.NumericRef, tc.wantRef)                                 // the numeric reference
+			is.Equal(ev.JobID, tc.wantJob)                                                 // the job
+			is.Equal(ev.JobInMirror, tc.wantInMirror)                                      // found in primeJobs
+			is.Equal(len(ev.Fetched) == 1, tc.wantFetched)                                 // the record Prime returned
+			is.Equal(ev.NumericRef, tc.wantRef)                                            // the numeric reference
 			is.Equal(e.Sim.Stats().ByEndpoint["GET /jobs/{id}"]-before, tc.wantPrimeCalls) // Prime calls while identifying
 			if tc.wantWarning {
 				is.True(strings.Contains(e.Logs.String(), "payload shape has changed")) // warned
@@ -171,10 +171,10 @@ func TestUnknownGuidIsAPayloadFaultUpToTheCap(t *testing.T) {
 	body := `{"eventAction":"change-job-status","jobStatusId":"9d3f8e21-9c4b-4d1e-8f6a-5b2c9e0a1d34"}`
 	id := e.Publish("change-job-status", body)
 	row := e.WaitRow(id, "capped", store.WebhookLogRow.Capped)
-	is.Equal(row.ProcessAttempts, store.MaxAttempts)                       // five attempts
-	is.True(strings.Contains(row.ProcessStatus, "UnknownIdentifier"))      // the last error kept
-	is.True(!row.Processed())                                              // still unprocessed
-	is.True(strings.Contains(e.Logs.String(), "payload fault"))            // logged apart
+	is.Equal(row.ProcessAttempts, store.MaxAttempts)                      // five attempts
+	is.True(strings.Contains(row.ProcessStatus, "UnknownIdentifier"))     // the last error kept
+	is.True(!row.Processed())                                             // still unprocessed
+	is.True(strings.Contains(e.Logs.String(), "payload fault"))           // logged apart
 	is.True(strings.Contains(e.Logs.String(), "9d3f8e21-9c4b-4d1e-8f6a")) // with the payload
 	time.Sleep(200 * time.Millisecond)
 	is.Equal(e.Row(id).ProcessAttempts, store.MaxAttempts) // and not retried after the cap
@@ -192,8 +192,8 @@ func TestAppointmentIdentification(t *testing.T) {
 		ev := e.resolved(id)[0]
 		is.Equal(ev.Entity, store.TableAppointments)
 		is.Equal(ev.EntityID, appt.ID)
-		is.Equal(ev.JobID, job.ID)     // the appointment's job
-		is.Equal(len(ev.Fetched), 1)   // the appointment, so the stage need not fetch it
+		is.Equal(ev.JobID, job.ID)   // the appointment's job
+		is.Equal(len(ev.Fetched), 1) // the appointment, so the stage need not fetch it
 		is.Equal(ev.NumericRef, job.Ref)
 	})
 	t.Run("a job GUID where an appointment is expected", func(t *testing.T) {
@@ -263,9 +263,9 @@ func TestStageFailureIsRetriedThroughTheLane(t *testing.T) {
 	})
 	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
 	row := e.WaitProcessed(id)
-	is.Equal(row.ProcessAttempts, 2)                                // two failed attempts recorded
-	is.Equal(row.JobID, "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10")    // jobId backfilled
-	is.Equal(len(e.resolved(id)), 3)                                // resolved afresh each time
+	is.Equal(row.ProcessAttempts, 2)                            // two failed attempts recorded
+	is.Equal(row.JobID, "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10") // jobId backfilled
+	is.Equal(len(e.resolved(id)), 3)                            // resolved afresh each time
 }
 
 func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
