@@ -18,6 +18,12 @@ type Store interface {
 	JobReferences
 	Identify
 	Outbox
+	Appointments
+	Allocations
+	SiteForms
+	Estimates
+	Contacts
+	AISummaryQueue
 	Jobs
 	FirstSeens
 	ClientWIPTriggers

@@ -1,0 +1,42 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// QueueJobSummaryNow makes the job's AI summary due at now (§5.3 step 4).
+func (s *Store) QueueJobSummaryNow(ctx context.Context, jobID string, now time.Time) error {
+	if jobID == "" {
+		return errors.New("sqlite: queue job summary: no job id")
+	}
+	at := formatTime(now)
+	_, err := s.w().ExecContext(ctx, `INSERT INTO ethAIJobSummaryQueue (jobId, QueuedFor, createdUTC, updatedUTC)
+		VALUES (?, ?, ?, ?)
+		ON CONFLICT (jobId) DO UPDATE SET QueuedFor = excluded.QueuedFor, updatedUTC = excluded.updatedUTC`,
+		mirrorGUID(jobID), at, at, at)
+	if err != nil {
+		return fmt.Errorf("sqlite: queue job summary: %w", err)
+	}
+	return nil
+}
+
+// GetJobSummaryQueue reads a job's AI summary queue row.
+func (s *Store) GetJobSummaryQueue(ctx context.Context, jobID string) (store.JobSummaryQueueRow, bool, error) {
+	var r store.JobSummaryQueueRow
+	err := s.r().QueryRowContext(ctx, `SELECT jobId, QueuedFor, createdUTC, updatedUTC
+		FROM ethAIJobSummaryQueue WHERE jobId = ?`, mirrorGUID(jobID)).Scan(
+		&r.JobID, scanTime{&r.QueuedFor}, scanTime{&r.CreatedUTC}, scanTime{&r.UpdatedUTC})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.JobSummaryQueueRow{}, false, nil
+	}
+	if err != nil {
+		return store.JobSummaryQueueRow{}, false, fmt.Errorf("sqlite: get job summary queue: %w", err)
+	}
+	return r, true, nil
+}

@@ -1,0 +1,93 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+const allocationColumns = `allocationId, jobId, assignedId, assignedContactId, allocationType, allocationNumber,
+	label, allocationStatusId, isMakeSafe, version, createdAt, updatedAt, attributes, syncedUTC`
+
+func scanAllocation(sc interface{ Scan(...any) error }) (store.Allocation, error) {
+	var a store.Allocation
+	err := sc.Scan(&a.AllocationID, scanString{&a.JobID}, scanString{&a.AssignedID}, scanString{&a.AssignedContactID},
+		scanString{&a.AllocationType}, scanString{&a.AllocationNumber}, scanString{&a.Label},
+		scanString{&a.AllocationStatusID}, &a.IsMakeSafe, scanNullInt64{&a.Version}, scanTime{&a.CreatedAt},
+		scanTime{&a.UpdatedAt}, scanString{&a.Attributes}, scanTime{&a.SyncedUTC})
+	return a, err
+}
+
+// SaveAllocation upserts an allocation unless the stored row is newer.
+func (s *Store) SaveAllocation(ctx context.Context, a store.Allocation) (bool, error) {
+	if a.AllocationID == "" {
+		return false, errors.New("sqlite: save allocation: no id")
+	}
+	res, err := s.w().ExecContext(ctx, `INSERT INTO primeAllocations (`+allocationColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (allocationId) DO UPDATE SET
+			jobId = excluded.jobId, assignedId = excluded.assignedId,
+			assignedContactId = excluded.assignedContactId, allocationType = excluded.allocationType,
+			allocationNumber = excluded.allocationNumber, label = excluded.label,
+			allocationStatusId = excluded.allocationStatusId, isMakeSafe = excluded.isMakeSafe,
+			version = excluded.version, createdAt = excluded.createdAt, updatedAt = excluded.updatedAt,
+			attributes = excluded.attributes, syncedUTC = excluded.syncedUTC
+		WHERE primeAllocations.version IS NULL OR excluded.version IS NULL
+		   OR primeAllocations.version <= excluded.version`,
+		mirrorGUID(a.AllocationID), mirrorGUID(a.JobID), mirrorGUID(a.AssignedID), mirrorGUID(a.AssignedContactID),
+		nullString(a.AllocationType), nullString(a.AllocationNumber), nullString(a.Label),
+		mirrorGUID(a.AllocationStatusID), a.IsMakeSafe, a.Version, nullTime(a.CreatedAt), nullTime(a.UpdatedAt),
+		nullString(a.Attributes), formatTime(time.Now()))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: save allocation: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// GetAllocation reads one allocation.
+func (s *Store) GetAllocation(ctx context.Context, id string) (store.Allocation, bool, error) {
+	a, err := scanAllocation(s.r().QueryRowContext(ctx, `SELECT `+allocationColumns+`
+		FROM primeAllocations WHERE allocationId = ?`, mirrorGUID(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Allocation{}, false, nil
+	}
+	if err != nil {
+		return store.Allocation{}, false, fmt.Errorf("sqlite: get allocation: %w", err)
+	}
+	return a, true, nil
+}
+
+// ListJobAllocations reads a job's allocations, oldest first.
+func (s *Store) ListJobAllocations(ctx context.Context, jobID string) ([]store.Allocation, error) {
+	rows, err := s.r().QueryContext(ctx, `SELECT `+allocationColumns+`
+		FROM primeAllocations WHERE jobId = ? ORDER BY createdAt, allocationId`, mirrorGUID(jobID))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list job allocations: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Allocation
+	for rows.Next() {
+		a, err := scanAllocation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list job allocations: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// HasMakeSafeAllocation reports whether the job has an allocation saved as Make Safe.
+func (s *Store) HasMakeSafeAllocation(ctx context.Context, jobID string) (bool, error) {
+	var has bool
+	err := s.r().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM primeAllocations
+		WHERE jobId = ? AND isMakeSafe = 1)`, mirrorGUID(jobID)).Scan(&has)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: has make safe allocation: %w", err)
+	}
+	return has, nil
+}

@@ -1,0 +1,101 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// SaveContact upserts a contact.
+func (s *Store) SaveContact(ctx context.Context, c store.Contact) error {
+	if c.ContactID == "" {
+		return errors.New("sqlite: save contact: no id")
+	}
+	_, err := s.w().ExecContext(ctx, `INSERT INTO primeContacts
+		(contactId, name, firstName, lastName, email, mobile, phone, attributes, syncedUTC)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (contactId) DO UPDATE SET
+			name = excluded.name, firstName = excluded.firstName, lastName = excluded.lastName,
+			email = excluded.email, mobile = excluded.mobile, phone = excluded.phone,
+			attributes = excluded.attributes, syncedUTC = excluded.syncedUTC`,
+		mirrorGUID(c.ContactID), nullString(c.Name), nullString(c.FirstName), nullString(c.LastName), nullString(c.Email),
+		nullString(c.Mobile), nullString(c.Phone), nullString(c.Attributes), formatTime(time.Now()))
+	if err != nil {
+		return fmt.Errorf("sqlite: save contact: %w", err)
+	}
+	return nil
+}
+
+// GetContact reads one contact.
+func (s *Store) GetContact(ctx context.Context, id string) (store.Contact, bool, error) {
+	var c store.Contact
+	err := s.r().QueryRowContext(ctx, `SELECT contactId, name, firstName, lastName, email, mobile, phone,
+		attributes, syncedUTC FROM primeContacts WHERE contactId = ?`, mirrorGUID(id)).Scan(
+		&c.ContactID, scanString{&c.Name}, scanString{&c.FirstName}, scanString{&c.LastName}, scanString{&c.Email},
+		scanString{&c.Mobile}, scanString{&c.Phone}, scanString{&c.Attributes}, scanTime{&c.SyncedUTC})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Contact{}, false, nil
+	}
+	if err != nil {
+		return store.Contact{}, false, fmt.Errorf("sqlite: get contact: %w", err)
+	}
+	return c, true, nil
+}
+
+// ReplaceJobContactRelationships makes the job's relationships exactly rels.
+func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string, rels []store.ContactRelationship) error {
+	if jobID == "" {
+		return errors.New("sqlite: replace job contact relationships: no job id")
+	}
+	now := formatTime(time.Now())
+	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM primeContactRelationships WHERE jobId = ?`, mirrorGUID(jobID)); err != nil {
+			return err
+		}
+		for _, r := range rels {
+			if r.ContactRelationshipID == "" {
+				return errors.New("a contact relationship has no id")
+			}
+			if _, err := tx.tx.ExecContext(ctx, `INSERT INTO primeContactRelationships
+				(contactRelationshipId, jobId, contactId, relationshipType, attributes, syncedUTC)
+				VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (contactRelationshipId) DO UPDATE SET
+					jobId = excluded.jobId, contactId = excluded.contactId,
+					relationshipType = excluded.relationshipType, attributes = excluded.attributes,
+					syncedUTC = excluded.syncedUTC`,
+				mirrorGUID(r.ContactRelationshipID), mirrorGUID(jobID), mirrorGUID(r.ContactID), nullString(r.RelationshipType),
+				nullString(r.Attributes), now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: replace job contact relationships: %w", err)
+	}
+	return nil
+}
+
+// ListJobContactRelationships reads a job's relationships, by id.
+func (s *Store) ListJobContactRelationships(ctx context.Context, jobID string) ([]store.ContactRelationship, error) {
+	rows, err := s.r().QueryContext(ctx, `SELECT contactRelationshipId, jobId, contactId, relationshipType,
+		attributes, syncedUTC FROM primeContactRelationships WHERE jobId = ? ORDER BY contactRelationshipId`, mirrorGUID(jobID))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list job contact relationships: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ContactRelationship
+	for rows.Next() {
+		var r store.ContactRelationship
+		if err := rows.Scan(&r.ContactRelationshipID, scanString{&r.JobID}, scanString{&r.ContactID},
+			scanString{&r.RelationshipType}, scanString{&r.Attributes}, scanTime{&r.SyncedUTC}); err != nil {
+			return nil, fmt.Errorf("sqlite: list job contact relationships: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

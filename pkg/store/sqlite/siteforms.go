@@ -1,0 +1,87 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+const siteFormColumns = `siteFormId, jobId, objectType, objectId, name, status, createdAt, updatedAt, attributes, syncedUTC`
+
+func scanSiteForm(sc interface{ Scan(...any) error }) (store.SiteForm, error) {
+	var f store.SiteForm
+	err := sc.Scan(&f.SiteFormID, scanString{&f.JobID}, scanString{&f.ObjectType}, scanString{&f.ObjectID},
+		scanString{&f.Name}, scanString{&f.Status}, scanTime{&f.CreatedAt}, scanTime{&f.UpdatedAt},
+		scanString{&f.Attributes}, scanTime{&f.SyncedUTC})
+	return f, err
+}
+
+// ReplaceJobSiteForms makes the job's forms of objectType exactly forms.
+func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType string, forms []store.SiteForm) error {
+	if jobID == "" {
+		return errors.New("sqlite: replace job site forms: no job id")
+	}
+	now := formatTime(time.Now())
+	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM primeSiteForms WHERE jobId = ? AND objectType IS ?`,
+			mirrorGUID(jobID), nullString(objectType)); err != nil {
+			return err
+		}
+		for _, f := range forms {
+			if f.SiteFormID == "" {
+				return errors.New("a site form has no id")
+			}
+			if _, err := tx.tx.ExecContext(ctx, `INSERT INTO primeSiteForms (`+siteFormColumns+`)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (siteFormId) DO UPDATE SET
+					jobId = excluded.jobId, objectType = excluded.objectType, objectId = excluded.objectId,
+					name = excluded.name, status = excluded.status, createdAt = excluded.createdAt,
+					updatedAt = excluded.updatedAt, attributes = excluded.attributes, syncedUTC = excluded.syncedUTC`,
+				mirrorGUID(f.SiteFormID), mirrorGUID(jobID), nullString(objectType), mirrorGUID(f.ObjectID), nullString(f.Name),
+				nullString(f.Status), nullTime(f.CreatedAt), nullTime(f.UpdatedAt), nullString(f.Attributes), now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: replace job site forms: %w", err)
+	}
+	return nil
+}
+
+// GetSiteForm reads one site form.
+func (s *Store) GetSiteForm(ctx context.Context, id string) (store.SiteForm, bool, error) {
+	f, err := scanSiteForm(s.r().QueryRowContext(ctx, `SELECT `+siteFormColumns+` FROM primeSiteForms
+		WHERE siteFormId = ?`, mirrorGUID(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.SiteForm{}, false, nil
+	}
+	if err != nil {
+		return store.SiteForm{}, false, fmt.Errorf("sqlite: get site form: %w", err)
+	}
+	return f, true, nil
+}
+
+// ListJobSiteForms reads a job's forms, oldest first.
+func (s *Store) ListJobSiteForms(ctx context.Context, jobID string) ([]store.SiteForm, error) {
+	rows, err := s.r().QueryContext(ctx, `SELECT `+siteFormColumns+` FROM primeSiteForms
+		WHERE jobId = ? ORDER BY createdAt, siteFormId`, mirrorGUID(jobID))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list job site forms: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SiteForm
+	for rows.Next() {
+		f, err := scanSiteForm(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list job site forms: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
