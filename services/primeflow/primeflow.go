@@ -1,0 +1,170 @@
+// Package primeflow is the whole pipeline in one process — `make run`:
+// every service over one embedded nats-server (unless NATS_URL names one),
+// one store (SQLite under DATA_DIR unless DATABASE_URL names another), and,
+// where no Prime or OptimoRoute credentials are given, the simulators of
+// those APIs, so a newcomer sees the pipeline work end to end.
+package primeflow
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/database"
+	"github.com/ethosbuilding/primeflow/pkg/logging"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver"
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/services/ingest"
+	"github.com/ethosbuilding/primeflow/services/resolver"
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+)
+
+// Config is the all-in-one process's configuration: the shared service
+// settings and every service's own.
+type Config struct {
+	Logging logging.Config
+	Admin   opshttp.Credentials
+	// NATSURL empty runs an embedded nats-server listening on NATSListen,
+	// with JetStream stored under DataDir/jetstream.
+	NATSURL        string `env:"NATS_URL"`
+	NATSListen     string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
+	StreamReplicas int    `env:"NATS_STREAM_REPLICAS"`
+	DatabaseURL    string `env:"DATABASE_URL"`
+	DataDir        string `env:"DATA_DIR" envDefault:"./data"`
+	HTTPAddr       string `env:"HTTP_ADDR" envDefault:":8080"`
+	// SimAddr serves the Prime and OptimoRoute simulators (under /prime and
+	// /optimoroute) when they stand in for the real APIs.
+	SimAddr string `env:"SIM_ADDR" envDefault:"127.0.0.1:8081"`
+
+	Ingest   ingest.Config
+	Resolver resolver.Config
+	Prime    prime.Config
+}
+
+// Main runs the pipeline until ctx ends.
+func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cfg Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	log, err := logging.New(stderr, cfg.Logging)
+	if err != nil {
+		return err
+	}
+	natsURL := cfg.NATSURL
+	if natsURL == "" {
+		ns, err := natsserver.Start(natsserver.Config{Listen: cfg.NATSListen, StoreDir: filepath.Join(cfg.DataDir, "jetstream"), ServerName: "primeflow"})
+		if err != nil {
+			return err
+		}
+		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+		natsURL = ns.ClientURL()
+		log.Info("embedded nats-server", "url", natsURL, "jetstream", filepath.Join(cfg.DataDir, "jetstream"))
+	}
+	nc, js, err := service.Connect(ctx, natsURL, "primeflow", cfg.StreamReplicas, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Drain()
+	st, err := database.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	d := service.Deps{Log: log, NC: nc, JS: js, Store: st, Metrics: opshttp.NewRegistry()}
+
+	sims := mux.NewRouter()
+	simulating := false
+	if !cfg.Prime.Enabled() {
+		sim, err := primeSimulator()
+		if err != nil {
+			return err
+		}
+		sims.PathPrefix("/prime/").Handler(http.StripPrefix("/prime", sim))
+		cfg.Prime = sim.ClientConfig("http://" + cfg.SimAddr + "/prime")
+		simulating = true
+		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL)
+	}
+	generated(stdout, &cfg)
+
+	pc, err := prime.New(cfg.Prime, prime.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	d.Metrics.MustRegister(pc)
+
+	r := service.NewRouter(cfg.Admin)
+	in, err := ingest.New(cfg.Ingest, d, r)
+	if err != nil {
+		return err
+	}
+	res, err := resolver.New(cfg.Resolver, d, pc)
+	if err != nil {
+		return err
+	}
+	sweeper := runnerFunc(func(ctx context.Context) error {
+		return (&outbox.Publisher{JS: js, Store: st, Log: log}).Run(ctx, 5*time.Second)
+	})
+	runners := []service.Runner{in, res, sweeper}
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	if simulating {
+		simLn, err := net.Listen("tcp", cfg.SimAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s (simulators): %w", cfg.SimAddr, err)
+		}
+		simSrv := &http.Server{Handler: sims, ReadHeaderTimeout: 10 * time.Second}
+		runners = append(runners, runnerFunc(func(ctx context.Context) error {
+			return opshttp.Serve(ctx, simSrv, simLn, time.Second)
+		}))
+	}
+	log.Info("primeflow started", "http", ln.Addr().String(), "webhook", "POST "+ingest.WebhookPath)
+	err = service.Run(ctx, &http.Server{Handler: r.Handler(d), ReadHeaderTimeout: 10 * time.Second}, ln, runners...)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	log.Info("primeflow stopped", "err", err)
+	return err
+}
+
+// primeSimulator is the Prime simulator the all-in-one process uses: the
+// fixture's jobs, Prime's own rate limits.
+func primeSimulator() (*primesim.Sim, error) {
+	fx, err := primesim.DefaultFixture()
+	if err != nil {
+		return nil, err
+	}
+	return primesim.New(primesim.Options{Fixture: fx, RateLimit: primesim.PrimeRateLimit()})
+}
+
+// generated fills secrets left blank for a local run, and prints them: the
+// webhook key Prime (or the simulator) must send, and the admin login.
+func generated(stdout io.Writer, cfg *Config) {
+	if cfg.Ingest.APIKey == "" {
+		cfg.Ingest.APIKey = uuid.NewString()
+		fmt.Fprintf(stdout, "PRIME_WEBHOOK_API_KEY was not set; generated for this run: %s\n", cfg.Ingest.APIKey)
+	}
+	if cfg.Admin.User == "" && cfg.Admin.Password == "" {
+		cfg.Admin = opshttp.Credentials{User: "admin", Password: rand.Text()}
+		fmt.Fprintf(stdout, "ADMIN_USER/ADMIN_PASSWORD were not set; generated for this run: admin / %s\n", cfg.Admin.Password)
+	}
+}
+
+type runnerFunc func(ctx context.Context) error
+
+func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
