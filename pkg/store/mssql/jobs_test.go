@@ -1,0 +1,178 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/matryer/is"
+)
+
+// fitsNullable is fits, and a NULL for any parameter that has a default or
+// takes NULL (the adapter sends sql.Null* for a zero value).
+func fitsNullable(p procParam, v any) bool {
+	switch v := v.(type) {
+	case sql.NullInt64:
+		return !v.Valid
+	case sql.NullString:
+		return !v.Valid
+	}
+	return fits(p, v)
+}
+
+// Every method of the job mirror's areas calls a procedure of its scripts
+// with parameters that exist, with values of fitting types, leaving out no
+// required one; and every procedure of those scripts is called.
+func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	rec := &recorder{}
+	db := sql.OpenDB(rec)
+	defer db.Close()
+	s := &Store{db: db}
+
+	const job = "0B6A3C52-3E0F-4A57-9A39-2F1D7C1E4B10"
+	const status = "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6"
+	full := store.Job{JobID: job, JobNumber: "J012345", StatusID: status, ClientID: status, AssignedID: status,
+		EstimatorID: status, CaseManagerID: status, SupervisorID: status, DivisionID: status, Region: "Metro",
+		Description: "roof", IncidentDate: time.Now(), CreatedAt: time.Now(), UpdatedAt: time.Now(), Version: 3,
+		PrimeURL: "https://x", AuthorisedTotalIncludingTax: "700.80", AddressLine1: "1 St", AddressLine2: "u2",
+		Suburb: "Carlton", State: "VIC", Postcode: "3053", PrimaryContactID: status, Attributes: "{}"}
+	var errs []error
+	try := func(err error) { errs = append(errs, err) }
+	_, err := s.UpsertJob(ctx, full)
+	try(err)
+	_, err = s.UpsertJob(ctx, store.Job{JobID: job, StatusID: "not-a-guid"})
+	try(err)
+	_, _, err = s.GetJob(ctx, job)
+	try(err)
+	_, err = s.ClaimFirstSeen(ctx, job, 42)
+	try(err)
+	_, err = s.ClaimFirstSeen(ctx, job, 0)
+	try(err)
+	_, _, err = s.GetFirstSeen(ctx, job)
+	try(err)
+	try(s.CompleteFirstSeen(ctx, job, "Queued 4"))
+	_, err = s.FailFirstSeen(ctx, job, "boom")
+	try(err)
+	_, err = s.ListFirstSeen(ctx, store.FirstSeenFailed, 0)
+	try(err)
+	_, err = s.QueueClientWIPStatusChange(ctx, job, store.ClientWIPSource(42))
+	try(err)
+	_, err = s.ListClientWIPTriggers(ctx, job)
+	try(err)
+	_, err = s.QueueTriageInvite(ctx, job, status)
+	try(err)
+	_, err = s.ListTriageInvites(ctx, job)
+	try(err)
+	_, err = s.QueueMissingObjectsByJob(ctx, job)
+	try(err)
+	try(s.UpsertSyncQueue(ctx, store.TableAllocations, job))
+	_, err = s.DeleteSyncQueue(ctx, store.TableAllocations, job)
+	try(err)
+	_, err = s.ListSyncQueue(ctx, store.SyncQueueFilter{})
+	try(err)
+	_, err = s.ListSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableContacts, JobID: job, Limit: 5})
+	try(err)
+	_, err = s.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations}, time.Now())
+	try(err)
+	for _, err := range errs {
+		is.True(errors.Is(err, errRecorded)) // every method reached the database
+	}
+
+	jobScripts := []string{"010_jobs.sql", "011_job_triggers.sql", "012_sync_queue.sql"}
+	var scripts []script
+	for _, sc := range loaded(t) {
+		if slices.Contains(jobScripts, sc.name) {
+			scripts = append(scripts, sc)
+		}
+	}
+	is.Equal(len(scripts), len(jobScripts)) // the scripts were found
+	mods := modules(t, scripts)
+	called := map[string]bool{}
+	for _, c := range calls(t, rec.take()) {
+		t.Run(c.proc, func(t *testing.T) {
+			is := is.New(t)
+			m, ok := mods[c.proc]
+			is.True(ok)                   // the procedure exists in the job scripts
+			is.Equal(m.kind, "PROCEDURE") // and is a procedure
+			params := map[string]procParam{}
+			for _, p := range m.params {
+				params[p.name] = p
+			}
+			for name, v := range c.args {
+				p, ok := params[name]
+				if !ok {
+					t.Logf("@%s is not a parameter of %s", name, c.proc)
+				}
+				is.True(ok) // every argument names a parameter
+				if !fitsNullable(p, v) {
+					t.Logf("@%s %s gets %T %v", name, p.typ, v, v)
+				}
+				is.True(fitsNullable(p, v)) // with a value of a fitting type
+			}
+			for _, p := range m.params {
+				_, given := c.args[p.name]
+				is.True(given || p.optional()) // no required parameter is left out
+			}
+		})
+		called[c.proc] = true
+	}
+	var procs []string
+	for name, m := range mods {
+		if m.kind == "PROCEDURE" {
+			procs = append(procs, name)
+		}
+	}
+	is.Equal(slices.Sorted(maps.Keys(called)), slices.Sorted(slices.Values(procs))) // every procedure is called, none is missing
+}
+
+// The spec's procedure names, with the parameter §6 gives.
+func TestSyncQueueSpecProcedures(t *testing.T) {
+	is := is.New(t)
+	mods := modules(t, loaded(t))
+	m, ok := mods["spEthSyncQueueMissingObjectsByJobID"]
+	is.True(ok) // §6 step 1's procedure, spelled as the spec spells it
+	is.Equal(len(m.params), 1)
+	is.Equal(m.params[0].name, "JobId") // @JobId
+	for _, name := range []string{"spEthSyncQueueUpsert", "spEthSyncQueueDelete"} {
+		_, ok := mods[name]
+		is.True(ok) // §6 and §9 name it
+	}
+}
+
+// Lookups by a value that is not a GUID answer "none" without a call.
+func TestJobAreaNoCallForImpossibleArguments(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	rec := &recorder{}
+	db := sql.OpenDB(rec)
+	defer db.Close()
+	s := &Store{db: db}
+
+	_, found, err := s.GetJob(ctx, "259047")
+	is.NoErr(err)
+	is.True(!found) // no job has a numeric id
+	_, found, err = s.GetFirstSeen(ctx, "259047")
+	is.NoErr(err)
+	is.True(!found)
+	_, err = s.UpsertJob(ctx, store.Job{JobID: "259047"})
+	is.True(err != nil && !errors.Is(err, errRecorded)) // a job id must be a GUID
+	_, err = s.ClaimFirstSeen(ctx, "259047", 1)
+	is.True(err != nil && !errors.Is(err, errRecorded)) // so must a claimed one
+	queued, err := s.QueueTriageInvite(ctx, "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", "")
+	is.NoErr(err)
+	is.True(!queued) // no Initial-Contact-Made status configured
+	items, err := s.ListSyncQueue(ctx, store.SyncQueueFilter{JobID: "259047"})
+	is.NoErr(err)
+	is.Equal(len(items), 0)
+	deleted, err := s.DeleteSyncQueue(ctx, store.TableAllocations, "259047")
+	is.NoErr(err)
+	is.True(!deleted)
+	is.Equal(len(rec.take()), 0) // none of this reached the database
+}

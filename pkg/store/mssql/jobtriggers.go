@@ -1,0 +1,109 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// The procedures behind the ClientWIPTriggers and TriageInvites methods
+// (sql/mssql/011_job_triggers.sql).
+const (
+	procQueueClientWIPStatusChange = "dbo.spPrimeflowQueueClientWIPStatusChange"
+	procListClientWIPTriggers      = "dbo.spPrimeflowListClientWIPTriggers"
+	procQueueTriageInvite          = "dbo.spPrimeflowQueueTriageInvite"
+	procListTriageInvites          = "dbo.spPrimeflowListTriageInvites"
+)
+
+// QueueClientWIPStatusChange queues a StatusChange trigger unless the job
+// has one from the same source (spPrimeflowQueueClientWIPStatusChange).
+func (s *Store) QueueClientWIPStatusChange(ctx context.Context, jobID, source string) (bool, error) {
+	id, err := parseGUID(jobID)
+	if err != nil {
+		return false, fmt.Errorf("mssql: queue client wip status change: %w", err)
+	}
+	if source == "" {
+		return false, errors.New("mssql: queue client wip status change: no source")
+	}
+	var queued bool
+	if err := s.q().QueryRowContext(ctx, procQueueClientWIPStatusChange,
+		sql.Named("JobId", id), sql.Named("Source", source)).Scan(&queued); err != nil {
+		return false, fmt.Errorf("mssql: queue client wip status change: %w", err)
+	}
+	return queued, nil
+}
+
+// ListClientWIPTriggers lists a job's triggers (spPrimeflowListClientWIPTriggers).
+func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]store.ClientWIPTrigger, error) {
+	id, ok := jobGUID(jobID)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.q().QueryContext(ctx, procListClientWIPTriggers, sql.Named("JobId", id))
+	if err != nil {
+		return nil, fmt.Errorf("mssql: list client wip triggers: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ClientWIPTrigger
+	for rows.Next() {
+		var t store.ClientWIPTrigger
+		if err := rows.Scan(&t.ID, scanGUID{&t.JobID}, &t.TriggerType, &t.Source, scanTime{&t.QueuedUTC}, scanTime{&t.ProcessedUTC}); err != nil {
+			return nil, fmt.Errorf("mssql: list client wip triggers: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mssql: list client wip triggers: %w", err)
+	}
+	return out, nil
+}
+
+// QueueTriageInvite queues an invite when the mirrored status is the
+// Initial-Contact-Made status and none is pending (spPrimeflowQueueTriageInvite).
+func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (bool, error) {
+	if initialContactMadeStatusID == "" {
+		return false, nil
+	}
+	id, err := parseGUID(jobID)
+	if err != nil {
+		return false, fmt.Errorf("mssql: queue triage invite: %w", err)
+	}
+	status, err := parseGUID(initialContactMadeStatusID)
+	if err != nil {
+		return false, fmt.Errorf("mssql: queue triage invite: status: %w", err)
+	}
+	var queued bool
+	if err := s.q().QueryRowContext(ctx, procQueueTriageInvite,
+		sql.Named("JobId", id), sql.Named("InitialContactMadeStatusId", status)).Scan(&queued); err != nil {
+		return false, fmt.Errorf("mssql: queue triage invite: %w", err)
+	}
+	return queued, nil
+}
+
+// ListTriageInvites lists a job's invites (spPrimeflowListTriageInvites).
+func (s *Store) ListTriageInvites(ctx context.Context, jobID string) ([]store.TriageInvite, error) {
+	id, ok := jobGUID(jobID)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.q().QueryContext(ctx, procListTriageInvites, sql.Named("JobId", id))
+	if err != nil {
+		return nil, fmt.Errorf("mssql: list triage invites: %w", err)
+	}
+	defer rows.Close()
+	var out []store.TriageInvite
+	for rows.Next() {
+		var t store.TriageInvite
+		if err := rows.Scan(&t.ID, scanGUID{&t.JobID}, scanGUID{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC}); err != nil {
+			return nil, fmt.Errorf("mssql: list triage invites: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mssql: list triage invites: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,132 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	mssql "github.com/microsoft/go-mssqldb"
+)
+
+// The procedures behind the SyncQueue methods (sql/mssql/012_sync_queue.sql).
+const (
+	procQueueMissingObjects = "dbo.spEthSyncQueueMissingObjectsByJobID"
+	procUpsertSyncQueue     = "dbo.spEthSyncQueueUpsert"
+	procDeleteSyncQueue     = "dbo.spEthSyncQueueDelete"
+	procListSyncQueue       = "dbo.spPrimeflowListSyncQueue"
+	procClaimSyncQueue      = "dbo.spPrimeflowClaimSyncQueue"
+	defaultSyncQueueLimit   = 100
+)
+
+// QueueMissingObjectsByJob queues a job's missing objects (spEthSyncQueueMissingObjectsByJobID).
+func (s *Store) QueueMissingObjectsByJob(ctx context.Context, jobID string) (int, error) {
+	id, err := parseGUID(jobID)
+	if err != nil {
+		return 0, fmt.Errorf("mssql: queue missing objects: %w", err)
+	}
+	var queued int
+	if err := s.q().QueryRowContext(ctx, procQueueMissingObjects, sql.Named("JobId", id)).Scan(&queued); err != nil {
+		return 0, fmt.Errorf("mssql: queue missing objects: %w", err)
+	}
+	return queued, nil
+}
+
+// UpsertSyncQueue queues an object of a job, or queues it again (spEthSyncQueueUpsert).
+func (s *Store) UpsertSyncQueue(ctx context.Context, object, jobID string) error {
+	id, err := parseGUID(jobID)
+	if err != nil {
+		return fmt.Errorf("mssql: upsert sync queue: %w", err)
+	}
+	if object == "" {
+		return errors.New("mssql: upsert sync queue: no object")
+	}
+	if _, err := s.q().ExecContext(ctx, procUpsertSyncQueue, sql.Named("ObjectName", object), sql.Named("JobId", id)); err != nil {
+		return fmt.Errorf("mssql: upsert sync queue: %w", err)
+	}
+	return nil
+}
+
+// DeleteSyncQueue removes an object of a job from the queue (spEthSyncQueueDelete).
+func (s *Store) DeleteSyncQueue(ctx context.Context, object, jobID string) (bool, error) {
+	id, ok := jobGUID(jobID)
+	if !ok {
+		return false, nil
+	}
+	var deleted int64
+	if err := s.q().QueryRowContext(ctx, procDeleteSyncQueue, sql.Named("ObjectName", object), sql.Named("JobId", id)).Scan(&deleted); err != nil {
+		return false, fmt.Errorf("mssql: delete sync queue: %w", err)
+	}
+	return deleted > 0, nil
+}
+
+// syncQueueArgs are the filter parameters the list and claim procedures
+// share; ok is false when the filter names a job that cannot exist.
+func syncQueueArgs(f store.SyncQueueFilter) (args []any, ok bool) {
+	var job any = mssql.NullUniqueIdentifier{}
+	if f.JobID != "" {
+		id, valid := jobGUID(f.JobID)
+		if !valid {
+			return nil, false
+		}
+		job = id
+	}
+	top := f.Limit
+	if top <= 0 {
+		top = defaultSyncQueueLimit
+	}
+	return []any{sql.Named("ObjectName", sqlString(f.Object)), sql.Named("JobId", job), sql.Named("Top", top)}, true
+}
+
+// ListSyncQueue lists queued items (spPrimeflowListSyncQueue).
+func (s *Store) ListSyncQueue(ctx context.Context, f store.SyncQueueFilter) ([]store.SyncQueueItem, error) {
+	args, ok := syncQueueArgs(f)
+	if !ok {
+		return nil, nil
+	}
+	items, err := s.querySyncQueue(ctx, procListSyncQueue, args)
+	if err != nil {
+		return nil, fmt.Errorf("mssql: list sync queue: %w", err)
+	}
+	return items, nil
+}
+
+// ClaimSyncQueue takes the selected items no drainer holds (spPrimeflowClaimSyncQueue).
+func (s *Store) ClaimSyncQueue(ctx context.Context, f store.SyncQueueFilter, staleBefore time.Time) ([]store.SyncQueueItem, error) {
+	args, ok := syncQueueArgs(f)
+	if !ok {
+		return nil, nil
+	}
+	items, err := s.querySyncQueue(ctx, procClaimSyncQueue, append(args, sql.Named("StaleBefore", sqlTime(staleBefore))))
+	if err != nil {
+		return nil, fmt.Errorf("mssql: claim sync queue: %w", err)
+	}
+	// OUTPUT returns rows in no set order.
+	slices.SortFunc(items, func(a, b store.SyncQueueItem) int {
+		if c := a.QueuedUTC.Compare(b.QueuedUTC); c != 0 {
+			return c
+		}
+		return int(a.ID - b.ID)
+	})
+	return items, nil
+}
+
+func (s *Store) querySyncQueue(ctx context.Context, proc string, args []any) ([]store.SyncQueueItem, error) {
+	rows, err := s.q().QueryContext(ctx, proc, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.SyncQueueItem
+	for rows.Next() {
+		var it store.SyncQueueItem
+		if err := rows.Scan(&it.ID, &it.Object, scanGUID{&it.JobID}, scanTime{&it.QueuedUTC}, scanTime{&it.ClaimedUTC}); err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
