@@ -29,7 +29,8 @@ type SiteForms interface {
 	// (GetSiteFormsbyJob, §5.3): rows of that job and objectType that forms
 	// does not hold are deleted, the others inserted or updated, in one
 	// transaction. Each form is stored with jobID and objectType; forms of
-	// the job with another objectType are left alone.
+	// the job with another objectType are left alone. jobID and objectType
+	// must not be empty.
 	ReplaceJobSiteForms(ctx context.Context, jobID, objectType string, forms []SiteForm) error
 	// GetSiteForm returns a mirrored site form; found is false when
 	// primeSiteForms has no row for it.

@@ -22,13 +22,13 @@ func scanSiteForm(sc interface{ Scan(...any) error }) (store.SiteForm, error) {
 
 // ReplaceJobSiteForms makes the job's forms of objectType exactly forms.
 func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType string, forms []store.SiteForm) error {
-	if jobID == "" {
-		return errors.New("sqlite: replace job site forms: no job id")
+	if jobID == "" || objectType == "" {
+		return errors.New("sqlite: replace job site forms: no job id or object type")
 	}
 	now := formatTime(time.Now())
 	err := s.inTx(ctx, func(tx *Store) error {
-		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM primeSiteForms WHERE jobId = ? AND objectType IS ?`,
-			mirrorGUID(jobID), nullString(objectType)); err != nil {
+		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM primeSiteForms WHERE jobId = ? AND objectType = ?`,
+			mirrorGUID(jobID), objectType); err != nil {
 			return err
 		}
 		for _, f := range forms {

@@ -1,0 +1,122 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// relationshipJSON is one relationship as
+// spPrimeflowReplaceJobContactRelationships reads it.
+type relationshipJSON struct {
+	ContactRelationshipID *string `json:"contactRelationshipId"`
+	ContactID             *string `json:"contactId"`
+	RelationshipType      *string `json:"relationshipType"`
+	Attributes            *string `json:"attributes"`
+}
+
+// SaveContact upserts a contact (spPrimeflowSaveContact).
+func (s *Store) SaveContact(ctx context.Context, c store.Contact) error {
+	id, err := parseGUID(c.ContactID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.q().ExecContext(ctx, procSaveContact, sql.Named("ContactId", id),
+		sql.Named("Name", sqlString(c.Name)), sql.Named("FirstName", sqlString(c.FirstName)),
+		sql.Named("LastName", sqlString(c.LastName)), sql.Named("Email", sqlString(c.Email)),
+		sql.Named("Mobile", sqlString(c.Mobile)), sql.Named("Phone", sqlString(c.Phone)),
+		sql.Named("Attributes", sqlString(c.Attributes))); err != nil {
+		return fmt.Errorf("mssql: save contact: %w", err)
+	}
+	return nil
+}
+
+// GetContact reads one contact (spPrimeflowGetContact).
+func (s *Store) GetContact(ctx context.Context, contactID string) (store.Contact, bool, error) {
+	id, ok := keyGUID(contactID)
+	if !ok {
+		return store.Contact{}, false, nil
+	}
+	var c store.Contact
+	found, err := s.getOne(ctx, "get contact", procGetContact, []any{
+		scanGUID{&c.ContactID}, scanString{&c.Name}, scanString{&c.FirstName}, scanString{&c.LastName},
+		scanString{&c.Email}, scanString{&c.Mobile}, scanString{&c.Phone}, scanString{&c.Attributes},
+		scanTime{&c.SyncedUTC},
+	}, sql.Named("ContactId", id))
+	if !found || err != nil {
+		return store.Contact{}, false, err
+	}
+	return c, true, nil
+}
+
+// ReplaceJobContactRelationships makes the job's relationships exactly rels
+// (spPrimeflowReplaceJobContactRelationships). A relationship given twice is
+// stored as its last copy.
+func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string, rels []store.ContactRelationship) error {
+	job, err := parseGUID(jobID)
+	if err != nil {
+		return err
+	}
+	rows := make([]relationshipJSON, 0, len(rels))
+	at := map[string]int{}
+	for _, r := range rels {
+		id, err := jsonGUID("contact relationship id", r.ContactRelationshipID)
+		if err != nil {
+			return err
+		}
+		if id == nil {
+			return errors.New("mssql: replace job contact relationships: a relationship has no id")
+		}
+		contact, err := jsonGUID("contact id", r.ContactID)
+		if err != nil {
+			return err
+		}
+		row := relationshipJSON{ContactRelationshipID: id, ContactID: contact,
+			RelationshipType: jsonText(r.RelationshipType), Attributes: jsonText(r.Attributes)}
+		if i, dup := at[*id]; dup {
+			rows[i] = row
+			continue
+		}
+		at[*id] = len(rows)
+		rows = append(rows, row)
+	}
+	list, err := jsonParam(rows)
+	if err != nil {
+		return err
+	}
+	if _, err := s.q().ExecContext(ctx, procReplaceJobContactRelationships, sql.Named("JobId", job),
+		sql.Named("Relationships", list)); err != nil {
+		return fmt.Errorf("mssql: replace job contact relationships: %w", err)
+	}
+	return nil
+}
+
+// ListJobContactRelationships reads a job's relationships
+// (spPrimeflowListJobContactRelationships).
+func (s *Store) ListJobContactRelationships(ctx context.Context, jobID string) ([]store.ContactRelationship, error) {
+	job, ok := keyGUID(jobID)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.q().QueryContext(ctx, procListJobContactRelationships, sql.Named("JobId", job))
+	if err != nil {
+		return nil, fmt.Errorf("mssql: list job contact relationships: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ContactRelationship
+	for rows.Next() {
+		var r store.ContactRelationship
+		if err := rows.Scan(scanGUID{&r.ContactRelationshipID}, scanGUID{&r.JobID}, scanGUID{&r.ContactID},
+			scanString{&r.RelationshipType}, scanString{&r.Attributes}, scanTime{&r.SyncedUTC}); err != nil {
+			return nil, fmt.Errorf("mssql: list job contact relationships: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mssql: list job contact relationships: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,111 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// siteFormJSON is one form as spPrimeflowReplaceJobSiteForms reads it.
+type siteFormJSON struct {
+	SiteFormID *string `json:"siteFormId"`
+	ObjectID   *string `json:"objectId"`
+	Name       *string `json:"name"`
+	Status     *string `json:"status"`
+	CreatedAt  *string `json:"createdAt"`
+	UpdatedAt  *string `json:"updatedAt"`
+	Attributes *string `json:"attributes"`
+}
+
+func siteFormDest(f *store.SiteForm) []any {
+	return []any{scanGUID{&f.SiteFormID}, scanGUID{&f.JobID}, scanString{&f.ObjectType}, scanGUID{&f.ObjectID},
+		scanString{&f.Name}, scanString{&f.Status}, scanTime{&f.CreatedAt}, scanTime{&f.UpdatedAt},
+		scanString{&f.Attributes}, scanTime{&f.SyncedUTC}}
+}
+
+// ReplaceJobSiteForms makes the job's forms of objectType exactly forms
+// (spPrimeflowReplaceJobSiteForms). A form given twice is stored as its
+// last copy.
+func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType string, forms []store.SiteForm) error {
+	if objectType == "" {
+		return errors.New("mssql: replace job site forms: no object type")
+	}
+	job, err := parseGUID(jobID)
+	if err != nil {
+		return err
+	}
+	rows := make([]siteFormJSON, 0, len(forms))
+	at := map[string]int{}
+	for _, f := range forms {
+		id, err := jsonGUID("site form id", f.SiteFormID)
+		if err != nil {
+			return err
+		}
+		if id == nil {
+			return errors.New("mssql: replace job site forms: a site form has no id")
+		}
+		obj, err := jsonGUID("site form object id", f.ObjectID)
+		if err != nil {
+			return err
+		}
+		row := siteFormJSON{SiteFormID: id, ObjectID: obj, Name: jsonText(f.Name), Status: jsonText(f.Status),
+			CreatedAt: jsonTime(f.CreatedAt), UpdatedAt: jsonTime(f.UpdatedAt), Attributes: jsonText(f.Attributes)}
+		if i, dup := at[*id]; dup {
+			rows[i] = row
+			continue
+		}
+		at[*id] = len(rows)
+		rows = append(rows, row)
+	}
+	list, err := jsonParam(rows)
+	if err != nil {
+		return err
+	}
+	if _, err := s.q().ExecContext(ctx, procReplaceJobSiteForms, sql.Named("JobId", job),
+		sql.Named("ObjectType", objectType), sql.Named("SiteForms", list)); err != nil {
+		return fmt.Errorf("mssql: replace job site forms: %w", err)
+	}
+	return nil
+}
+
+// GetSiteForm reads one site form (spPrimeflowGetSiteForm).
+func (s *Store) GetSiteForm(ctx context.Context, siteFormID string) (store.SiteForm, bool, error) {
+	id, ok := keyGUID(siteFormID)
+	if !ok {
+		return store.SiteForm{}, false, nil
+	}
+	var f store.SiteForm
+	found, err := s.getOne(ctx, "get site form", procGetSiteForm, siteFormDest(&f), sql.Named("SiteFormId", id))
+	if !found || err != nil {
+		return store.SiteForm{}, false, err
+	}
+	return f, true, nil
+}
+
+// ListJobSiteForms reads a job's forms (spPrimeflowListJobSiteForms).
+func (s *Store) ListJobSiteForms(ctx context.Context, jobID string) ([]store.SiteForm, error) {
+	job, ok := keyGUID(jobID)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.q().QueryContext(ctx, procListJobSiteForms, sql.Named("JobId", job))
+	if err != nil {
+		return nil, fmt.Errorf("mssql: list job site forms: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SiteForm
+	for rows.Next() {
+		var f store.SiteForm
+		if err := rows.Scan(siteFormDest(&f)...); err != nil {
+			return nil, fmt.Errorf("mssql: list job site forms: %w", err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mssql: list job site forms: %w", err)
+	}
+	return out, nil
+}
