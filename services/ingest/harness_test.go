@@ -34,7 +34,7 @@ var admin = opshttp.Credentials{User: adminUser, Password: adminPass}
 // harness is ingest running for real: an embedded nats-server, SQLite in a
 // temp dir, and the HTTP server on a free port.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	store store.Store
 	nats  *server.Server
@@ -73,12 +73,12 @@ func withConfig(f func(*ingest.Config)) option {
 	return func(c *ingest.Config, _ *service.Deps) { f(c) }
 }
 
-func start(t *testing.T, opts ...option) *harness {
+func start(t testing.TB, opts ...option) *harness {
 	t.Helper()
 	return startOn(t, natstest.Server(t), opts...)
 }
 
-func startOn(t *testing.T, ns *server.Server, opts ...option) *harness {
+func startOn(t testing.TB, ns *server.Server, opts ...option) *harness {
 	t.Helper()
 	nc, js := natstest.Connect(t, ns)
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "primeflow.db"))
@@ -180,7 +180,7 @@ func (h *harness) streamMsgs() uint64 {
 }
 
 // eventually waits up to 10s for cond, failing the test if it never holds.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

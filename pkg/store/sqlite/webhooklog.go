@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,22 +59,48 @@ func (s *Store) InsertWebhookLog(ctx context.Context, row store.NewWebhookLogRow
 	return id, nil
 }
 
-// InsertWebhookLogs inserts rows in one transaction.
+// insertChunk bounds the rows of one multi-row INSERT (7 parameters a row,
+// well under SQLite's limit of 32,766).
+const insertChunk = 128
+
+// InsertWebhookLogs inserts rows in one transaction, many rows a statement:
+// the group commit of concurrent webhooks.
 func (s *Store) InsertWebhookLogs(ctx context.Context, rows []store.NewWebhookLogRow) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
 	err := s.inTx(ctx, func(tx *Store) error {
-		stmt, err := tx.tx.PrepareContext(ctx, insertLogSQL)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, row := range rows {
-			var id int64
-			if err := stmt.QueryRowContext(ctx, insertLogArgs(row)...).Scan(&id); err != nil {
+		for len(rows) > 0 {
+			chunk := rows[:min(len(rows), insertChunk)]
+			rows = rows[len(chunk):]
+			args := make([]any, 0, 7*len(chunk))
+			for _, r := range chunk {
+				args = append(args, insertLogArgs(r)...)
+			}
+			q := `INSERT INTO ethPrimeWebhookLog
+				(receivedUTC, eventAction, jobId, payload, headers, remoteIP, isAuthenticated) VALUES ` +
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ") + ` RETURNING id`
+			res, err := tx.tx.QueryContext(ctx, q, args...)
+			if err != nil {
 				return err
 			}
-			ids = append(ids, id)
+			first := len(ids)
+			for res.Next() {
+				var id int64
+				if err := res.Scan(&id); err != nil {
+					res.Close()
+					return err
+				}
+				ids = append(ids, id)
+			}
+			if err := errors.Join(res.Err(), res.Close()); err != nil {
+				return err
+			}
+			if len(ids)-first != len(chunk) {
+				return fmt.Errorf("inserted %d rows, got %d ids", len(chunk), len(ids)-first)
+			}
 		}
+		// RETURNING gives no order guarantee; rowids of one INSERT ascend in
+		// VALUES order, so sorting restores it.
+		slices.Sort(ids)
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,116 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/services/ingest"
+)
+
+// load is one measured run: webhooks/s and latency percentiles.
+type load struct {
+	rate     float64
+	p50, p99 time.Duration
+}
+
+// fire posts n webhooks from c concurrent clients and measures them.
+func fire(b *testing.B, url string, n, c int) load {
+	b.Helper()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
+	defer client.CloseIdleConnections()
+	lat := make([]time.Duration, n)
+	var next sync.Mutex
+	i := 0
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range c {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= n {
+					return
+				}
+				body := fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"}`, 200000+k)
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+				req.Header.Set("API-Key", apiKey)
+				t0 := time.Now()
+				res, err := client.Do(req)
+				if err != nil {
+					b.Errorf("post: %v", err)
+					return
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK {
+					b.Errorf("post answered %d", res.StatusCode)
+					return
+				}
+				lat[k] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	return load{rate: float64(n) / elapsed.Seconds(), p50: lat[n/2], p99: lat[n*99/100]}
+}
+
+// BenchmarkIngestAgainstBaseline measures webhook ingest under concurrent
+// load — every 200 after the row's durable commit (SQLite, synchronous=FULL)
+// — against a baseline measured in the same run: the same router and HTTP
+// server with a handler that only reads the body and answers 200.
+// Target: ratio ≥ 0.5.
+func BenchmarkIngestAgainstBaseline(b *testing.B) {
+	const n, c = 4000, 64
+	for range b.N {
+		// Baseline: the same surface, no store, no NATS.
+		r := service.NewRouter(admin)
+		r.Public().HandleFunc(ingest.WebhookPath, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusOK)
+		}).Methods(http.MethodPost)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := &http.Server{Handler: r.Public()}
+		go srv.Serve(ln)
+		fire(b, "http://"+ln.Addr().String()+ingest.WebhookPath, 500, c) // warm up
+		base := fire(b, "http://"+ln.Addr().String()+ingest.WebhookPath, n, c)
+		srv.Shutdown(context.Background())
+
+		h := start(b)
+		fire(b, h.url+ingest.WebhookPath, 500, c) // warm up
+		got := fire(b, h.url+ingest.WebhookPath, n, c)
+		rows, err := h.store.CountWebhookLog(context.Background(), store.LogFilter{})
+		if err != nil || rows != n+500 {
+			b.Fatalf("stored %d rows, want %d (%v)", rows, n+500, err)
+		}
+
+		ratio := got.rate / base.rate
+		fmt.Fprintf(os.Stdout, "\ningest under load (%d webhooks, %d concurrent clients)\n", n, c)
+		fmt.Fprintf(os.Stdout, "  %-34s %10s %9s %9s\n", "", "webhooks/s", "p50", "p99")
+		fmt.Fprintf(os.Stdout, "  %-34s %10.0f %9s %9s\n", "baseline (read body, 200)", base.rate, base.p50.Round(time.Microsecond), base.p99.Round(time.Microsecond))
+		fmt.Fprintf(os.Stdout, "  %-34s %10.0f %9s %9s\n", "ingest (durable commit, then 200)", got.rate, got.p50.Round(time.Microsecond), got.p99.Round(time.Microsecond))
+		fmt.Fprintf(os.Stdout, "  ratio ingest/baseline: %.2f (target ≥ 0.5)\n", ratio)
+		b.ReportMetric(got.rate, "webhooks/s")
+		b.ReportMetric(base.rate, "baseline-webhooks/s")
+		b.ReportMetric(ratio, "ratio")
+		b.ReportMetric(float64(got.p50.Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(got.p99.Microseconds())/1000, "p99-ms")
+	}
+}
