@@ -28,7 +28,9 @@ $(NATS_CLI):
 
 ## test: every test of every module (SQL Server tests run when MSSQL_DSN is set)
 test: tools
+	@[ -n "$$MSSQL_DSN" ] || echo "NOTE: MSSQL_DSN is not set: the SQL Server contract tests are SKIPPED (SQLite runs them all)."
 	NATS_CLI=$(NATS_CLI) $(GO) test -count=1 -timeout 20m $(PKGS)
+	@[ -n "$$MSSQL_DSN" ] || echo "NOTE: the SQL Server contract tests were SKIPPED: set MSSQL_DSN=sqlserver://… to run them."
 
 ## race: the tests under the race detector
 race: tools
