@@ -29,6 +29,8 @@ type Store interface {
 	ClientWIPTriggers
 	TriageInvites
 	SyncQueue
+	Optimo
+	WorkOrders
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it
