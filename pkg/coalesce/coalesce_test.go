@@ -1,0 +1,139 @@
+package coalesce_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/coalesce"
+	"github.com/matryer/is"
+)
+
+// recorder is a job that records its runs and can be held mid-run.
+type recorder struct {
+	mu      sync.Mutex
+	starts  []int // how many requests had been made when each run started
+	made    int
+	running chan struct{} // receives when a run starts
+	release chan struct{} // a run ends when it receives
+}
+
+func newRecorder() *recorder {
+	return &recorder{running: make(chan struct{}, 100), release: make(chan struct{}, 100)}
+}
+
+func (r *recorder) job(ctx context.Context) {
+	r.mu.Lock()
+	r.starts = append(r.starts, r.made)
+	r.mu.Unlock()
+	r.running <- struct{}{}
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+	}
+}
+
+func (r *recorder) request(l *coalesce.Loop) {
+	r.mu.Lock()
+	r.made++
+	r.mu.Unlock()
+	l.Request()
+}
+
+func (r *recorder) runs() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.starts...)
+}
+
+func start(t *testing.T, l *coalesce.Loop) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
+func wait(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// A burst that arrives while a run is in progress owes exactly one more run,
+// and that run starts after the whole burst.
+func TestBurstDuringRunCausesOneFollowUp(t *testing.T) {
+	is := is.New(t)
+	r := newRecorder()
+	l := coalesce.New(r.job, 0)
+	start(t, l)
+
+	r.request(l)
+	wait(t, r.running, "the first run")
+	for range 99 {
+		r.request(l) // arrive during the first run
+	}
+	r.release <- struct{}{}
+	wait(t, r.running, "the follow-up run")
+	r.release <- struct{}{}
+
+	r.request(l) // a later request gets a run of its own
+	wait(t, r.running, "the third run")
+	r.release <- struct{}{}
+	is.Equal(r.runs(), []int{1, 100, 101}) // 1 run, 1 follow-up after all 100, then one for the next request
+}
+
+// A burst that arrives before the loop gets to it is one run.
+func TestBurstBeforeRunIsOneRun(t *testing.T) {
+	is := is.New(t)
+	r := newRecorder()
+	l := coalesce.New(r.job, 0)
+	for range 100 {
+		r.request(l)
+	}
+	start(t, l)
+	wait(t, r.running, "the run")
+	r.release <- struct{}{}
+	r.request(l)
+	wait(t, r.running, "the next run")
+	r.release <- struct{}{}
+	is.Equal(r.runs(), []int{100, 101}) // the 100 coalesced into one run
+}
+
+// The schedule requests runs on its own.
+func TestScheduleRequestsRuns(t *testing.T) {
+	r := newRecorder()
+	l := coalesce.New(r.job, time.Millisecond)
+	start(t, l)
+	for range 3 {
+		wait(t, r.running, "a scheduled run")
+		r.release <- struct{}{}
+	}
+}
+
+// Run returns when its context ends, after the run in progress.
+func TestRunEndsWithContext(t *testing.T) {
+	is := is.New(t)
+	r := newRecorder()
+	l := coalesce.New(r.job, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	l.Request()
+	wait(t, r.running, "the run")
+	cancel()
+	select {
+	case err := <-done:
+		is.NoErr(err) // Run ends cleanly
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
