@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
@@ -12,20 +13,20 @@ const maxBatch = 256
 
 // committer is the group commit: webhooks that arrive while a commit is under
 // way wait for the next one and share it, so each 200 still follows a
-// durable commit of its own row but the database syncs once per batch.
+// durable commit of its own row but the database syncs once per batch. After
+// each commit it hands the batch to the publisher, and it records the rows
+// JetStream has acknowledged in the next commit's transaction, so that
+// bookkeeping costs no sync of its own.
 type committer struct {
-	store interface {
-		InsertWebhookLogs(ctx context.Context, rows []store.NewWebhookLogRow) ([]int64, error)
-	}
+	store   logStore
+	pub     *publisher
 	reqs    chan insertReq // unbuffered: a request is taken only by a running committer
 	stopped chan struct{}  // closed when run returns
 	observe func(batch int)
 }
 
-func newCommitter(st interface {
-	InsertWebhookLogs(ctx context.Context, rows []store.NewWebhookLogRow) ([]int64, error)
-}, observe func(batch int)) *committer {
-	return &committer{store: st, reqs: make(chan insertReq), stopped: make(chan struct{}), observe: observe}
+func newCommitter(st logStore, pub *publisher, observe func(batch int)) *committer {
+	return &committer{store: st, pub: pub, reqs: make(chan insertReq), stopped: make(chan struct{}), observe: observe}
 }
 
 type insertReq struct {
@@ -54,15 +55,23 @@ func (c *committer) insert(ctx context.Context, row store.NewWebhookLogRow) (int
 	return res.id, res.err
 }
 
-// run commits batches until ctx ends, then answers what is still queued.
-func (c *committer) run(ctx context.Context) {
+// run commits batches until ctx ends, then answers what is still queued and
+// records what was published. When no webhooks come, it records published
+// rows every idle interval.
+func (c *committer) run(ctx context.Context, idle time.Duration) {
 	defer close(c.stopped)
+	tick := time.NewTicker(idle)
+	defer tick.Stop()
 	batch := make([]insertReq, 0, maxBatch)
 	for {
 		select {
 		case <-ctx.Done():
 			c.refuse()
+			c.recordPublished(context.WithoutCancel(ctx))
 			return
+		case <-tick.C:
+			c.recordPublished(ctx)
+			continue
 		case req := <-c.reqs:
 			batch = append(batch[:0], req)
 		}
@@ -87,13 +96,24 @@ func (c *committer) commit(ctx context.Context, batch []insertReq) {
 	for i, req := range batch {
 		rows[i] = req.row
 	}
-	ids, err := c.store.InsertWebhookLogs(ctx, rows)
-	if err != nil && len(batch) > 1 {
-		// One row must not fail its neighbours: commit them one by one.
-		for _, req := range batch {
-			c.commit(ctx, []insertReq{req})
+	published := c.pub.takeAcked()
+	var ids []int64
+	err := c.store.InTx(ctx, func(tx store.Store) error {
+		var err error
+		if ids, err = tx.InsertWebhookLogs(ctx, rows); err != nil {
+			return err
 		}
-		return
+		return tx.SetWebhookLogPublished(ctx, published, time.Now())
+	})
+	if err != nil {
+		c.pub.putBackAcked(published)
+		if len(batch) > 1 {
+			// One row must not fail its neighbours: commit them one by one.
+			for _, req := range batch {
+				c.commit(ctx, []insertReq{req})
+			}
+			return
+		}
 	}
 	for i, req := range batch {
 		if err != nil {
@@ -101,6 +121,25 @@ func (c *committer) commit(ctx context.Context, batch []insertReq) {
 		} else {
 			req.done <- insertRes{id: ids[i]}
 		}
+	}
+	if err == nil {
+		pubs := make([]publication, len(batch))
+		for i, row := range rows {
+			pubs[i] = publication{id: ids[i], action: row.EventAction, payload: row.Payload}
+		}
+		c.pub.publishAsync(pubs)
+	}
+}
+
+// recordPublished records the rows acknowledged since the last commit.
+func (c *committer) recordPublished(ctx context.Context) {
+	ids := c.pub.takeAcked()
+	if len(ids) == 0 {
+		return
+	}
+	if err := c.store.SetWebhookLogPublished(ctx, ids, time.Now()); err != nil {
+		c.pub.putBackAcked(ids)
+		c.pub.log.Warn("recording published rows failed; will retry", "rows", len(ids), "err", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Config is ingest's own configuration.
@@ -31,6 +32,9 @@ type Config struct {
 	// PublishTimeout bounds one publish and its ack.
 	PublishTimeout time.Duration `env:"INGEST_PUBLISH_TIMEOUT" envDefault:"5s"`
 }
+
+// maxPendingAcks bounds the publishes awaiting JetStream's ack.
+const maxPendingAcks = 4096
 
 // Ingest is the webhook receiver.
 type Ingest struct {
@@ -54,11 +58,15 @@ func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 	}
 	m := newMetrics(d.Metrics, d.Store)
 	in := &Ingest{cfg: cfg, log: d.Log, metrics: m, kick: make(chan struct{}, 1)}
-	in.committer = newCommitter(d.Store, func(n int) { m.batchSize.Observe(float64(n)) })
-	in.publisher = &publisher{
-		js: d.JS, nc: d.NC, store: d.Store, log: d.Log, metrics: m,
-		queue: make(chan publication, 8192), timeout: cfg.PublishTimeout,
+	js, err := jetstream.New(d.NC, jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout), jetstream.WithPublishAsyncMaxPending(maxPendingAcks))
+	if err != nil {
+		return nil, err
 	}
+	in.publisher = &publisher{
+		js: js, nc: d.NC, log: d.Log, metrics: m,
+		futures: make(chan pendingAck, maxPendingAcks), timeout: cfg.PublishTimeout,
+	}
+	in.committer = newCommitter(d.Store, in.publisher, func(n int) { m.batchSize.Observe(float64(n)) })
 	in.relay = &relay{pub: in.publisher, store: d.Store, log: d.Log, grace: cfg.RelayGrace, page: 500}
 	// NATS back after an outage: run the relay now rather than at the next tick.
 	d.NC.SetReconnectHandler(func(*nats.Conn) {
@@ -75,8 +83,8 @@ func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 // Run runs the committer, the publisher and the relay until ctx ends.
 func (in *Ingest) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Go(func() { in.committer.run(ctx) })
-	wg.Go(func() { in.publisher.run(ctx, 4, 50*time.Millisecond) })
+	wg.Go(func() { in.committer.run(ctx, 100*time.Millisecond) })
+	wg.Go(func() { in.publisher.collect(ctx) })
 	wg.Go(func() { in.relay.run(ctx, in.cfg.RelayInterval, in.kick) })
 	wg.Wait()
 	return nil

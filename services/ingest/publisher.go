@@ -15,7 +15,7 @@ import (
 
 // logStore is what ingest needs of the store.
 type logStore interface {
-	InsertWebhookLogs(ctx context.Context, rows []store.NewWebhookLogRow) ([]int64, error)
+	InTx(ctx context.Context, fn func(store.Store) error) error
 	GetWebhookLogUnpublished(ctx context.Context, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error)
 	SetWebhookLogPublished(ctx context.Context, ids []int64, at time.Time) error
 	CountWebhookLog(ctx context.Context, f store.LogFilter) (int, error)
@@ -29,66 +29,90 @@ type publication struct {
 	payload     string
 }
 
-// publisher publishes rows right after their commit, off the request path:
-// the 200 never waits for NATS and never fails because of it. What it cannot
-// publish (NATS down, its queue full) the relay publishes later.
+// publisher publishes rows right after their commit, asynchronously: the
+// 200 never waits for NATS and never fails because of it. What it cannot
+// publish (NATS down, too many acks outstanding) the relay publishes later.
 type publisher struct {
-	js      jetstream.JetStream
+	js      jetstream.JetStream // with an async publish timeout
 	nc      *nats.Conn
-	store   logStore
 	log     *slog.Logger
 	metrics *metrics
-	queue   chan publication
 	timeout time.Duration
+	futures chan pendingAck
 
-	mu        sync.Mutex
-	published []int64 // published, not yet recorded
+	mu    sync.Mutex
+	acked []int64 // acknowledged, not yet recorded
 }
 
-// enqueue hands a row to the publisher without ever blocking.
-func (p *publisher) enqueue(pub publication) {
-	select {
-	case p.queue <- pub:
-	default:
-		p.metrics.publishFailures.WithLabelValues("queue_full").Inc()
-	}
+type pendingAck struct {
+	id  int64
+	fut jetstream.PubAckFuture
 }
 
-// run publishes queued rows with workers goroutines and records what was
-// published every flushEvery, until ctx ends.
-func (p *publisher) run(ctx context.Context, workers int, flushEvery time.Duration) {
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case pub := <-p.queue:
-					if p.publish(ctx, pub) == nil {
-						p.mu.Lock()
-						p.published = append(p.published, pub.id)
-						p.mu.Unlock()
-					}
-				}
-			}
-		})
-	}
-	tick := time.NewTicker(flushEvery)
-	defer tick.Stop()
-	for {
+// publishAsync sends rows to JetStream without waiting for their acks.
+func (p *publisher) publishAsync(pubs []publication) {
+	for _, pub := range pubs {
+		if !p.nc.IsConnected() {
+			p.metrics.publishFailures.WithLabelValues("disconnected").Inc()
+			continue
+		}
+		fut, err := p.js.PublishMsgAsync(events.NewWebhookMsg(pub.id, pub.replayCount, pub.action, pub.payload))
+		if err != nil {
+			p.metrics.publishFailures.WithLabelValues("error").Inc()
+			p.log.Warn("publish failed; the relay will retry", "id", pub.id, "err", err)
+			continue
+		}
 		select {
-		case <-ctx.Done():
-			wg.Wait()
-			p.flush(context.WithoutCancel(ctx))
-			return
-		case <-tick.C:
-			p.flush(ctx)
+		case p.futures <- pendingAck{id: pub.id, fut: fut}:
+		default:
+			// Too many acks outstanding to track: the row stays unrecorded
+			// and the relay publishes it again under the same Nats-Msg-Id,
+			// which JetStream drops if this publish made it.
+			p.metrics.publishFailures.WithLabelValues("queue_full").Inc()
 		}
 	}
 }
 
-// publish sends one row to JetStream and waits for its ack.
+// collect waits for acks in publish order until ctx ends.
+func (p *publisher) collect(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case pa := <-p.futures:
+			select {
+			case <-pa.fut.Ok():
+				p.mu.Lock()
+				p.acked = append(p.acked, pa.id)
+				p.mu.Unlock()
+			case err := <-pa.fut.Err():
+				p.metrics.publishFailures.WithLabelValues("error").Inc()
+				p.log.Warn("publish not acknowledged; the relay will retry", "id", pa.id, "err", err)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (p *publisher) takeAcked() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := p.acked
+	p.acked = nil
+	return ids
+}
+
+func (p *publisher) putBackAcked(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.acked = append(p.acked, ids...)
+	p.mu.Unlock()
+}
+
+// publish sends one row to JetStream and waits for its ack (the relay).
 func (p *publisher) publish(ctx context.Context, pub publication) error {
 	if !p.nc.IsConnected() {
 		p.metrics.publishFailures.WithLabelValues("disconnected").Inc()
@@ -106,18 +130,3 @@ func (p *publisher) publish(ctx context.Context, pub publication) error {
 }
 
 var errDisconnected = errors.New("not connected to NATS")
-
-// flush records the published rows; on failure they stay unrecorded and the
-// relay publishes them again under the same Nats-Msg-Id, which JetStream drops.
-func (p *publisher) flush(ctx context.Context) {
-	p.mu.Lock()
-	ids := p.published
-	p.published = nil
-	p.mu.Unlock()
-	if len(ids) == 0 {
-		return
-	}
-	if err := p.store.SetWebhookLogPublished(ctx, ids, time.Now()); err != nil {
-		p.log.Warn("recording published rows failed; the relay will republish them", "rows", len(ids), "err", err)
-	}
-}

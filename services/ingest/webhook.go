@@ -71,7 +71,6 @@ func (in *Ingest) handleWebhook() http.Handler {
 		in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStored).Inc()
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"id":` + strconv.FormatInt(id, 10) + `}`))
-		in.publisher.enqueue(publication{id: id, action: action, payload: row.Payload})
 	})
 }
 

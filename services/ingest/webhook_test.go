@@ -153,22 +153,18 @@ func TestPublishesAfterCommit(t *testing.T) {
 	}
 }
 
-// failingStore fails every insert.
+// failingStore fails every transaction, as a database that is down does.
 type failingStore struct {
 	store.Store
-	insertWebhookLogs func(ctx context.Context, rows []store.NewWebhookLogRow) ([]int64, error)
+	err error
 }
 
-func (f failingStore) InsertWebhookLogs(ctx context.Context, rows []store.NewWebhookLogRow) ([]int64, error) {
-	return f.insertWebhookLogs(ctx, rows)
-}
+func (f failingStore) InTx(context.Context, func(store.Store) error) error { return f.err }
 
 func TestDatabaseFailureIs500AndNothingPublished(t *testing.T) {
 	is := is.New(t)
 	h := start(t, withStore(func(s store.Store) store.Store {
-		return failingStore{Store: s, insertWebhookLogs: func(context.Context, []store.NewWebhookLogRow) ([]int64, error) {
-			return nil, errors.New("disk I/O error")
-		}}
+		return failingStore{Store: s, err: errors.New("disk I/O error")}
 	}))
 	res := h.post(`{"eventAction":"change-job-status","jobId":259047}`, "API-Key", apiKey)
 	is.Equal(res.StatusCode, http.StatusInternalServerError) // Prime retries a 500
