@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/mssql"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 )
 
@@ -26,6 +27,8 @@ func Open(ctx context.Context, url, dataDir string) (store.Store, error) {
 			return nil, fmt.Errorf("DATABASE_URL %q: no file after sqlite:", url)
 		}
 		return sqlite.Open(ctx, path)
+	case strings.HasPrefix(url, "sqlserver://"):
+		return mssql.Open(ctx, url)
 	default:
 		return nil, fmt.Errorf("DATABASE_URL: want sqlite:<path> or sqlserver://…, got a URL starting %q", scheme(url))
 	}

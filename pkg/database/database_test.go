@@ -1,0 +1,43 @@
+package database_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ethosbuilding/primeflow/pkg/database"
+	"github.com/matryer/is"
+)
+
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	t.Run("empty is SQLite under the data dir", func(t *testing.T) {
+		is := is.New(t)
+		dir := t.TempDir()
+		s, err := database.Open(ctx, "", dir)
+		is.NoErr(err)
+		defer s.Close()
+		is.NoErr(s.Ping(ctx))
+		matches, _ := filepath.Glob(filepath.Join(dir, database.DefaultFile))
+		is.Equal(len(matches), 1) // the file is under DATA_DIR
+	})
+	t.Run("sqlite:<path>", func(t *testing.T) {
+		is := is.New(t)
+		s, err := database.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "x.db"), "unused")
+		is.NoErr(err)
+		s.Close()
+	})
+	t.Run("a scheme it does not know", func(t *testing.T) {
+		is := is.New(t)
+		_, err := database.Open(ctx, "postgres://user:secret@host/db", "")
+		is.True(err != nil)                                   // refused
+		is.True(!strings.Contains(err.Error(), "secret"))     // without echoing the password
+		is.True(strings.Contains(err.Error(), `"postgres"`)) // naming the scheme
+	})
+	t.Run("sqlite: without a path", func(t *testing.T) {
+		is := is.New(t)
+		_, err := database.Open(ctx, "sqlite:", "")
+		is.True(err != nil)
+	})
+}
