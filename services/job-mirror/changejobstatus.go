@@ -1,0 +1,100 @@
+package jobmirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// changeJobStatus is ProcessChangeJobStatusAsync (§5.1), from the event as
+// the resolver identified it. Steps 1–2 (which job, and is it new) are
+// decided here from Prime; steps 3–6 are written in one transaction with the
+// row's processed stamp, in the spec's order.
+func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipeline.Finish, error) {
+	s, err := m.sight(ctx, ev)
+	if err != nil {
+		return pipeline.Finish{}, err
+	}
+	jobID := strings.ToLower(s.job.ID)
+	log := m.log.With("logId", ev.LogID, "jobId", jobID)
+	var w mirrored
+	return pipeline.Finish{
+		JobID: jobID,
+		Write: func(ctx context.Context, tx store.Store) error {
+			var err error
+			if w, err = writeJob(ctx, tx, s); err != nil { // steps 1–4
+				return err
+			}
+			// Step 5: logged and swallowed. The job is mirrored already, and
+			// api/clientwipupdate/evaluate recovers a missed trigger; the
+			// (job, source) key keeps a replay from queueing it twice.
+			if _, err := tx.QueueClientWIPStatusChange(ctx, jobID, store.ClientWIPSource(ev.LogID)); err != nil {
+				m.metrics.wipFailures.Inc()
+				log.Warn("Client WIP trigger not queued (logged only, §5.1 step 5)", "err", err)
+			}
+			// Step 6, last: a missed invite means the customer never hears
+			// from us, so a failure fails the event and it retries.
+			if _, err := tx.QueueTriageInvite(ctx, jobID, m.cfg.TriageInitialContactMadeStatusID); err != nil {
+				return fmt.Errorf("queue triage invite: %w", err)
+			}
+			return nil
+		},
+		After: func(ctx context.Context) { m.handOff(ctx, w, ActionChangeJobStatus) },
+	}, nil
+}
+
+// sight is §5.1 steps 1–2: the job, fetched from Prime, and whether this is
+// its first sight as the event saw it.
+func (m *Mirror) sight(ctx context.Context, ev events.Resolved) (sighting, error) {
+	s := sighting{numericRef: ev.NumericRef, logID: ev.LogID}
+	var err error
+	switch {
+	case ev.JobID != "" && ev.JobInMirror:
+		// Step 1: already mirrored, so GetJob again to pick up the new status.
+		s.job, err = m.getJob(ctx, ev, ev.JobID)
+	case ev.JobID != "":
+		// Step 1: the job had to be fetched from Prime: first sight. The
+		// resolver's fetch is reused rather than repeated.
+		s.firstSight = true
+		var ok bool
+		if s.job, ok = fetchedJob(ev.JobID, ev.Fetched); !ok {
+			s.job, err = m.getJob(ctx, ev, ev.JobID)
+		}
+	case ev.NumericRef > 0:
+		// Step 2: no GUID resolved; the numeric reference with forceSync,
+		// because syncing the job is the whole purpose of this handler.
+		// First sight is the reference missing from ethPrimeJobReference,
+		// as the resolver found it before anything wrote the mapping.
+		s.firstSight = !ev.RefWasMapped
+		s.newIfRefInserted = true
+		s.job, err = m.getJob(ctx, ev, strconv.FormatInt(ev.NumericRef, 10))
+	default:
+		// The resolver finishes rows with no identifier itself; a message
+		// without one is not something this handler can act on.
+		err = pipeline.Fault(pipeline.MissingIdentifier, ev.Action, "the resolved event names no job")
+	}
+	return s, err
+}
+
+// getJob fetches the job; an identifier Prime does not know is a payload
+// fault (§5.1: identifiers present, none resolved to a job).
+func (m *Mirror) getJob(ctx context.Context, ev events.Resolved, identifier string) (prime.Job, error) {
+	job, err := m.prime.GetJob(ctx, identifier)
+	if errors.Is(err, prime.ErrNotFound) {
+		return prime.Job{}, pipeline.Fault(pipeline.UnknownIdentifier, ev.Action, "Prime has no job %s", identifier)
+	}
+	if err != nil {
+		return prime.Job{}, err
+	}
+	if job.ID == "" {
+		return prime.Job{}, fmt.Errorf("prime returned job %s without an id", identifier)
+	}
+	return job, nil
+}

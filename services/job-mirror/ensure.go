@@ -1,0 +1,139 @@
+package jobmirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// EndpointEnsure is the micro endpoint's name; its subject is
+// events.SubjectEnsureJob.
+const EndpointEnsure = "ensure"
+
+// serveEnsure adds the ensure-job endpoint as the micro service
+// "job-mirror" (`nats micro ls`, `nats micro stats job-mirror`). Requests
+// share a queue group, so each is answered by one instance. An instance
+// answers its requests one at a time: most are a mirror lookup, and the
+// rest wait on Prime's budget, which the shared client paces anyway.
+func (m *Mirror) serveEnsure(ctx context.Context) (micro.Service, error) {
+	svc, err := micro.AddService(m.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     "1.0.0",
+		Description: "Mirrors Prime jobs: ensure a job is in primeJobs before a child row is written (§4.3).",
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.AddEndpoint(EndpointEnsure, micro.ContextHandler(ctx, m.handleEnsure),
+		micro.WithEndpointSubject(events.SubjectEnsureJob)); err != nil {
+		return nil, errors.Join(err, svc.Stop())
+	}
+	return svc, nil
+}
+
+func (m *Mirror) handleEnsure(ctx context.Context, req micro.Request) {
+	var r events.EnsureJobRequest
+	if err := json.Unmarshal(req.Data(), &r); err != nil || (r.JobID == "" && r.NumericRef <= 0) {
+		m.metrics.ensure.WithLabelValues("error").Inc()
+		if err := req.Error("400", "not an ensure-job request: it needs jobId or numericRef", nil); err != nil {
+			m.log.Warn("ensure-job: answering", "err", err)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.EnsureTimeout)
+	defer cancel()
+	reply, result := m.ensure(ctx, r)
+	m.metrics.ensure.WithLabelValues(result).Inc()
+	body, _ := json.Marshal(reply) // a struct of strings, bools and numbers always marshals
+	var err error
+	switch result {
+	case "not_found":
+		err = req.Error("404", "Prime has no such job", body)
+	case "rate_limited":
+		err = req.Error("429", "rate limited by Prime", body)
+	case "error":
+		err = req.Error("500", reply.Error, body)
+	default:
+		err = req.Respond(body)
+	}
+	if err != nil {
+		m.log.Warn("ensure-job: answering", "err", err)
+	}
+}
+
+// ensure is EnsureJobMirroredAsync (§4.3): an IdentifyGuid probe; when the
+// job is missing, GetJob (or the caller's fetch), mirror it, and on first
+// sight hand it to the new-job pipeline. result labels the outcome.
+func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply events.EnsureJobReply, result string) {
+	fail := func(err error) (events.EnsureJobReply, string) {
+		if after := pipeline.RetryAfter(err); after > 0 {
+			return events.EnsureJobReply{JobID: reply.JobID, RetryAfterMS: max(after.Milliseconds(), 1), Error: err.Error()}, "rate_limited"
+		}
+		if errors.Is(err, prime.ErrNotFound) {
+			return events.EnsureJobReply{JobID: reply.JobID, NotFound: true, Error: err.Error()}, "not_found"
+		}
+		m.log.Warn("ensure-job failed", "jobId", reply.JobID, "numericRef", r.NumericRef, "err", err)
+		return events.EnsureJobReply{JobID: reply.JobID, Error: err.Error()}, "error"
+	}
+	reply.JobID = strings.ToLower(r.JobID)
+	if reply.JobID == "" {
+		// Only the numeric reference: the map first (§4.1).
+		id, found, err := m.store.GetJobIDByReference(ctx, r.NumericRef)
+		if err != nil {
+			return fail(err)
+		}
+		if found {
+			reply.JobID = strings.ToLower(id)
+		}
+	}
+	if reply.JobID != "" {
+		tables, err := m.store.IdentifyGuid(ctx, reply.JobID, store.TableJobs)
+		if err != nil {
+			return fail(err)
+		}
+		if slices.Contains(tables, store.TableJobs) {
+			reply.WasMirrored = true
+			return reply, "present"
+		}
+	}
+	job, ok := prime.Job{}, false
+	if r.Fetched != nil {
+		want := reply.JobID
+		if want == "" {
+			want = r.Fetched.ID
+		}
+		job, ok = fetchedJob(want, []events.Resource{*r.Fetched})
+	}
+	if !ok {
+		identifier := reply.JobID
+		if identifier == "" {
+			identifier = strconv.FormatInt(r.NumericRef, 10)
+		}
+		var err error
+		if job, err = m.prime.GetJob(ctx, identifier); err != nil {
+			return fail(err)
+		}
+	}
+	reply.JobID = strings.ToLower(job.ID)
+	var w mirrored
+	err := m.store.InTx(ctx, func(tx store.Store) error {
+		var err error
+		w, err = writeJob(ctx, tx, sighting{job: job, numericRef: r.NumericRef, firstSight: true, logID: r.LogID})
+		return err
+	})
+	if err != nil {
+		return fail(err)
+	}
+	m.handOff(ctx, w, "ensure")
+	reply.FirstSight = w.firstSight
+	return reply, "mirrored"
+}

@@ -1,0 +1,190 @@
+package jobmirror_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
+	"github.com/matryer/is"
+	"github.com/nats-io/nats.go/micro"
+)
+
+func TestEnsureJob(t *testing.T) {
+	ctx := context.Background()
+	e := start(t, options{})
+	known := e.Sim.NewJob()
+	e.WaitProcessed(e.Fire("change-job-status", known.ID))
+
+	t.Run("present: answered from the mirror", func(t *testing.T) {
+		is := is.New(t)
+		before := e.Sim.Stats().Calls
+		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: strings.ToUpper(known.ID)})
+		is.NoErr(err)
+		is.Equal(reply.JobID, known.ID)                // the job, lower-case
+		is.True(reply.WasMirrored)                     // it was there
+		is.True(!reply.FirstSight)                     // so no first sight
+		is.Equal(e.Sim.Stats().Calls-before, int64(0)) // and no Prime call
+	})
+
+	t.Run("present by numeric reference", func(t *testing.T) {
+		is := is.New(t)
+		before := e.Sim.Stats().Calls
+		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{NumericRef: known.Ref})
+		is.NoErr(err)
+		is.Equal(reply.JobID, known.ID) // found through ethPrimeJobReference
+		is.True(reply.WasMirrored)
+		is.Equal(e.Sim.Stats().Calls-before, int64(0)) // no Prime call
+	})
+
+	t.Run("missing: fetched, mirrored, first sight", func(t *testing.T) {
+		is := is.New(t)
+		j := e.Sim.NewJob()
+		sights := e.firstSights()
+		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID, NumericRef: j.Ref, LogID: 77})
+		is.NoErr(err)
+		is.True(!reply.WasMirrored)                  // it was missing
+		is.True(reply.FirstSight)                    // this request saw it first
+		is.Equal(e.job(j.ID).JobNumber, j.JobNumber) // now it is mirrored
+		fs, found := e.firstSeen(j.ID)
+		is.True(found)
+		is.Equal(fs.LogID, int64(77))       // on behalf of the caller's event
+		is.Equal(e.firstSights(), sights+1) // handed to the new-job pipeline
+		mapped, _, err := e.Store.GetJobIDByReference(ctx, j.Ref)
+		is.NoErr(err)
+		is.Equal(mapped, j.ID) // the mapping saved too
+		flowtest.Eventually(t, "one hand-off on prime.job.firstseen", func() bool { return e.handoffs(j.ID) == 1 })
+
+		again, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
+		is.NoErr(err)
+		is.True(again.WasMirrored) // a second ask finds it
+		is.True(!again.FirstSight)
+	})
+
+	t.Run("missing by numeric reference only", func(t *testing.T) {
+		is := is.New(t)
+		j := e.Sim.NewJob()
+		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{NumericRef: j.Ref})
+		is.NoErr(err)
+		is.Equal(reply.JobID, j.ID) // Prime's /jobs/{reference} named it
+		is.True(reply.FirstSight)
+		mapped, _, err := e.Store.GetJobIDByReference(ctx, j.Ref)
+		is.NoErr(err)
+		is.Equal(mapped, j.ID)
+	})
+
+	t.Run("missing, with the caller's fetch: no Prime call", func(t *testing.T) {
+		is := is.New(t)
+		j := e.Sim.NewJob()
+		stored, _ := e.Sim.Job(j.ID)
+		before := e.Sim.Stats().Calls
+		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID,
+			Fetched: &events.Resource{Type: "jobs", ID: j.ID, Attributes: stored.Raw}})
+		is.NoErr(err)
+		is.True(reply.FirstSight)
+		is.Equal(e.Sim.Stats().Calls-before, int64(0)) // the caller's copy was used
+		is.Equal(e.job(j.ID).Description, j.Description)
+	})
+
+	t.Run("not found", func(t *testing.T) {
+		is := is.New(t)
+		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"})
+		is.True(errors.Is(err, prime.ErrNotFound)) // Prime has no such job
+		is.True(reply.NotFound)
+	})
+
+	t.Run("rate limited", func(t *testing.T) {
+		is := is.New(t)
+		j := e.Sim.NewJob()
+		e.Sim.SetFaults(primesim.Faults{Path: "/jobs", RateLimitNext: 1, RetryAfter: 2 * time.Second})
+		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
+		var limited *prime.RateLimitedError
+		is.True(errors.As(err, &limited))          // a rate limit, not a failure: the caller waits, no attempt
+		is.True(limited.RetryAfter >= time.Second) // for as long as Prime asked
+		is.True(reply.RetryAfterMS >= 1000)
+		is.True(errors.Is(err, prime.ErrRateLimited))
+		_, found, ferr := e.Store.GetJob(ctx, j.ID)
+		is.NoErr(ferr)
+		is.True(!found) // nothing was written
+
+		time.Sleep(time.Duration(reply.RetryAfterMS) * time.Millisecond)
+		reply, err = ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
+		is.NoErr(err)             // after the wait it goes through
+		is.True(reply.FirstSight) // and the job is mirrored
+	})
+
+	t.Run("a request without a job", func(t *testing.T) {
+		is := is.New(t)
+		msg, err := e.NC.Request(events.SubjectEnsureJob, []byte(`{}`), 5*time.Second)
+		is.NoErr(err)
+		is.Equal(msg.Header.Get(micro.ErrorCodeHeader), "400") // refused
+		_, err = ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{})
+		is.True(err != nil) // the client refuses it before sending
+	})
+
+	t.Run("the micro service describes itself", func(t *testing.T) {
+		is := is.New(t)
+		msg, err := e.NC.Request("$SRV.INFO."+jobmirror.ServiceName, nil, 5*time.Second)
+		is.NoErr(err)
+		var info micro.Info
+		is.NoErr(json.Unmarshal(msg.Data, &info))
+		is.Equal(info.Name, jobmirror.ServiceName) // `nats micro ls` shows job-mirror
+		is.Equal(len(info.Endpoints), 1)
+		is.Equal(info.Endpoints[0].Subject, events.SubjectEnsureJob) // with the ensure endpoint
+		msg, err = e.NC.Request("$SRV.STATS."+jobmirror.ServiceName, nil, 5*time.Second)
+		is.NoErr(err)
+		var stats micro.Stats
+		is.NoErr(json.Unmarshal(msg.Data, &stats))
+		is.True(stats.Endpoints[0].NumRequests >= 8) // every request above counted
+		is.True(stats.Endpoints[0].NumErrors >= 3)   // the failures too
+	})
+}
+
+// TestNatsCLISeesTheService proves `nats micro ls` and `nats micro stats
+// job-mirror` show the service. The Makefile builds the CLI and sets NATS_CLI.
+func TestNatsCLISeesTheService(t *testing.T) {
+	cli := os.Getenv("NATS_CLI")
+	if cli == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("NATS_CLI is not set: run the tests through `make test`, which builds the nats CLI")
+		}
+		t.Skip("SKIPPED: NATS_CLI is not set (make test builds the nats CLI and sets it)")
+	}
+	is := is.New(t)
+	e := start(t, options{})
+	out, err := exec.Command(cli, "--server", e.NATS.ClientURL(), "micro", "ls").CombinedOutput()
+	is.NoErr(err)
+	is.True(strings.Contains(string(out), jobmirror.ServiceName)) // listed
+	out, err = exec.Command(cli, "--server", e.NATS.ClientURL(), "micro", "stats", jobmirror.ServiceName).CombinedOutput()
+	is.NoErr(err)
+	is.True(strings.Contains(string(out), jobmirror.EndpointEnsure)) // with its endpoint
+}
+
+func TestEnsureAndAnEventOfTheSameNewJobHandOffOnce(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	ctx := context.Background()
+	for range 5 {
+		j := e.Sim.NewJob()
+		done := make(chan error, 1)
+		go func() {
+			_, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
+			done <- err
+		}()
+		e.WaitProcessed(e.Fire("change-job-status", j.ID))
+		is.NoErr(<-done)
+		_, found := e.firstSeen(j.ID)
+		is.True(found) // first sight recorded by one of them
+	}
+	is.Equal(e.firstSights(), 5.0) // once per job, however they raced
+}

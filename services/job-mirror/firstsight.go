@@ -1,0 +1,111 @@
+package jobmirror
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// sighting is a job fetched from Prime, about to be written to the mirror.
+type sighting struct {
+	job prime.Job
+	// numericRef is the job's numeric reference when the event or request
+	// carried one (§4.1); 0 otherwise.
+	numericRef int64
+	// firstSight says the caller found the job new before writing anything
+	// (§5.1 steps 1–2: fetched because the mirror lacked it, or a numeric
+	// reference not yet in ethPrimeJobReference).
+	firstSight bool
+	// newIfRefInserted: a numeric reference this write maps for the first
+	// time also makes the sight a first one (the numeric path, §5.1 step 2).
+	newIfRefInserted bool
+	// logID is the log row on whose behalf it is written; 0 for none.
+	logID int64
+}
+
+// mirrored is what writeJob did.
+type mirrored struct {
+	// firstSight: this write claimed the job's first sight, and the
+	// hand-off to the new-job pipeline is in the outbox.
+	firstSight bool
+	// handoff is the outbox message to publish once the transaction commits.
+	handoff []store.OutboxMessage
+}
+
+// writeJob mirrors a job inside tx: upsert primeJobs, save the numeric
+// mapping (§5.1 step 3), and on first sight claim it and write the hand-off
+// to the new-job pipeline (§5.1 step 4, §4.3). It is the one implementation
+// of first sight, for change-job-status and ensure-job alike.
+//
+// First sight is claimed, never assumed: the caller's view of "new" came
+// before this transaction, and another event or request may have mirrored
+// the job since. The created flag of the upsert and the inserted flag of the
+// mapping catch a job that turned out new after all; the first-sight row's
+// primary key lets only one claim win, so the pipeline is handed off once.
+func writeJob(ctx context.Context, tx store.Store, s sighting) (mirrored, error) {
+	jobID := strings.ToLower(s.job.ID)
+	row := ensurejob.Row(s.job)
+	row.JobID = jobID
+	created, err := tx.UpsertJob(ctx, row)
+	if err != nil {
+		return mirrored{}, err
+	}
+	inserted := false
+	if s.numericRef > 0 {
+		// §5.1 step 3; a reference mapped to another job is an error (§4.1).
+		if inserted, err = tx.SaveJobReference(ctx, s.numericRef, jobID); err != nil {
+			return mirrored{}, fmt.Errorf("save job reference %d: %w", s.numericRef, err)
+		}
+	}
+	if !(s.firstSight || created || (s.newIfRefInserted && inserted)) {
+		return mirrored{}, nil
+	}
+	claimed, err := tx.ClaimFirstSeen(ctx, jobID, s.logID)
+	if err != nil || !claimed {
+		return mirrored{}, err
+	}
+	body, err := json.Marshal(events.JobFirstSeen{JobID: jobID, LogID: s.logID})
+	if err != nil {
+		return mirrored{}, err
+	}
+	msgs, err := tx.InsertOutbox(ctx, []store.OutboxMessage{
+		outbox.Message(events.SubjectJobFirstSeen, events.FirstSeenMsgID(jobID), body),
+	})
+	if err != nil {
+		return mirrored{}, err
+	}
+	return mirrored{firstSight: true, handoff: msgs}, nil
+}
+
+// handOff publishes the first-sight hand-off after its commit; what fails
+// here the outbox sweeper publishes later.
+func (m *Mirror) handOff(ctx context.Context, w mirrored, via string) {
+	if !w.firstSight {
+		return
+	}
+	m.metrics.firstSight.WithLabelValues(via).Inc()
+	if err := m.outbox.Send(ctx, w.handoff); err != nil {
+		m.log.Warn("first-sight hand-off not published yet; the outbox sweeper will", "err", err)
+	}
+}
+
+// fetchedJob is the job the resolver (or an ensure-job caller) already
+// fetched from Prime, so it is not fetched twice.
+func fetchedJob(jobID string, fetched []events.Resource) (prime.Job, bool) {
+	for _, r := range fetched {
+		if r.Type == "jobs" && strings.EqualFold(r.ID, jobID) {
+			j, err := prime.FromResource[prime.Job](r.ID, r.Attributes)
+			if err == nil {
+				return j, true
+			}
+		}
+	}
+	return prime.Job{}, false
+}

@@ -1,0 +1,139 @@
+// Package jobmirror keeps primeJobs in step with Prime. It handles
+// change-job-status events (§5.1) once the resolver has identified them, and
+// it answers the "ensure job mirrored" request other stages make before they
+// write a child row (§4.3), as the NATS micro service "job-mirror". Whichever
+// way a job is seen first, job-mirror records the first sight once and hands
+// the job to the new-job pipeline (§6) on prime.job.firstseen.
+package jobmirror
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Durable is job-mirror's consumer on PRIME_RESOLVED.
+const Durable = "job-mirror"
+
+// ServiceName is the NATS micro service name (`nats micro ls`).
+const ServiceName = "job-mirror"
+
+// ActionChangeJobStatus is the event job-mirror handles (§5.1).
+const ActionChangeJobStatus = "change-job-status"
+
+// Config is job-mirror's own configuration.
+type Config struct {
+	// TriageInitialContactMadeStatusID is InitialContactMadeStatusId: the
+	// job status whose arrival queues a triage invite (§5.1 step 6). Empty
+	// queues none.
+	TriageInitialContactMadeStatusID string `env:"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID"`
+	// Workers is how many change-job-status events are handled at once (the
+	// resolver already keeps one job's events apart).
+	Workers int `env:"JOB_MIRROR_WORKERS" envDefault:"16"`
+	// EnsureTimeout bounds one ensure-job request; a Prime call that would
+	// wait longer for the rate limit answers RetryAfterMS instead.
+	EnsureTimeout time.Duration `env:"JOB_MIRROR_ENSURE_TIMEOUT" envDefault:"20s"`
+}
+
+// PrimeAPI is what job-mirror asks Prime: the job, by GUID or numeric
+// reference (§4.1). *prime.Client is one.
+type PrimeAPI interface {
+	GetJob(ctx context.Context, identifier string) (prime.Job, error)
+}
+
+// Mirror is the job-mirror service.
+type Mirror struct {
+	cfg     Config
+	store   store.Store
+	prime   PrimeAPI
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	outbox  *outbox.Publisher
+	stage   *pipeline.Stage
+	metrics *metrics
+}
+
+// New builds job-mirror from the shared Deps, its Config and the Prime
+// client it shares with the other services of the process.
+func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
+	if cfg.Workers <= 0 || cfg.EnsureTimeout <= 0 {
+		return nil, errors.New("job-mirror: JOB_MIRROR_WORKERS and JOB_MIRROR_ENSURE_TIMEOUT must be above zero")
+	}
+	log := d.Log.With("component", "job-mirror")
+	if cfg.TriageInitialContactMadeStatusID == "" {
+		log.Warn("TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is not set: no triage invites are queued (§5.1 step 6)")
+	}
+	m, err := newMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	pub := &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}
+	return &Mirror{
+		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, outbox: pub, metrics: m,
+		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Outbox: pub, Log: log},
+	}, nil
+}
+
+// Run consumes change-job-status events and serves ensure-job requests
+// until ctx ends.
+func (m *Mirror) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	svc, err := m.serveEnsure(ctx)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-ctx.Done()
+		if err := svc.Stop(); err != nil {
+			m.log.Warn("stopping the ensure-job service", "err", err)
+		}
+	})
+	err = consume.Run(ctx, m.js, consume.Spec{
+		Stream:   events.StreamResolved,
+		Durable:  Durable,
+		Subjects: []string{events.ResolvedSubject(ActionChangeJobStatus)},
+		Workers:  m.cfg.Workers,
+	}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// Main runs job-mirror as a process of its own.
+func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	var cfg Config
+	var pcfg prime.Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := config.Parse(getenv, &pcfg); err != nil {
+		return err
+	}
+	return service.Main(ctx, "job-mirror", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		pc, err := prime.New(pcfg, prime.WithLogger(d.Log))
+		if err != nil {
+			return nil, err
+		}
+		d.Metrics.MustRegister(pc)
+		return New(cfg, d, pc)
+	})
+}
