@@ -29,6 +29,8 @@ type Store interface {
 	ClientWIPTriggers
 	TriageInvites
 	SyncQueue
+	Makesafe
+	SMSQueue
 	Optimo
 	WorkOrders
 

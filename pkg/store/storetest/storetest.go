@@ -29,5 +29,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ClientWIPTriggers", func(t *testing.T) { testClientWIPTriggers(t, open) })
 	t.Run("TriageInvites", func(t *testing.T) { testTriageInvites(t, open) })
 	t.Run("SyncQueue", func(t *testing.T) { testSyncQueue(t, open) })
+	t.Run("Makesafe", func(t *testing.T) { testMakesafe(t, open) })
+	t.Run("SMSQueue", func(t *testing.T) { testSMSQueue(t, open) })
 	t.Run("Optimo", func(t *testing.T) { testOptimo(t, open) })
 }

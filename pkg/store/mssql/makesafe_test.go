@@ -1,0 +1,124 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/matryer/is"
+	mssql "github.com/microsoft/go-mssqldb"
+)
+
+// The make-safe and SMS methods call their procedures with parameters that
+// exist, of fitting types, leaving out none that is required, and every
+// procedure of 030_sms.sql and 031_makesafe.sql is called.
+func TestMakesafeAndSMSCallsMatchTheProcedures(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	rec := &recorder{}
+	db := sql.OpenDB(rec)
+	defer db.Close()
+	s := &Store{db: db}
+
+	const job = "0B6A3C52-3E0F-4A57-9A39-2F1D7C1E4B10"
+	now := time.Now()
+	var errs []error
+	try := func(err error) { errs = append(errs, err) }
+	_, err := s.UpsertMakeSafePhoneCallFromJob(ctx, store.MakesafeDetection{JobID: job, QueueChecks: true,
+		Checks: []time.Duration{time.Minute, 4 * time.Minute}, Now: now, SMSRecipient: "+61400000000"})
+	try(err)
+	_, err = s.UpsertMakeSafePhoneCallFromJob(ctx, store.MakesafeDetection{JobID: job})
+	try(err)
+	_, _, err = s.GetMakesafePhoneCall(ctx, job)
+	try(err)
+	_, err = s.ListMakesafeChecks(ctx, job)
+	try(err)
+	try(s.SetMakesafeCheckFired(ctx, job, 1, "done", now))
+	_, _, err = s.QueueSMS(ctx, store.NewSMS{Recipient: "+61400000000", Body: "b", Source: "makesafe", DedupeKey: "k", Now: now})
+	try(err)
+	_, _, err = s.QueueSMS(ctx, store.NewSMS{Recipient: "+61400000000", Body: "b"})
+	try(err)
+	_, err = s.ClaimSMS(ctx, now, time.Minute, 5, 10)
+	try(err)
+	try(s.SetSMSSent(ctx, 1, now))
+	try(s.SetSMSFailed(ctx, 1, "boom", now.Add(time.Minute), now))
+	try(s.SetSMSFailed(ctx, 1, "boom", time.Time{}, now))
+	_, err = s.GetSMS(ctx, 1)
+	try(err)
+	_, _, err = s.NextSMSDue(ctx)
+	try(err)
+	_, err = s.CountSMS(ctx)
+	try(err)
+	for _, err := range errs {
+		is.True(errors.Is(err, errRecorded)) // every method reached the database
+	}
+
+	mods := modules(t, loaded(t))
+	called := map[string]bool{}
+	for _, c := range calls(t, rec.take()) {
+		t.Run(c.proc, func(t *testing.T) {
+			is := is.New(t)
+			m, ok := mods[c.proc]
+			is.True(ok)                   // the procedure exists in sql/mssql
+			is.Equal(m.kind, "PROCEDURE") // and is a procedure
+			params := map[string]procParam{}
+			for _, p := range m.params {
+				params[p.name] = p
+			}
+			for name, v := range c.args {
+				p, ok := params[name]
+				if !ok {
+					t.Logf("@%s is not a parameter of %s", name, c.proc)
+				}
+				is.True(ok) // every argument names a parameter
+				if !fits(p, v) {
+					t.Logf("@%s %s gets %T %v", name, p.typ, v, v)
+				}
+				is.True(fits(p, v)) // with a value of a fitting type
+			}
+			for _, p := range m.params {
+				_, given := c.args[p.name]
+				is.True(given || p.optional()) // no required parameter is left out
+			}
+		})
+		called[c.proc] = true
+	}
+	var procs []string
+	for _, sc := range loaded(t) {
+		if sc.name != "030_sms.sql" && sc.name != "031_makesafe.sql" {
+			continue
+		}
+		for name, m := range modules(t, []script{sc}) {
+			if m.kind == "PROCEDURE" {
+				procs = append(procs, name)
+			}
+		}
+	}
+	is.Equal(len(procs), 11)                                                        // both scripts were found
+	is.Equal(slices.Sorted(maps.Keys(called)), slices.Sorted(slices.Values(procs))) // every procedure is called, none is missing
+}
+
+func TestMakesafeOffsetsGoAsSeconds(t *testing.T) {
+	is := is.New(t)
+	rec := &recorder{}
+	db := sql.OpenDB(rec)
+	defer db.Close()
+	s := &Store{db: db}
+	_, err := s.UpsertMakeSafePhoneCallFromJob(context.Background(), store.MakesafeDetection{
+		JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", QueueChecks: true,
+		Checks: []time.Duration{time.Minute, 4 * time.Minute, 10 * time.Minute, 15 * time.Minute}})
+	is.True(errors.Is(err, errRecorded))
+	cs := calls(t, rec.take())
+	is.Equal(len(cs), 1)
+	tvp, ok := cs[0].args["CheckOffsets"].(mssql.TVP)
+	is.True(ok)                                             // the offsets go as a table
+	is.Equal(tvp.Value, []idRow{{60}, {240}, {600}, {900}}) // of seconds, in rung order
+	is.Equal(cs[0].args["QueueMakeAllocationChecks"], true) // with the flag
+	_, err = s.UpsertMakeSafePhoneCallFromJob(context.Background(), store.MakesafeDetection{JobID: "J012345"})
+	is.True(err != nil && !errors.Is(err, errRecorded)) // a job id that is not a GUID never reaches the database
+}

@@ -1,0 +1,143 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// The procedures behind the SMSQueue methods (sql/mssql/030_sms.sql).
+const (
+	procSMSInsert    = "dbo.spSmsQueueInsert"
+	procSMSClaim     = "dbo.spSmsQueueClaim"
+	procSMSSetSent   = "dbo.spSmsQueueSetSent"
+	procSMSSetFailed = "dbo.spSmsQueueSetFailed"
+	procSMSGet       = "dbo.spSmsQueueGet"
+	procSMSNextDue   = "dbo.spSmsQueueNextDue"
+	procSMSCount     = "dbo.spSmsQueueCount"
+)
+
+// scanSMS reads the columns the SMS procedures return, in their order.
+func scanSMS(r interface{ Scan(...any) error }) (store.SMSMessage, error) {
+	var m store.SMSMessage
+	var state string
+	err := r.Scan(&m.ID, scanString{&m.Recipient}, scanString{&m.Body}, scanString{&m.Source},
+		scanString{&m.DedupeKey}, scanString{&state}, &m.Attempts, scanTime{&m.NextAttemptUTC},
+		scanTime{&m.ClaimedUntilUTC}, scanString{&m.LastError}, scanTime{&m.QueuedUTC},
+		scanTime{&m.SentUTC}, scanTime{&m.FailedUTC}, scanTime{&m.UpdatedUTC})
+	m.State = store.SMSState(state)
+	return m, err
+}
+
+// QueueSMS queues a message, once for a dedupe key (spSmsQueueInsert).
+func (s *Store) QueueSMS(ctx context.Context, m store.NewSMS) (int64, bool, error) {
+	var id int64
+	var queued bool
+	err := s.q().QueryRowContext(ctx, procSMSInsert,
+		sql.Named("Recipient", m.Recipient), sql.Named("Body", m.Body),
+		sql.Named("Source", sqlString(m.Source)), sql.Named("DedupeKey", sqlString(m.DedupeKey)),
+		sql.Named("NowUTC", sqlTime(m.Now))).Scan(&id, &queued)
+	if err != nil {
+		return 0, false, fmt.Errorf("mssql: queue sms: %w", err)
+	}
+	return id, queued, nil
+}
+
+// ClaimSMS claims the messages due at now (spSmsQueueClaim).
+func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]store.SMSMessage, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.q().QueryContext(ctx, procSMSClaim,
+		sql.Named("NowUTC", sqlTime(now)), sql.Named("LeaseUntilUTC", sqlTime(now.Add(lease))),
+		sql.Named("MaxAttempts", maxAttempts), sql.Named("Top", limit))
+	if err != nil {
+		return nil, fmt.Errorf("mssql: claim sms: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SMSMessage
+	for rows.Next() {
+		m, err := scanSMS(rows)
+		if err != nil {
+			return nil, fmt.Errorf("mssql: claim sms: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mssql: claim sms: %w", err)
+	}
+	return out, nil
+}
+
+// SetSMSSent marks a message Sent (spSmsQueueSetSent).
+func (s *Store) SetSMSSent(ctx context.Context, id int64, at time.Time) error {
+	return s.callUpdating(ctx, "set sms sent", id, procSMSSetSent, sql.Named("ID", id), sql.Named("SentUTC", sqlTime(at)))
+}
+
+// SetSMSFailed records a failed send (spSmsQueueSetFailed).
+func (s *Store) SetSMSFailed(ctx context.Context, id int64, cause string, retryAt, at time.Time) error {
+	return s.callUpdating(ctx, "set sms failed", id, procSMSSetFailed, sql.Named("ID", id),
+		sql.Named("Error", statusParam(cause)), sql.Named("RetryUTC", sqlTime(retryAt)), sql.Named("NowUTC", sqlTime(at)))
+}
+
+// callUpdating calls a procedure that returns rowsUpdated; 0 is ErrNotFound.
+func (s *Store) callUpdating(ctx context.Context, what string, id any, proc string, args ...any) error {
+	var n int
+	if err := s.q().QueryRowContext(ctx, proc, args...).Scan(&n); err != nil {
+		return fmt.Errorf("mssql: %s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("mssql: %s: %v: %w", what, id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// GetSMS returns one message (spSmsQueueGet).
+func (s *Store) GetSMS(ctx context.Context, id int64) (store.SMSMessage, error) {
+	m, err := scanSMS(s.q().QueryRowContext(ctx, procSMSGet, sql.Named("ID", id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("mssql: get sms %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("mssql: get sms %d: %w", id, err)
+	}
+	return m, nil
+}
+
+// NextSMSDue returns when the next message is due (spSmsQueueNextDue).
+func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
+	var at time.Time
+	if err := s.q().QueryRowContext(ctx, procSMSNextDue).Scan(scanTime{&at}); err != nil {
+		return time.Time{}, false, fmt.Errorf("mssql: next sms due: %w", err)
+	}
+	return at, !at.IsZero(), nil
+}
+
+// CountSMS counts the messages in each state (spSmsQueueCount).
+func (s *Store) CountSMS(ctx context.Context) (map[store.SMSState]int, error) {
+	out := map[store.SMSState]int{}
+	for _, st := range store.SMSStates() {
+		out[st] = 0
+	}
+	rows, err := s.q().QueryContext(ctx, procSMSCount)
+	if err != nil {
+		return nil, fmt.Errorf("mssql: count sms: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, fmt.Errorf("mssql: count sms: %w", err)
+		}
+		out[store.SMSState(state)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mssql: count sms: %w", err)
+	}
+	return out, nil
+}

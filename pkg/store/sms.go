@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// SMSState is where a queued SMS is in its life.
+type SMSState string
+
+// The states of smsQueue.State.
+const (
+	// SMSQueued waits to be sent, from NextAttemptUTC.
+	SMSQueued SMSState = "Queued"
+	// SMSSending is claimed by a sender until ClaimedUntilUTC.
+	SMSSending SMSState = "Sending"
+	// SMSSent was accepted by the SMS endpoint (a 2xx).
+	SMSSent SMSState = "Sent"
+	// SMSFailed gave up: it used up its attempts or was refused for good. It
+	// stays for a person to look at.
+	SMSFailed SMSState = "Failed"
+)
+
+// SMSStates lists every state, for counting.
+func SMSStates() []SMSState { return []SMSState{SMSQueued, SMSSending, SMSSent, SMSFailed} }
+
+// SMSMessage is a row of smsQueue: one text message and its sending state.
+type SMSMessage struct {
+	ID        int64
+	Recipient string
+	Body      string
+	// Source says who queued it ("makesafe").
+	Source string
+	// DedupeKey, when set, is unique: a second message with it is not queued.
+	DedupeKey string
+	State     SMSState
+	// Attempts counts the claims made to send it.
+	Attempts       int
+	NextAttemptUTC time.Time
+	// ClaimedUntilUTC is when a claim in state Sending lapses: after it the
+	// message may be claimed again (the crash window, see SMSQueue).
+	ClaimedUntilUTC time.Time
+	LastError       string
+	QueuedUTC       time.Time
+	SentUTC         time.Time
+	FailedUTC       time.Time
+	UpdatedUTC      time.Time
+}
+
+// NewSMS is a message to queue.
+type NewSMS struct {
+	Recipient string
+	Body      string
+	Source    string
+	DedupeKey string
+	// Now is the queue time; zero is the database's clock.
+	Now time.Time
+}
+
+// SMSQueue is the queue of text messages to send. A message is sent at most
+// once as far as the queue can tell: a sender claims it (Sending) before it
+// sends and marks it Sent after the endpoint's 2xx. The only at-least-once
+// window is a sender that dies between the endpoint's 2xx and SetSMSSent:
+// when its claim lapses the message is claimed and sent again.
+type SMSQueue interface {
+	// QueueSMS queues a message and returns its id. With a DedupeKey already
+	// queued it queues nothing and returns the existing id, queued false.
+	QueueSMS(ctx context.Context, m NewSMS) (id int64, queued bool, err error)
+	// ClaimSMS claims up to limit messages due at now, oldest first: Queued
+	// ones whose NextAttemptUTC has come, and Sending ones whose claim has
+	// lapsed. Each becomes Sending until now+lease with Attempts + 1. A
+	// lapsed claim that was already the maxAttempts-th becomes Failed
+	// instead. Concurrent claims never return the same message.
+	ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]SMSMessage, error)
+	// SetSMSSent marks a message Sent.
+	SetSMSSent(ctx context.Context, id int64, at time.Time) error
+	// SetSMSFailed records a failed send and its error (cut to
+	// MaxStatusLen): the message is Queued again from retryAt, or Failed
+	// when retryAt is zero.
+	SetSMSFailed(ctx context.Context, id int64, cause string, retryAt, at time.Time) error
+	// GetSMS returns one message, or ErrNotFound.
+	GetSMS(ctx context.Context, id int64) (SMSMessage, error)
+	// NextSMSDue returns when the next Queued message is due or the next
+	// claim lapses; ok is false when nothing waits.
+	NextSMSDue(ctx context.Context) (at time.Time, ok bool, err error)
+	// CountSMS counts the messages in each state.
+	CountSMS(ctx context.Context) (map[SMSState]int, error)
+}

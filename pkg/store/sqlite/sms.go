@@ -1,0 +1,196 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// smsColumns are the smsQueue columns scanSMS reads, in its order.
+const smsColumns = `ID, Recipient, Body, Source, DedupeKey, State, Attempts, NextAttemptUTC,
+	ClaimedUntilUTC, LastError, QueuedUTC, SentUTC, FailedUTC, UpdatedUTC`
+
+// lapsedOnLastAttempt is LastError of a message whose last claim lapsed.
+const lapsedOnLastAttempt = "the claim of the last attempt lapsed: the sender stopped before it recorded the outcome"
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanSMS(r rowScanner) (store.SMSMessage, error) {
+	var m store.SMSMessage
+	var state string
+	err := r.Scan(&m.ID, &m.Recipient, &m.Body, scanString{&m.Source}, scanString{&m.DedupeKey}, &state, &m.Attempts,
+		scanTime{&m.NextAttemptUTC}, scanTime{&m.ClaimedUntilUTC}, scanString{&m.LastError}, scanTime{&m.QueuedUTC},
+		scanTime{&m.SentUTC}, scanTime{&m.FailedUTC}, scanTime{&m.UpdatedUTC})
+	m.State = store.SMSState(state)
+	return m, err
+}
+
+// QueueSMS queues a message, once for a dedupe key.
+func (s *Store) QueueSMS(ctx context.Context, m store.NewSMS) (int64, bool, error) {
+	var id int64
+	var queued bool
+	err := s.inTx(ctx, func(tx *Store) error {
+		var err error
+		id, queued, err = tx.queueSMS(ctx, m)
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("sqlite: queue sms: %w", err)
+	}
+	return id, queued, nil
+}
+
+// queueSMS runs inside a transaction.
+func (s *Store) queueSMS(ctx context.Context, m store.NewSMS) (int64, bool, error) {
+	now := m.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	at := formatTime(now)
+	var id int64
+	err := s.tx.QueryRowContext(ctx, `INSERT INTO smsQueue
+		(Recipient, Body, Source, DedupeKey, State, Attempts, NextAttemptUTC, QueuedUTC, UpdatedUTC)
+		VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
+		ON CONFLICT DO NOTHING RETURNING ID`,
+		m.Recipient, m.Body, nullString(m.Source), nullString(m.DedupeKey), string(store.SMSQueued), at, at, at).Scan(&id)
+	if err == nil {
+		return id, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) || m.DedupeKey == "" {
+		return 0, false, err
+	}
+	err = s.tx.QueryRowContext(ctx, `SELECT ID FROM smsQueue WHERE DedupeKey = ?`, m.DedupeKey).Scan(&id)
+	return id, false, err
+}
+
+// ClaimSMS claims the messages due at now.
+func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]store.SMSMessage, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	at, until := formatTime(now), formatTime(now.Add(lease))
+	var out []store.SMSMessage
+	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.tx.ExecContext(ctx, `UPDATE smsQueue
+			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?
+			WHERE State = ? AND ClaimedUntilUTC <= ? AND Attempts >= ?`,
+			string(store.SMSFailed), at, at, lapsedOnLastAttempt, string(store.SMSSending), at, maxAttempts); err != nil {
+			return err
+		}
+		rows, err := tx.tx.QueryContext(ctx, `UPDATE smsQueue
+			SET State = ?, Attempts = Attempts + 1, ClaimedUntilUTC = ?, UpdatedUTC = ?
+			WHERE ID IN (SELECT ID FROM smsQueue
+				WHERE (State = ? AND NextAttemptUTC <= ?) OR (State = ? AND ClaimedUntilUTC <= ?)
+				ORDER BY ID LIMIT ?)
+			RETURNING `+smsColumns,
+			string(store.SMSSending), until, at, string(store.SMSQueued), at, string(store.SMSSending), at, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			m, err := scanSMS(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim sms: %w", err)
+	}
+	slices.SortFunc(out, func(a, b store.SMSMessage) int { return int(a.ID - b.ID) })
+	return out, nil
+}
+
+// SetSMSSent marks a message Sent.
+func (s *Store) SetSMSSent(ctx context.Context, id int64, at time.Time) error {
+	t := formatTime(at)
+	return s.updateSMS(ctx, "set sms sent", `UPDATE smsQueue
+		SET State = ?, SentUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL WHERE ID = ?`,
+		string(store.SMSSent), t, t, id)
+}
+
+// SetSMSFailed records a failed send: Queued again from retryAt, or Failed.
+func (s *Store) SetSMSFailed(ctx context.Context, id int64, cause string, retryAt, at time.Time) error {
+	t := formatTime(at)
+	cause = store.TruncateStatus(cause)
+	if retryAt.IsZero() {
+		return s.updateSMS(ctx, "set sms failed", `UPDATE smsQueue
+			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ? WHERE ID = ?`,
+			string(store.SMSFailed), t, t, cause, id)
+	}
+	return s.updateSMS(ctx, "set sms failed", `UPDATE smsQueue
+		SET State = ?, NextAttemptUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ? WHERE ID = ?`,
+		string(store.SMSQueued), formatTime(retryAt), t, cause, id)
+}
+
+func (s *Store) updateSMS(ctx context.Context, what, query string, args ...any) error {
+	res, err := s.w().ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	} else if n == 0 {
+		return fmt.Errorf("sqlite: %s: sms %d: %w", what, args[len(args)-1], store.ErrNotFound)
+	}
+	return nil
+}
+
+// GetSMS returns one message.
+func (s *Store) GetSMS(ctx context.Context, id int64) (store.SMSMessage, error) {
+	m, err := scanSMS(s.r().QueryRowContext(ctx, `SELECT `+smsColumns+` FROM smsQueue WHERE ID = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("sqlite: get sms %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("sqlite: get sms %d: %w", id, err)
+	}
+	return m, nil
+}
+
+// NextSMSDue returns when the next message is due or the next claim lapses.
+func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
+	var at time.Time
+	err := s.r().QueryRowContext(ctx, `SELECT MIN(t) FROM (
+		SELECT MIN(NextAttemptUTC) AS t FROM smsQueue WHERE State = ?
+		UNION ALL
+		SELECT MIN(ClaimedUntilUTC) FROM smsQueue WHERE State = ?)`,
+		string(store.SMSQueued), string(store.SMSSending)).Scan(scanTime{&at})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("sqlite: next sms due: %w", err)
+	}
+	return at, !at.IsZero(), nil
+}
+
+// CountSMS counts the messages in each state.
+func (s *Store) CountSMS(ctx context.Context) (map[store.SMSState]int, error) {
+	out := map[store.SMSState]int{}
+	for _, st := range store.SMSStates() {
+		out[st] = 0
+	}
+	rows, err := s.r().QueryContext(ctx, `SELECT State, COUNT(*) FROM smsQueue GROUP BY State`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count sms: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: count sms: %w", err)
+		}
+		out[store.SMSState(state)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: count sms: %w", err)
+	}
+	return out, nil
+}

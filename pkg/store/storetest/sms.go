@@ -1,0 +1,177 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/matryer/is"
+)
+
+func testSMSQueue(t *testing.T, open Opener) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 10, 3, 12, 0, 0, 0, time.UTC)
+	const lease = time.Minute
+
+	t.Run("a message goes queued, sending, failed, queued, sending, sent", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		_, ok, err := s.NextSMSDue(ctx)
+		is.NoErr(err)
+		is.True(!ok) // nothing waits in an empty queue
+
+		id, queued, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "hello", Source: "test", DedupeKey: "k1", Now: t0})
+		is.NoErr(err)
+		is.True(queued) // queued
+		is.True(id > 0) // with an id
+		again, queued, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "hello again", DedupeKey: "k1", Now: t0})
+		is.NoErr(err)
+		is.True(!queued)    // the same dedupe key is not queued twice
+		is.Equal(again, id) // and names the first message
+		due, ok, err := s.NextSMSDue(ctx)
+		is.NoErr(err)
+		is.True(ok && due.Equal(t0)) // due when queued
+
+		got, err := s.ClaimSMS(ctx, t0.Add(-time.Second), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // not due before its time
+		got, err = s.ClaimSMS(ctx, t0, lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1)                                // claimed when due
+		is.Equal(got[0].ID, id)                              // the message
+		is.Equal(got[0].Body, "hello")                       // as queued first
+		is.Equal(got[0].State, store.SMSSending)             // now Sending
+		is.Equal(got[0].Attempts, 1)                         // first attempt
+		is.True(got[0].ClaimedUntilUTC.Equal(t0.Add(lease))) // until the lease ends
+		got, err = s.ClaimSMS(ctx, t0.Add(time.Second), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // a claimed message is not claimed again
+
+		is.NoErr(s.SetSMSFailed(ctx, id, "endpoint said 503", t0.Add(30*time.Second), t0.Add(time.Second)))
+		m, err := s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(m.State, store.SMSQueued)                        // queued again
+		is.Equal(m.LastError, "endpoint said 503")                // with the error
+		is.True(m.NextAttemptUTC.Equal(t0.Add(30 * time.Second))) // from the retry time
+		is.True(m.ClaimedUntilUTC.IsZero())                       // unclaimed
+		due, ok, err = s.NextSMSDue(ctx)
+		is.NoErr(err)
+		is.True(ok && due.Equal(t0.Add(30*time.Second))) // the retry is what waits
+		got, err = s.ClaimSMS(ctx, t0.Add(10*time.Second), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // not before the retry time
+		got, err = s.ClaimSMS(ctx, t0.Add(30*time.Second), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1)        // claimed at it
+		is.Equal(got[0].Attempts, 2) // second attempt
+
+		is.NoErr(s.SetSMSSent(ctx, id, t0.Add(31*time.Second)))
+		m, err = s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(m.State, store.SMSSent)                   // sent
+		is.True(m.SentUTC.Equal(t0.Add(31 * time.Second))) // when
+		is.True(m.QueuedUTC.Equal(t0))                     // queued when it was
+		got, err = s.ClaimSMS(ctx, t0.Add(time.Hour), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // a sent message is never claimed
+		_, ok, err = s.NextSMSDue(ctx)
+		is.NoErr(err)
+		is.True(!ok) // nothing waits
+		counts, err := s.CountSMS(ctx)
+		is.NoErr(err)
+		is.Equal(counts, map[store.SMSState]int{store.SMSQueued: 0, store.SMSSending: 0, store.SMSSent: 1, store.SMSFailed: 0}) // one sent
+
+		_, err = s.GetSMS(ctx, id+100)
+		is.True(errors.Is(err, store.ErrNotFound)) // an unknown id
+		is.True(errors.Is(s.SetSMSSent(ctx, id+100, t0), store.ErrNotFound))
+		is.True(errors.Is(s.SetSMSFailed(ctx, id+100, "x", time.Time{}, t0), store.ErrNotFound))
+	})
+
+	t.Run("a lapsed claim is claimed again until the last attempt, then fails", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		id, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "x", Now: t0})
+		is.NoErr(err)
+		for attempt := 1; attempt <= 2; attempt++ {
+			now := t0.Add(time.Duration(attempt) * 2 * lease)
+			got, err := s.ClaimSMS(ctx, now, lease, 2, 10)
+			is.NoErr(err)
+			is.Equal(len(got), 1)              // claimed (again, once the claim lapsed)
+			is.Equal(got[0].Attempts, attempt) // counting attempts
+			due, ok, err := s.NextSMSDue(ctx)
+			is.NoErr(err)
+			is.True(ok && due.Equal(now.Add(lease))) // the lapse is what waits
+		}
+		got, err := s.ClaimSMS(ctx, t0.Add(10*lease), lease, 2, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // the last attempt's lapsed claim is not sent again
+		m, err := s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(m.State, store.SMSFailed)             // it failed
+		is.True(m.LastError != "")                     // saying why
+		is.True(m.FailedUTC.Equal(t0.Add(10 * lease))) // when
+	})
+
+	t.Run("a final failure stays failed", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		id, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "x", Now: t0})
+		is.NoErr(err)
+		_, err = s.ClaimSMS(ctx, t0, lease, 5, 10)
+		is.NoErr(err)
+		is.NoErr(s.SetSMSFailed(ctx, id, strings.Repeat("e", 2*store.MaxStatusLen), time.Time{}, t0.Add(time.Second)))
+		m, err := s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(m.State, store.SMSFailed)             // failed for good
+		is.Equal(len(m.LastError), store.MaxStatusLen) // the error cut to size
+		got, err := s.ClaimSMS(ctx, t0.Add(time.Hour), lease, 5, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // never claimed again
+	})
+
+	t.Run("concurrent claims share the messages out", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		const n = 20
+		for i := range n {
+			_, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "m", Now: t0.Add(time.Duration(i) * time.Millisecond)})
+			is.NoErr(err)
+		}
+		seen := map[int64]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Go(func() {
+				for {
+					got, err := s.ClaimSMS(ctx, t0.Add(time.Second), lease, 5, 3)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, m := range got {
+						seen[m.ID]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			is.NoErr(err) // every claim works
+		}
+		is.Equal(len(seen), n) // every message was claimed
+		for _, times := range seen {
+			is.Equal(times, 1) // by one claim only
+		}
+	})
+}
