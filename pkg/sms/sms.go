@@ -1,0 +1,49 @@
+// Package sms sends the text messages of the SMS queue (store.SMSQueue): a
+// Sender interface, HTTPSender — the default adapter, which posts each
+// message as JSON to the existing SMS flow's URL — and the Drainer, which
+// claims queued messages, hands them to a Sender, retries failures with
+// backoff and leaves a message Failed, visibly, after its last attempt.
+package sms
+
+import (
+	"context"
+	"errors"
+)
+
+// Message is one text message handed to a Sender.
+type Message struct {
+	// ID is the smsQueue row; senders pass it on so the receiving end can
+	// tell a resend (see store.SMSQueue on the one at-least-once window).
+	ID     int64
+	To     string
+	Body   string
+	Source string
+	// Attempt counts from 1.
+	Attempt int
+}
+
+// Sender sends one message. A nil error means the message was accepted. An
+// error that matches ErrPermanent means sending it again cannot help;
+// any other error is worth a retry.
+type Sender interface {
+	Send(ctx context.Context, m Message) error
+}
+
+// SenderFunc adapts a function to Sender.
+type SenderFunc func(ctx context.Context, m Message) error
+
+// Send calls f.
+func (f SenderFunc) Send(ctx context.Context, m Message) error { return f(ctx, m) }
+
+// ErrPermanent marks a refusal that a retry cannot fix (a 4xx other than
+// 408 and 429 from the SMS endpoint, a message with no recipient).
+var ErrPermanent = errors.New("sms: refused for good")
+
+// permanent wraps err so that it matches ErrPermanent.
+type permanent struct{ err error }
+
+func (p permanent) Error() string   { return p.err.Error() }
+func (p permanent) Unwrap() []error { return []error{p.err, ErrPermanent} }
+
+// Permanent marks err as one a retry cannot fix.
+func Permanent(err error) error { return permanent{err} }
