@@ -89,12 +89,14 @@ type MakesafeDetection struct {
 	// QueueChecks is @QueueMakeAllocationChecks: queue the re-check ladder
 	// when the job has no Make Safe allocation yet (§6 on, §5.5 off).
 	QueueChecks bool
-	// Checks are the ladder's rungs as offsets from Now, in whole seconds,
-	// ascending (§6: 1, 4, 10 and 15 minutes).
+	// Checks are the ladder's rungs as offsets from ChecksFrom, in whole
+	// seconds, ascending (§6: 1, 4, 10 and 15 minutes).
 	Checks []time.Duration
-	// Now is the detection's clock; zero is the database's. The SQL Server
-	// column keeps milliseconds: pass whole seconds for due times a JetStream
-	// schedule can hold exactly.
+	// ChecksFrom is when the ladder starts; zero is Now. A whole second
+	// (events.ScheduleAt) gives due times a JetStream schedule holds exactly.
+	ChecksFrom time.Time
+	// Now is the detection's clock, stamped on the call and its SMS; zero is
+	// the database's.
 	Now time.Time
 	// SMSRecipient is who the make-safe SMS goes to (the on-call number).
 	SMSRecipient string
@@ -138,7 +140,7 @@ type Makesafe interface {
 	//     row a job however many calls run at once;
 	//   - with QueueChecks, when the job has no Make Safe allocation and no
 	//     call, it queues the rungs of Checks that are not queued yet, due at
-	//     Now plus each offset, and returns them.
+	//     ChecksFrom plus each offset, and returns them.
 	UpsertMakeSafePhoneCallFromJob(ctx context.Context, d MakesafeDetection) (MakesafeOutcome, error)
 	// GetMakesafePhoneCall returns the job's phone call; found is false when
 	// none was raised.

@@ -66,8 +66,8 @@ GO
 --     insert, so concurrent calls raise one row;
 --   * with @QueueMakeAllocationChecks = 1, when the job has no Make Safe
 --     allocation and no call, queues the rungs of @CheckOffsets (seconds after
---     @NowUTC, ascending; rung n is the n-th smallest) that are not queued
---     yet — the spec's spEthTaskInsertMakeSafeAllocation.
+--     @ChecksFromUTC, by default @NowUTC; rung n is the n-th smallest) that
+--     are not queued yet — the spec's spEthTaskInsertMakeSafeAllocation.
 -- Returns one row (jobFound, jobNumber, jobCreatedUTC, outsideBusinessHours,
 -- hasMakeSafe, phoneCallID, raised, smsID), then the rungs it queued
 -- (PrimeJobID, Rung, DueUTC, QueuedUTC). Nothing is written for a job that
@@ -76,6 +76,7 @@ CREATE OR ALTER PROCEDURE dbo.spMakesafeUpsertPhoneCallFromPrimeJob
     @JobId                     UNIQUEIDENTIFIER,
     @QueueMakeAllocationChecks BIT = 0,
     @CheckOffsets              dbo.primeflowIdList READONLY,
+    @ChecksFromUTC             DATETIME2(3) = NULL,
     @NowUTC                    DATETIME2(3) = NULL,
     @SMSRecipient              NVARCHAR(50) = NULL
 AS
@@ -84,6 +85,7 @@ BEGIN
     SET XACT_ABORT ON;
 
     DECLARE @now DATETIME2(3) = COALESCE(@NowUTC, SYSUTCDATETIME());
+    DECLARE @from DATETIME2(3) = COALESCE(@ChecksFromUTC, @now);
     DECLARE @jobFound BIT = 0, @jobNumber NVARCHAR(50), @createdAt DATETIME2(3), @body NVARCHAR(1000);
     DECLARE @hasMakeSafe BIT = 0, @outside BIT = 0, @raised BIT = 0;
     DECLARE @phoneCallID BIGINT, @smsID BIGINT;
@@ -136,7 +138,7 @@ BEGIN
         BEGIN
             INSERT INTO dbo.makesafeAllocationCheck (PrimeJobID, Rung, DueUTC, QueuedUTC)
             OUTPUT inserted.Rung, inserted.DueUTC INTO @queued
-            SELECT @JobId, o.Rung, DATEADD(SECOND, CAST(o.id AS INT), @now), @now
+            SELECT @JobId, o.Rung, DATEADD(SECOND, CAST(o.id AS INT), @from), @now
             FROM (SELECT id, CAST(ROW_NUMBER() OVER (ORDER BY id) AS INT) AS Rung FROM @CheckOffsets) AS o
             WHERE NOT EXISTS (SELECT 1 FROM dbo.makesafeAllocationCheck AS c WITH (UPDLOCK, HOLDLOCK)
                               WHERE c.PrimeJobID = @JobId AND c.Rung = o.Rung);

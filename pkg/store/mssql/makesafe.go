@@ -32,7 +32,8 @@ func (s *Store) UpsertMakeSafePhoneCallFromJob(ctx context.Context, d store.Make
 	}
 	rows, err := s.q().QueryContext(ctx, procMakesafeDetect,
 		sql.Named("JobId", job), sql.Named("QueueMakeAllocationChecks", d.QueueChecks),
-		sql.Named("CheckOffsets", idList(offsets)), sql.Named("NowUTC", sqlTime(d.Now)),
+		sql.Named("CheckOffsets", idList(offsets)), sql.Named("ChecksFromUTC", sqlTime(d.ChecksFrom)),
+		sql.Named("NowUTC", sqlTime(d.Now)),
 		sql.Named("SMSRecipient", sqlString(d.SMSRecipient)))
 	if err != nil {
 		return out, fmt.Errorf("mssql: upsert make-safe phone call: %w", err)

@@ -30,7 +30,7 @@ func TestMakesafeAndSMSCallsMatchTheProcedures(t *testing.T) {
 	var errs []error
 	try := func(err error) { errs = append(errs, err) }
 	_, err := s.UpsertMakeSafePhoneCallFromJob(ctx, store.MakesafeDetection{JobID: job, QueueChecks: true,
-		Checks: []time.Duration{time.Minute, 4 * time.Minute}, Now: now, SMSRecipient: "+61400000000"})
+		Checks: []time.Duration{time.Minute, 4 * time.Minute}, ChecksFrom: now.Add(time.Second), Now: now, SMSRecipient: "+61400000000"})
 	try(err)
 	_, err = s.UpsertMakeSafePhoneCallFromJob(ctx, store.MakesafeDetection{JobID: job})
 	try(err)

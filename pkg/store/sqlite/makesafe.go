@@ -48,7 +48,11 @@ func (s *Store) UpsertMakeSafePhoneCallFromJob(ctx context.Context, d store.Make
 			return tx.raisePhoneCall(ctx, d, jobID, now, &out, addressLine1, suburb, state, postcode)
 		}
 		if d.QueueChecks && !out.HasMakeSafe && out.PhoneCallID == 0 {
-			return tx.queueChecks(ctx, jobID, d.Checks, now, &out)
+			from := d.ChecksFrom
+			if from.IsZero() {
+				from = now
+			}
+			return tx.queueChecks(ctx, jobID, d.Checks, from, now, &out)
 		}
 		return nil
 	})
@@ -82,9 +86,9 @@ func (s *Store) raisePhoneCall(ctx context.Context, d store.MakesafeDetection, j
 }
 
 // queueChecks queues the rungs of the ladder that are not queued yet.
-func (s *Store) queueChecks(ctx context.Context, jobID string, offsets []time.Duration, now time.Time, out *store.MakesafeOutcome) error {
+func (s *Store) queueChecks(ctx context.Context, jobID string, offsets []time.Duration, from, now time.Time, out *store.MakesafeOutcome) error {
 	for i, off := range offsets {
-		c := store.MakesafeCheck{PrimeJobID: jobID, Rung: i + 1, DueUTC: now.Add(off), QueuedUTC: now}
+		c := store.MakesafeCheck{PrimeJobID: jobID, Rung: i + 1, DueUTC: from.Add(off), QueuedUTC: now}
 		res, err := s.tx.ExecContext(ctx, `INSERT INTO makesafeAllocationCheck (PrimeJobID, Rung, DueUTC, QueuedUTC)
 			VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, jobID, c.Rung, formatTime(c.DueUTC), formatTime(now))
 		if err != nil {

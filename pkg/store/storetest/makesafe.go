@@ -98,6 +98,23 @@ func testMakesafe(t *testing.T, open Opener) {
 		is.Equal(len(listed), 0) // none stored
 	})
 
+	t.Run("the ladder starts from ChecksFrom", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		_, err := s.UpsertJob(ctx, makesafeJob(jobA, afterHours))
+		is.NoErr(err)
+		d := detect(jobA, true, now.Add(250*time.Millisecond))
+		d.ChecksFrom = now.Add(time.Second)
+		out, err := s.UpsertMakeSafePhoneCallFromJob(ctx, d)
+		is.NoErr(err)
+		is.Equal(len(out.Checks), 4)                                            // the rungs
+		is.True(out.Checks[0].DueUTC.Equal(now.Add(time.Second + ladder[0])))   // due from ChecksFrom
+		is.True(out.Checks[0].QueuedUTC.Equal(now.Add(250 * time.Millisecond))) // queued at Now
+		listed, err := s.ListMakesafeChecks(ctx, jobA)
+		is.NoErr(err)
+		is.True(listed[3].DueUTC.Equal(now.Add(time.Second + ladder[3]))) // stored so
+	})
+
 	t.Run("a Make Safe out of hours raises one call and queues its SMS", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)
