@@ -1,7 +1,6 @@
 package jobmirror
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,31 +27,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Ensure-job requests (§4.3) by result: present, mirrored, not_found, rate_limited, error.",
 		}, []string{"result"}),
 	}
-	var err error
-	if m.firstSight, err = register(reg, m.firstSight); err != nil {
-		return nil, err
-	}
-	if m.wipFailures, err = register(reg, m.wipFailures); err != nil {
-		return nil, err
-	}
-	if m.ensure, err = register(reg, m.ensure); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// register registers c, or returns the collector registered before it (a
-// service built twice in one process, as a restart test does).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(C); ok {
-			return existing, nil
+	for _, c := range []prometheus.Collector{m.firstSight, m.wipFailures, m.ensure} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("job-mirror metrics: %w", err)
 		}
 	}
-	if err != nil {
-		return c, fmt.Errorf("job-mirror metrics: %w", err)
-	}
-	return c, nil
+	return m, nil
 }

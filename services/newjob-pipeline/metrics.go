@@ -1,0 +1,22 @@
+package newjobpipeline
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	runs *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	runs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "primeflow_newjob_pipeline_runs_total",
+		Help: "New-job pipeline runs (§6) by result: completed, failed (retried with backoff; see primectl firstseen --failed), skipped (already completed).",
+	}, []string{"result"})
+	if err := reg.Register(runs); err != nil {
+		return nil, fmt.Errorf("newjob-pipeline metrics: %w", err)
+	}
+	return &metrics{runs: runs}, nil
+}

@@ -1,0 +1,182 @@
+// Package newjobpipeline runs the new-job pipeline (RunNewJobPipelineAsync,
+// §6) once for each job job-mirror sees for the first time: it queues the
+// job's missing objects into ethSyncQueue and hands make-safe detection, with
+// the allocation re-checks on, to the makesafe service.
+package newjobpipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Durable is the pipeline's consumer on PRIME_JOB.
+const Durable = "newjob-pipeline"
+
+// DetectSource is the Source of the make-safe detection the pipeline asks for.
+const DetectSource = "firstseen"
+
+// DetectMsgID is the Nats-Msg-Id of a job's make-safe hand-off from the
+// pipeline: one a job, so a rerun of the pipeline cannot hand it off twice.
+func DetectMsgID(jobID string) string { return "makesafe.detect:firstseen:" + jobID }
+
+// Config is the pipeline's own configuration.
+type Config struct {
+	// Workers is how many jobs are put through the pipeline at once.
+	Workers int `env:"NEWJOB_PIPELINE_WORKERS" envDefault:"4"`
+	// Backoff is the wait before a failed run is tried again, by delivery:
+	// the last value repeats. Failures are thrown (§6), so the job retries
+	// until the pipeline completes.
+	Backoff []time.Duration `env:"NEWJOB_PIPELINE_BACKOFF" envDefault:"1s,5s,30s,2m,10m" envSeparator:","`
+}
+
+// Pipeline is the newjob-pipeline service.
+type Pipeline struct {
+	cfg     Config
+	store   store.Store
+	js      jetstream.JetStream
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	outbox  *outbox.Publisher
+	metrics *metrics
+}
+
+// New builds the pipeline from the shared Deps and its Config.
+func New(cfg Config, d service.Deps) (*Pipeline, error) {
+	if cfg.Workers <= 0 || len(cfg.Backoff) == 0 {
+		return nil, errors.New("newjob-pipeline: NEWJOB_PIPELINE_WORKERS and NEWJOB_PIPELINE_BACKOFF must be set")
+	}
+	log := d.Log.With("component", "newjob-pipeline")
+	m, err := newMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Pipeline{
+		cfg: cfg, store: d.Store, js: d.JS, log: log, reg: d.Metrics, metrics: m,
+		outbox: &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log},
+	}, nil
+}
+
+// Run consumes prime.job.firstseen until ctx ends. One job's hand-offs are
+// handled one at a time.
+func (p *Pipeline) Run(ctx context.Context) error {
+	return consume.Run(ctx, p.js, consume.Spec{
+		Stream:   events.StreamJob,
+		Durable:  Durable,
+		Subjects: []string{events.SubjectJobFirstSeen},
+		Workers:  p.cfg.Workers,
+		Key: func(m jetstream.Msg) string {
+			var fs events.JobFirstSeen
+			_ = json.Unmarshal(m.Data(), &fs) // a bad body gets the "" lane and is dropped there
+			return strings.ToLower(fs.JobID)
+		},
+		Backoff: func(delivered uint64) time.Duration {
+			return p.cfg.Backoff[min(max(int(delivered), 1), len(p.cfg.Backoff))-1]
+		},
+	}, p.log, p.reg, p.handle)
+}
+
+// handle runs the pipeline for one first sight, or skips a job whose
+// pipeline has completed (a redelivery, or a replayed hand-off).
+func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
+	var fs events.JobFirstSeen
+	if err := json.Unmarshal(msg.Data(), &fs); err != nil || fs.JobID == "" {
+		return consume.Drop(fmt.Errorf("%s: not a first-sight hand-off: %v", msg.Subject(), err))
+	}
+	jobID := strings.ToLower(fs.JobID)
+	log := p.log.With("jobId", jobID, "logId", fs.LogID)
+	ran, queued, err := p.run(ctx, jobID, fs.LogID)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return err // shutting down: the message goes back, no attempt recorded
+	case err != nil:
+		p.metrics.runs.WithLabelValues("failed").Inc()
+		attempts, ferr := p.store.FailFirstSeen(context.WithoutCancel(ctx), jobID, err.Error())
+		if ferr != nil {
+			log.Error("new-job pipeline failed, and its failure could not be recorded", "err", err, "recordErr", ferr)
+		} else {
+			log.Warn("new-job pipeline failed; it is retried with backoff", "attempts", attempts, "err", err)
+		}
+		return err
+	case !ran:
+		p.metrics.runs.WithLabelValues("skipped").Inc()
+		log.Debug("new-job pipeline already completed for the job")
+		return nil
+	}
+	p.metrics.runs.WithLabelValues("completed").Inc()
+	log.Info("new-job pipeline completed", "queuedObjects", queued)
+	return nil
+}
+
+// run is §6 in one transaction: step 1 (queue the missing objects), step 2
+// (make-safe detection with queue-checks on, handed off through the outbox)
+// and the completed stamp, so a failure anywhere leaves nothing half done
+// and the retry runs it all again. ran is false when the job's pipeline had
+// completed already.
+func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool, queued int, err error) {
+	var handoff []store.OutboxMessage
+	err = p.store.InTx(ctx, func(tx store.Store) error {
+		row, found, err := tx.GetFirstSeen(ctx, jobID)
+		if err != nil {
+			return err
+		}
+		if found && row.Completed() {
+			return nil
+		}
+		if !found {
+			// A hand-off nobody claimed (published by hand to run the
+			// pipeline for a job): record it, so its progress shows.
+			if _, err := tx.ClaimFirstSeen(ctx, jobID, logID); err != nil {
+				return err
+			}
+		}
+		ran = true
+		if queued, err = tx.QueueMissingObjectsByJob(ctx, jobID); err != nil {
+			return fmt.Errorf("queue missing objects: %w", err)
+		}
+		body, err := json.Marshal(events.MakesafeDetect{JobID: jobID, QueueChecks: true, Source: DetectSource})
+		if err != nil {
+			return err
+		}
+		if handoff, err = tx.InsertOutbox(ctx, []store.OutboxMessage{
+			outbox.Message(events.SubjectMakesafeDetect, DetectMsgID(jobID), body),
+		}); err != nil {
+			return fmt.Errorf("hand off make-safe detection: %w", err)
+		}
+		return tx.CompleteFirstSeen(ctx, jobID, fmt.Sprintf("Completed: %d missing objects queued, make-safe detection requested", queued))
+	})
+	if err != nil {
+		return false, 0, err
+	}
+	if len(handoff) > 0 {
+		if err := p.outbox.Send(ctx, handoff); err != nil {
+			p.log.Warn("make-safe hand-off not published yet; the outbox sweeper will", "jobId", jobID, "err", err)
+		}
+	}
+	return ran, queued, nil
+}
+
+// Main runs the pipeline as a process of its own.
+func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	var cfg Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	return service.Main(ctx, "newjob-pipeline", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		return New(cfg, d)
+	})
+}

@@ -1,0 +1,170 @@
+// Package optimoplan plans OptimoRoute's days: on optimo.plan.requested
+// (sent by optimo-create after it writes orders, and by the portals after a
+// booking) it takes the optimo-plan lock, starts planning every NotPlanned
+// date, polls the plans, writes each outcome only while the date is still in
+// the state the run observed (§8.4), reads the routes back into
+// optimoRouteOrder, refreshes the orders the routes left out, releases the
+// lock and asks for the queued SMS messages to be sent (§8.2).
+//
+// Requests coalesce: a burst causes one run, and requests that arrive during
+// a run cause one more, which starts after them.
+package optimoplan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/coalesce"
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	_ "time/tzdata" // OPTIMO_TIMEZONE resolves without the host's zoneinfo
+)
+
+// Durable is optimo-plan's consumer of optimo.plan.requested on OPTIMO.
+const Durable = "optimo-plan"
+
+// Source is what optimo-plan names itself as in the messages it sends.
+const Source = "optimo-plan"
+
+// Config is optimo-plan's own configuration.
+type Config struct {
+	// Lock is the optimo-plan lock: OPTIMO_PLAN_LOCK_TTL (12m),
+	// OPTIMO_PLAN_LOCK_WAIT (6m, §8.3), OPTIMO_PLAN_LOCK_RENEW.
+	Lock lock.Config `envPrefix:"OPTIMO_PLAN_"`
+	// PollInterval is the wait before each status poll (§8.2: 3 seconds).
+	PollInterval time.Duration `env:"OPTIMO_PLAN_POLL_INTERVAL" envDefault:"3s"`
+	// MaxPolls bounds the status polls of one run (§8.2: 60).
+	MaxPolls int `env:"OPTIMO_PLAN_MAX_POLLS" envDefault:"60"`
+	// Every runs a plan on a schedule too, the way the n8n flows had one:
+	// dates left NotPlanned by a run that gave up are planned by the next.
+	// Zero runs only on request.
+	Every time.Duration `env:"OPTIMO_PLAN_EVERY" envDefault:"30m"`
+	// OnStart runs a plan when the service starts, for requests acked
+	// before a crash.
+	OnStart bool `env:"OPTIMO_PLAN_ON_START" envDefault:"true"`
+	// TimeZone is the OptimoRoute account's: routes give local times.
+	TimeZone string `env:"OPTIMO_TIMEZONE" envDefault:"Australia/Melbourne"`
+}
+
+// Planner is the optimo-plan service.
+type Planner struct {
+	cfg     Config
+	store   store.Store
+	optimo  *optimoroute.Client
+	locks   *lock.Locker
+	js      jetstream.JetStream
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	zone    *time.Location
+	loop    *coalesce.Loop
+	metrics *metrics
+}
+
+// New builds optimo-plan from the shared Deps, its Config and the
+// OptimoRoute client it shares with optimo-create (one client, so one limit
+// of concurrent requests for the account).
+func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Client) (*Planner, error) {
+	if cfg.PollInterval <= 0 || cfg.MaxPolls <= 0 {
+		return nil, errors.New("optimo-plan: OPTIMO_PLAN_POLL_INTERVAL and OPTIMO_PLAN_MAX_POLLS must be above zero")
+	}
+	if optimo == nil {
+		return nil, errors.New("optimo-plan: no OptimoRoute client")
+	}
+	zone, err := time.LoadLocation(cfg.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("optimo-plan: OPTIMO_TIMEZONE: %w", err)
+	}
+	log := d.Log.With("component", "optimo-plan")
+	locks, err := lock.New(ctx, d.JS, cfg.Lock, log)
+	if err != nil {
+		return nil, fmt.Errorf("optimo-plan: %w", err)
+	}
+	m, err := newMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	p := &Planner{cfg: cfg, store: d.Store, optimo: optimo, locks: locks, js: d.JS, log: log, reg: d.Metrics,
+		zone: zone, metrics: m}
+	p.loop = coalesce.New(p.scheduled, cfg.Every)
+	return p, nil
+}
+
+// Run consumes plan requests and plans until ctx ends.
+func (p *Planner) Run(ctx context.Context) error {
+	if p.cfg.OnStart {
+		p.loop.Request()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { p.loop.Run(ctx) })
+	err := consume.Run(ctx, p.js, consume.Spec{
+		Stream:   events.StreamOptimo,
+		Durable:  Durable,
+		Subjects: []string{events.SubjectOptimoPlan},
+	}, p.log, p.reg, p.request)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// request acks a plan request and owes it a run that starts after it.
+func (p *Planner) request(_ context.Context, msg jetstream.Msg) error {
+	var req events.PlanRequested
+	if err := json.Unmarshal(msg.Data(), &req); err != nil {
+		// Planning needs nothing from the body: plan anyway.
+		p.log.Warn("plan request is not JSON; planning anyway", "err", err)
+	}
+	p.metrics.requests.Inc()
+	p.log.Debug("plan requested", "source", req.Source, "reason", req.Reason)
+	p.loop.Request()
+	return nil
+}
+
+// scheduled is one coalesced run; its outcome is logged and counted.
+func (p *Planner) scheduled(ctx context.Context) {
+	res, err := p.Plan(ctx)
+	switch {
+	case err == nil:
+		p.log.Info("plan run finished", "started", res.Started, "failed", res.Failed, "finished", res.Finished,
+			"routed", res.Routed, "refreshed", res.Refreshed)
+	case ctx.Err() != nil:
+		p.log.Info("plan run interrupted by shutdown", "err", err)
+	default:
+		p.log.Error("plan run failed", "err", err, "started", res.Started, "failed", res.Failed, "finished", res.Finished)
+	}
+}
+
+// Main runs optimo-plan as a process of its own.
+func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	var cfg Config
+	var ocfg optimoroute.Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := config.Parse(getenv, &ocfg); err != nil {
+		return err
+	}
+	return service.Main(ctx, "optimo-plan", getenv, stderr, func(ctx context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		oc, err := optimoroute.New(ocfg)
+		if err != nil {
+			return nil, err
+		}
+		d.Metrics.MustRegister(oc.Collectors()...)
+		return New(ctx, cfg, d, oc)
+	})
+}

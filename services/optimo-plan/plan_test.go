@@ -1,0 +1,417 @@
+package optimoplan_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/optimosim"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	optimoplan "github.com/ethosbuilding/primeflow/services/optimo-plan"
+	"github.com/matryer/is"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A run plans every NotPlanned date, reads the routes back into the orders,
+// releases the lock and asks for the SMS queue to be sent.
+func TestPlanRun(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, false)
+	e.order("A-1", dayOne)
+	e.order("A-2", dayOne)
+	e.order("B-1", dayTwo)
+	p := e.planner(config())
+	sms := smsRequests(t, e)
+
+	res, err := p.Plan(e.ctx)
+	is.NoErr(err)
+	is.Equal(res.Started, []string{dayOne, dayTwo})                // every NotPlanned date, earliest first
+	is.Equal(res.Finished[dayOne], store.PlanPlanningCompleted)    // the plans completed
+	is.Equal(res.Routed, []string{dayOne, dayTwo})                 // and their routes were read
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // the dates are done
+	is.Equal(e.plan(dayTwo).PlanStatus, store.PlanRoutesCompleted)
+	is.True(e.plan(dayOne).PlanningID != 0) // with their planning ids
+
+	for _, no := range []string{"A-1", "A-2", "B-1"} {
+		o, _, err := e.store.GetOrder(e.ctx, no)
+		is.NoErr(err)
+		is.True(!o.ScheduledUTC.IsZero()) // each order has its scheduled time
+		is.True(o.DriverSerial != "")     // and driver
+	}
+	a1, _, _ := e.store.GetOrder(e.ctx, "A-1")
+	// The simulator's first stop is 08:15 local; Melbourne is UTC+11 in March.
+	is.Equal(a1.ScheduledUTC, time.Date(2026, 3, 9, 21, 15, 0, 0, time.UTC))
+
+	_, held := e.lockEntry()
+	is.True(!held)                   // the lock is released
+	is.Equal(len(sms.wait(t, 1)), 1) // one SMS-send request
+	is.Equal(p.runs("ok"), 1)
+
+	res, err = p.Plan(e.ctx)
+	is.NoErr(err)
+	is.Equal(len(res.Started), 0) // nothing is left to plan
+	is.Equal(e.starts(dayOne), 1) // and nothing is planned twice
+}
+
+// The §8.4 race, step by step: an order created for D while D is Planning
+// sets it back to NotPlanned; the run's result does not overwrite that, and
+// the next run plans D again with the new order.
+func TestReQueueRace(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, true)
+	e.order("A-1", dayOne)
+	p := e.planner(config())
+
+	first := goPlan(e.ctx, p)
+	e.planning(dayOne)     // 1. the run moves D to Planning and starts its plan
+	e.order("A-2", dayOne) // 2. an order is created for D: NotPlanned again
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned)
+	e.finishPlans() // 3. the plan finishes
+	r := e.await(first)
+	is.NoErr(r.err)
+	is.Equal(r.res.Finished[dayOne], "")                      // the run's PlanningCompleted was not written
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned) // D is still queued
+	a2, _, _ := e.store.GetOrder(e.ctx, "A-2")
+	is.True(a2.ScheduledUTC.IsZero()) // and the new order is not yet on a route
+
+	second := goPlan(e.ctx, p)
+	e.planning(dayOne)
+	e.finishPlans()
+	r = e.await(second)
+	is.NoErr(r.err)
+	is.Equal(r.res.Started, []string{dayOne})                      // the next run plans D
+	is.Equal(e.starts(dayOne), 2)                                  // a second time
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // to the end
+	a2, _, _ = e.store.GetOrder(e.ctx, "A-2")
+	is.True(!a2.ScheduledUTC.IsZero()) // with the new order on a route
+}
+
+// Every outcome of a plan is written only while the date is still Planning,
+// and RoutesCompleted only while it is PlanningCompleted.
+func TestGuardedOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mode    optimosim.PlanningMode
+		status  string // what get_planning_status answers, when not the simulator's
+		cancel  bool   // stop the plan in OptimoRoute while it runs
+		requeue bool   // write an order for the date while it is planned
+		want    string
+	}{
+		{name: "finished", mode: optimosim.PlanningFinishes, want: store.PlanRoutesCompleted},
+		{name: "error", mode: optimosim.PlanningFails, want: store.PlanErrorOccurred},
+		{name: "cancelled", mode: optimosim.PlanningNeverCompletes, cancel: true, want: store.PlanCancelled},
+		{name: "unknown status", status: "Q", want: store.PlanUnknownError},
+		{name: "finished after a re-queue", mode: optimosim.PlanningFinishes, requeue: true, want: store.PlanNotPlanned},
+		{name: "error after a re-queue", mode: optimosim.PlanningFails, requeue: true, want: store.PlanNotPlanned},
+		{name: "cancelled after a re-queue", mode: optimosim.PlanningNeverCompletes, cancel: true, requeue: true, want: store.PlanNotPlanned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, true)
+			if tc.status != "" {
+				e.serve(statusOverride(e.sim, tc.status))
+			}
+			e.sim.SetPlanningMode(tc.mode)
+			e.order("A-1", dayOne)
+			p := e.planner(config())
+			run := goPlan(e.ctx, p)
+			id := e.planning(dayOne)
+			if tc.requeue {
+				e.order("A-2", dayOne)
+			}
+			if tc.cancel {
+				is.NoErr(e.client.StopPlanning(e.ctx, id))
+			}
+			e.finishPlans()
+			r := e.await(run)
+			is.NoErr(r.err)
+			got := e.plan(dayOne)
+			is.Equal(got.PlanStatus, tc.want) // the status after the run
+			if tc.want != store.PlanRoutesCompleted && tc.want != store.PlanNotPlanned {
+				is.True(got.ErrorText != "") // a failed plan says why
+			}
+		})
+	}
+}
+
+// statusOverride answers get_planning_status with a status OptimoRoute does
+// not document, and passes everything else to the simulator.
+func statusOverride(sim http.Handler, status string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/"+optimoroute.OpGetPlanningStatus) {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"success": true, "status": status, "percentageComplete": 50})
+			return
+		}
+		sim.ServeHTTP(w, r)
+	})
+}
+
+// A request OptimoRoute refuses records E:<code> without a guard and parks
+// the date, ERR_OPT_RUNNING included; the run goes on with the other dates,
+// and an order written for a parked date queues it again.
+func TestRefusedStart(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, true)
+	e.order("A-1", dayOne)
+	e.order("B-1", dayTwo)
+	e.order("C-1", "2026-03-12")
+	// Someone else is planning D in OptimoRoute.
+	_, err := e.client.StartPlanning(e.ctx, optimoroute.StartPlanningRequest{Date: dayOne})
+	is.NoErr(err)
+	e.sim.InjectFault(optimosim.Fault{Operation: optimoroute.OpStartPlanning, After: 1, Code: string(optimoroute.ErrInternal)})
+	p := e.planner(config())
+
+	run := goPlan(e.ctx, p)
+	e.planning("2026-03-12")
+	e.finishPlans()
+	r := e.await(run)
+	is.NoErr(r.err)
+	is.Equal(r.res.Failed[dayOne], "E:ERR_OPT_RUNNING")                    // the running plan refuses the date
+	is.Equal(e.plan(dayOne).PlanStatus, "E:ERR_OPT_RUNNING")               // recorded
+	is.True(strings.Contains(e.plan(dayOne).ErrorText, "ERR_OPT_RUNNING")) // with the message
+	is.Equal(e.plan(dayTwo).PlanStatus, "E:ERR_INTERNAL")                  // another refusal, another code
+	is.Equal(e.plan("2026-03-12").PlanStatus, store.PlanRoutesCompleted)   // the other dates are planned
+
+	res, err := p.Plan(e.ctx)
+	is.NoErr(err)
+	is.Equal(len(res.Started), 0) // parked dates are not retried on every run
+
+	e.order("A-2", dayOne) // a new order queues the date again
+	run = goPlan(e.ctx, p)
+	e.planning(dayOne)
+	e.finishPlans()
+	r = e.await(run)
+	is.NoErr(r.err)
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // and the next run plans it
+}
+
+// A request that gets no answer puts the date back in the queue and ends the
+// run with an error, lock released.
+func TestStartWithoutAnswer(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, false)
+	e.order("A-1", dayOne)
+	e.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hj, _ := w.(http.Hijacker)
+		conn, _, _ := hj.Hijack()
+		conn.Close() // the connection drops: no answer at all
+	}))
+	p := e.planner(config())
+	_, err := p.Plan(e.ctx)
+	is.True(err != nil)                                       // the run fails
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned) // the date is queued again
+	_, held := e.lockEntry()
+	is.True(!held) // and the lock is released
+	is.Equal(p.runs("error"), 1)
+}
+
+// A plan that never completes stops at the poll limit: the plan is stopped,
+// the error recorded on its date, the lock released.
+func TestPollLimit(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, false)
+	e.sim.SetPlanningMode(optimosim.PlanningNeverCompletes)
+	e.order("A-1", dayOne)
+	cfg := config()
+	cfg.MaxPolls = 5
+	p := e.planner(cfg)
+
+	_, err := p.Plan(e.ctx)
+	is.True(errors.Is(err, optimoplan.ErrPollLimit)) // the run ends at the limit
+	got := e.plan(dayOne)
+	is.Equal(got.PlanStatus, store.PlanPollLimit)                           // the date records it
+	is.True(strings.Contains(got.ErrorText, "still running after 5 polls")) // with the reason
+	polls := 0
+	stopped := false
+	for _, ev := range e.sim.Events() {
+		switch ev.Operation {
+		case optimoroute.OpGetPlanningStatus:
+			polls++
+		case optimoroute.OpStopPlanning:
+			stopped = ev.PlanningID == got.PlanningID
+		}
+	}
+	is.Equal(polls, 5) // bounded polling
+	is.True(stopped)   // the plan is stopped in OptimoRoute
+	_, held := e.lockEntry()
+	is.True(!held) // the lock is released
+	is.Equal(p.runs("poll_limit"), 1)
+}
+
+// Two runners contend: the second waits by watching the lock, then runs
+// with what was queued meanwhile.
+func TestRunnersTakeTurns(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, true)
+	e.order("A-1", dayOne)
+	a := e.planner(config())
+	b := e.planner(config())
+
+	ra := goPlan(e.ctx, a)
+	e.planning(dayOne) // a holds the lock, its plan running
+	e.order("B-1", dayTwo)
+	rb := goPlan(e.ctx, b)
+	e.waitFor("b to wait", func() bool { return strings.Contains(e.logs(), "waiting for lock") })
+	is.Equal(e.starts(dayTwo), 0) // b does nothing while it waits
+
+	e.finishPlans()
+	got := e.await(ra)
+	is.NoErr(got.err)
+	is.Equal(got.res.Started, []string{dayOne}) // a planned what it found
+	e.planning(dayTwo)                          // b takes the lock and plans what came after
+	e.finishPlans()
+	got = e.await(rb)
+	is.NoErr(got.err)
+	is.Equal(got.res.Started, []string{dayTwo})
+	is.Equal(e.plan(dayTwo).PlanStatus, store.PlanRoutesCompleted)
+}
+
+// A runner that gives up waiting says so, counts it, and leaves the lock
+// exactly as the holder has it.
+func TestGiveUpLeavesTheLock(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, true)
+	e.order("A-1", dayOne)
+	a := e.planner(config())
+	cfg := config()
+	cfg.Lock.Wait = time.Second
+	b := e.planner(cfg)
+
+	ra := goPlan(e.ctx, a)
+	e.planning(dayOne)
+	before, held := e.lockEntry()
+	is.True(held) // a holds the lock
+
+	_, err := b.Plan(e.ctx)
+	is.True(errors.Is(err, lock.ErrBusy)) // b gives up
+	is.Equal(b.runs("lock_busy"), 1)      // visibly
+	after, held := e.lockEntry()
+	is.True(held)                                           // the lock is still there
+	is.Equal(after.Value(), before.Value())                 // naming a
+	is.True(after.Revision() >= before.Revision())          // as a left it (a may have renewed it)
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanPlanning) // b touched no date
+
+	e.finishPlans()
+	got := e.await(ra)
+	is.NoErr(got.err) // a finishes and releases normally
+	_, held = e.lockEntry()
+	is.True(!held)
+}
+
+// A holder that crashes never releases: its lock expires by its TTL, and
+// the next run proceeds, polling the plan the crashed run left.
+func TestCrashedHolderExpires(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, true)
+	e.order("A-1", dayOne)
+	cfg := config()
+	cfg.Lock = lock.Config{TTL: time.Second, Wait: 30 * time.Second}
+	a := e.planner(cfg)
+	b := e.planner(cfg)
+
+	actx, crash := context.WithCancel(e.ctx)
+	ra := goPlan(actx, a)
+	id := e.planning(dayOne)
+	a.nc.Close() // a's process dies: no renewals, no release
+	crash()
+	e.await(ra)
+	_, held := e.lockEntry()
+	is.True(held) // the crashed run's lock is still there
+
+	rb := goPlan(e.ctx, b)
+	e.waitFor("b to take the expired lock", func() bool { return strings.Contains(e.logs(), "took lock after waiting") })
+	e.finishPlans()
+	got := e.await(rb)
+	is.NoErr(got.err)
+	is.Equal(got.res.Finished[dayOne], store.PlanPlanningCompleted) // b polled the plan a left
+	is.Equal(e.plan(dayOne).PlanningID, id)                         // the same plan
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted)  // to the end
+	is.Equal(e.starts(dayOne), 1)                                   // without starting it again
+}
+
+// Plan requests coalesce: 100 requests that arrive while a run is in
+// progress cause one more run, not a hundred.
+func TestBurstCoalesces(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, true)
+	e.order("A-1", dayOne)
+	p := e.planner(config())
+	ctx, stop := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+
+	publish := func(n int) {
+		for i := range n {
+			data, _ := json.Marshal(events.PlanRequested{Source: "AdminPortal", Reason: "booking " + string(rune('a'+i%26))})
+			if _, err := p.js.PublishAsync(events.SubjectOptimoPlan, data); err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+		}
+		select {
+		case <-p.js.PublishAsyncComplete():
+		case <-e.ctx.Done():
+			t.Fatal("publishes not acknowledged")
+		}
+	}
+	publish(1)
+	e.planning(dayOne) // the first request's run is planning
+	publish(99)        // the rest of the burst arrives during it
+	e.waitFor("every request to be received", func() bool { return p.requests() == 100 })
+	e.finishPlans()
+	e.waitFor("the follow-up run", func() bool { return p.runs("ok") == 2 })
+	is.Equal(e.starts(dayOne), 1) // the follow-up found nothing more to plan
+
+	e.order("B-1", dayTwo) // a later booking
+	publish(1)
+	e.planning(dayTwo)
+	e.finishPlans()
+	e.waitFor("its run", func() bool { return p.runs("ok") == 3 })
+	stop()
+	is.NoErr(<-done)
+	is.Equal(p.runs("ok"), 3) // 1 run + 1 follow-up for the burst, 1 for the later request
+	is.Equal(e.plan(dayTwo).PlanStatus, store.PlanRoutesCompleted)
+}
+
+// smsSub collects sms.send.requested messages.
+type smsSub struct {
+	cons jetstream.Consumer
+}
+
+func smsRequests(t *testing.T, e *env) *smsSub {
+	t.Helper()
+	p := e.planner(config())
+	cons, err := p.js.CreateConsumer(e.ctx, events.StreamSMS, jetstream.ConsumerConfig{FilterSubject: events.SubjectSMSSend})
+	if err != nil {
+		t.Fatalf("sms consumer: %v", err)
+	}
+	return &smsSub{cons: cons}
+}
+
+// wait fetches n requests.
+func (s *smsSub) wait(t *testing.T, n int) []events.SMSSendRequested {
+	t.Helper()
+	batch, err := s.cons.Fetch(n, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatalf("fetch sms requests: %v", err)
+	}
+	var out []events.SMSSendRequested
+	for m := range batch.Messages() {
+		var r events.SMSSendRequested
+		if err := json.Unmarshal(m.Data(), &r); err != nil {
+			t.Fatalf("sms request: %v", err)
+		}
+		if r.Source != optimoplan.Source {
+			t.Fatalf("sms request from %q", r.Source)
+		}
+		out = append(out, r)
+	}
+	return out
+}
