@@ -1,0 +1,170 @@
+package childmirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// appointment is ProcessAppointmentEventAsync (§5.2), for create-appointment
+// and complete-appointment: both mean Prime's copy of the appointment has
+// changed.
+func (c *ChildMirror) appointment(ctx context.Context, ev events.Resolved) (pipeline.Finish, error) {
+	// Step 1 is the resolver's: RequireEntityGuid(primeAppointments, …).
+	if ev.Entity != store.TableAppointments || ev.EntityID == "" {
+		return pipeline.Finish{}, pipeline.Fault(pipeline.MissingIdentifier, ev.Action, "the resolver named no appointment (entity %q)", ev.Entity)
+	}
+	// Step 2, MirrorAppointmentAsync: the appointment as Prime has it now —
+	// the resolver's copy when it had to fetch it, otherwise fetched again
+	// ("it runs a second time to refresh an appointment we already held").
+	a, err := c.getAppointment(ctx, ev)
+	if err != nil {
+		return pipeline.Finish{}, err
+	}
+	row := appointmentRow(a)
+	jobID, err := c.childJob(ctx, ev, row.JobID)
+	if err != nil {
+		return pipeline.Finish{}, err
+	}
+	log := c.log.With("logId", ev.LogID, "action", ev.Action, "jobId", jobID, "appointmentId", row.AppointmentID)
+	if row.JobID == "" {
+		log.Warn("Prime reported no job on the appointment: mirrored under the job of the numeric reference")
+		row.JobID = jobID
+	}
+
+	// Step 4, SyncAppointmentContactsAsync: logged and swallowed (§9).
+	// It runs before the commit so that the hand-off below, published right
+	// after it, finds the contacts in the mirror as step 5 does.
+	c.syncContacts(ctx, log, jobID)
+
+	// Step 5, RequestOptimoRouteCreateAndPlanAsync: fire-and-forget. It
+	// goes through the outbox, which cannot fail the event once the
+	// appointment commits, and publishes once per appointment state: a
+	// replay or a Prime retry within the stream's duplicate window is
+	// dropped, and optimo-create coalesces the rest.
+	msg, err := message(events.SubjectOptimoCreate, optimoCreateMsgID(row),
+		events.CreateRequested{Source: source(ev.LogID), Reason: ev.Action + " " + row.AppointmentID})
+	if err != nil {
+		return pipeline.Finish{}, err
+	}
+	return pipeline.Finish{
+		JobID: jobID,
+		Write: func(ctx context.Context, tx store.Store) error {
+			// The job was mirrored first (§4.3); now the appointment, and
+			// step 3, the mapping.
+			if saved, err := tx.SaveAppointment(ctx, row); err != nil {
+				return err
+			} else if !saved {
+				log.Info("the mirror holds a newer version of the appointment; left as it is", "version", row.Version)
+			}
+			return saveReference(ctx, tx, ev.NumericRef, jobID)
+		},
+		Outbox: []store.OutboxMessage{msg},
+	}, nil
+}
+
+// getAppointment is the resolver's copy of the appointment, or Prime's.
+func (c *ChildMirror) getAppointment(ctx context.Context, ev events.Resolved) (prime.Appointment, error) {
+	if r, ok := fetched(ev, resourceAppointments, ev.EntityID); ok && !ev.EntityInMirror {
+		return prime.FromResource[prime.Appointment](r.ID, r.Attributes)
+	}
+	a, err := c.prime.GetAppointment(ctx, ev.EntityID)
+	if errors.Is(err, prime.ErrNotFound) {
+		return a, fmt.Errorf("appointment %s is mirrored but Prime no longer has it: %w", ev.EntityID, err)
+	}
+	return a, err
+}
+
+// childJob is the job a child record belongs to, made sure of in the
+// mirror before its child is written (§4.3). A record without a job falls
+// back to the job of the event's numeric reference (§5.2 step 3, §5.5 step
+// 2: ResolveJobIdAsync with forceSync false): the reference map, or Prime
+// through job-mirror.
+func (c *ChildMirror) childJob(ctx context.Context, ev events.Resolved, recordJob string) (string, error) {
+	req := events.EnsureJobRequest{JobID: recordJob, LogID: ev.LogID}
+	if req.JobID == "" {
+		if ev.NumericRef <= 0 {
+			return "", pipeline.Fault(pipeline.MissingIdentifier, ev.Action, "the %s has no job and the payload no numeric jobId", strings.TrimSuffix(ev.Entity, "s"))
+		}
+		jobID, mapped, err := c.store.GetJobIDByReference(ctx, ev.NumericRef)
+		if err != nil {
+			return "", err
+		}
+		if mapped {
+			req.JobID = jobID
+		} else {
+			req.NumericRef = ev.NumericRef
+		}
+	}
+	return c.ensureJob(ctx, req)
+}
+
+// syncContacts is SyncAppointmentContactsAsync (§5.2 step 4): the job's
+// contact relationships from Prime, primaryContactId off a fresh fetch of
+// the job (saved, like GetandSaveJob; not primeJobs, which may be stale or
+// not yet hold the contact), and every distinct contact. A failure is
+// logged and swallowed: ethSyncQueue and the job's own sync cover contacts
+// later.
+func (c *ChildMirror) syncContacts(ctx context.Context, log *slog.Logger, jobID string) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ContactSyncTimeout)
+	defer cancel()
+	if err := c.contactSync(ctx, jobID); err != nil {
+		c.metrics.swallowed.WithLabelValues("contact_sync").Inc()
+		log.Warn("contact sync failed; logged only, ethSyncQueue and the job sync cover contacts later", "err", err)
+	}
+}
+
+func (c *ChildMirror) contactSync(ctx context.Context, jobID string) error {
+	rels, err := c.prime.GetJobContactRelationships(ctx, jobID)
+	if err != nil {
+		return fmt.Errorf("contact relationships: %w", err)
+	}
+	job, err := c.prime.GetJob(ctx, jobID)
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	var ids []string
+	for _, r := range rels {
+		ids = append(ids, strings.ToLower(r.ContactID))
+	}
+	ids = append(ids, strings.ToLower(job.PrimaryContactID))
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var contacts []store.Contact
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		ct, err := c.prime.GetContact(ctx, id)
+		if err != nil {
+			return fmt.Errorf("contact %s: %w", id, err)
+		}
+		contacts = append(contacts, contactRow(ct))
+	}
+	return c.store.InTx(ctx, func(tx store.Store) error {
+		if _, err := tx.UpsertJob(ctx, ensurejob.Row(job)); err != nil {
+			return err
+		}
+		for _, ct := range contacts {
+			if err := tx.SaveContact(ctx, ct); err != nil {
+				return err
+			}
+		}
+		return tx.ReplaceJobContactRelationships(ctx, jobID, relationshipRows(jobID, rels))
+	})
+}
+
+// optimoCreateMsgID makes the hand-off publish once per state of an
+// appointment (optimo-create's queue compares versions, §5.2).
+func optimoCreateMsgID(a store.Appointment) string {
+	return fmt.Sprintf("optimo-create:appointment:%s:v%d:%d", a.AppointmentID, a.Version, a.UpdatedAt.Unix())
+}

@@ -1,0 +1,311 @@
+// Package childmirror mirrors the records that hang off a Prime job (§5.2–
+// §5.5): appointments, site forms, estimates with their categories and line
+// items, allocations, and the contacts of a job. It takes the resolved
+// events of those actions from prime.resolved.<action> and finishes their
+// log rows. The job comes first (§4.3): before any child row is written,
+// job-mirror is asked to make sure the job is mirrored (events.SubjectEnsureJob),
+// which also puts a job seen for the first time through the new-job
+// pipeline. Then come each action's follow-ups, each of which either fails
+// the event or is logged and swallowed, as §10.5 decides:
+//
+//   - appointments: contact sync (swallowed), then optimo.create.requested
+//     (fire-and-forget, from the transactional outbox);
+//   - site forms: the AI summary queue (fails the event), then a
+//     best-effort nudge to AI_SUMMARY_NUDGE_URL (swallowed);
+//   - allocations: make-safe detection with queue-checks off, a durable
+//     hand-off in the outbox (fails the event).
+//
+// Every handler mirrors Prime's current state, so replaying an event changes
+// nothing (§10.4).
+package childmirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Durable is child-mirror's consumer on PRIME_RESOLVED.
+const Durable = "child-mirror"
+
+// The event actions child-mirror handles (§5).
+const (
+	ActionCreateAppointment      = "create-appointment"
+	ActionCompleteAppointment    = "complete-appointment"
+	ActionChangeCustomFormStatus = "change-custom-form-status"
+	ActionCreateEstimate         = "create-estimate"
+	ActionCreateAllocation       = "create-allocation"
+)
+
+// Actions lists the actions child-mirror handles.
+func Actions() []string {
+	return []string{
+		ActionCreateAppointment, ActionCompleteAppointment, ActionChangeCustomFormStatus,
+		ActionCreateEstimate, ActionCreateAllocation,
+	}
+}
+
+// Config is child-mirror's own configuration.
+type Config struct {
+	// Workers is how many events are handled at once (the resolver already
+	// keeps each job's events one at a time).
+	Workers int `env:"CHILD_MIRROR_WORKERS" envDefault:"16"`
+	// EnsureTimeout bounds the ensure-job request to job-mirror (§4.3).
+	EnsureTimeout time.Duration `env:"CHILD_MIRROR_ENSURE_TIMEOUT" envDefault:"60s"`
+	// ContactSyncTimeout bounds the contact sync after an appointment
+	// (§5.2 step 4); it is swallowed when it runs out, so a Prime hold does
+	// not keep the job's lane waiting.
+	ContactSyncTimeout time.Duration `env:"CHILD_MIRROR_CONTACT_SYNC_TIMEOUT" envDefault:"30s"`
+	// AISummaryNudgeURL is the AI job summary generator's trigger (n8n
+	// AIJobSummaryGenerateForJob, §5.3 step 4), called GET with ?jobId= after
+	// a site form event. Blank turns the nudge off. It may carry a key, so
+	// it is never logged.
+	AISummaryNudgeURL string `env:"AI_SUMMARY_NUDGE_URL"`
+	// AISummaryNudgeTimeout bounds the nudge.
+	AISummaryNudgeTimeout time.Duration `env:"AI_SUMMARY_NUDGE_TIMEOUT" envDefault:"10s"`
+	// OutboxSweep is how often a child-mirror running on its own sweeps the
+	// outbox for hand-offs whose publish failed.
+	OutboxSweep time.Duration `env:"CHILD_MIRROR_OUTBOX_SWEEP" envDefault:"10s"`
+}
+
+// PrimeAPI is what child-mirror asks Prime; *prime.Client is one.
+type PrimeAPI interface {
+	GetJob(ctx context.Context, identifier string) (prime.Job, error)
+	GetAppointment(ctx context.Context, id string) (prime.Appointment, error)
+	GetAllocation(ctx context.Context, id string) (prime.Allocation, error)
+	GetSiteFormsByJob(ctx context.Context, jobID string) ([]prime.SiteForm, error)
+	GetEstimatesByJob(ctx context.Context, jobID string) ([]prime.Estimate, error)
+	GetContact(ctx context.Context, id string) (prime.Contact, error)
+	GetJobContactRelationships(ctx context.Context, jobID string) ([]prime.ContactRelationship, error)
+}
+
+// ChildMirror is the child-mirror service.
+type ChildMirror struct {
+	cfg     Config
+	store   store.Store
+	prime   PrimeAPI
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	stage   *pipeline.Stage
+	hc      *http.Client
+	metrics *metrics
+}
+
+// New builds child-mirror from the shared Deps, its Config and the Prime
+// client (in the all-in-one process, the client every service shares).
+func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
+	if cfg.Workers <= 0 || cfg.EnsureTimeout <= 0 || cfg.ContactSyncTimeout <= 0 || cfg.AISummaryNudgeTimeout <= 0 {
+		return nil, errors.New("child-mirror: CHILD_MIRROR_WORKERS and the timeouts must be above zero")
+	}
+	if cfg.AISummaryNudgeURL != "" {
+		if err := checkNudgeURL(cfg.AISummaryNudgeURL); err != nil {
+			return nil, err
+		}
+	}
+	log := d.Log.With("component", "child-mirror")
+	m, err := newMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AISummaryNudgeURL == "" {
+		log.Info("AI_SUMMARY_NUDGE_URL is blank: no AI summary nudge after site form events (the queue row is still written)")
+	}
+	return &ChildMirror{
+		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, metrics: m,
+		hc: &http.Client{Timeout: cfg.AISummaryNudgeTimeout},
+		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Log: log,
+			Outbox: &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}},
+	}, nil
+}
+
+// Run consumes the resolved child events until ctx ends.
+func (c *ChildMirror) Run(ctx context.Context) error {
+	actions := Actions()
+	subjects := make([]string, len(actions))
+	for i, a := range actions {
+		subjects[i] = events.ResolvedSubject(a)
+	}
+	return consume.Run(ctx, c.js, consume.Spec{
+		Stream:   events.StreamResolved,
+		Durable:  Durable,
+		Subjects: subjects,
+		Workers:  c.cfg.Workers,
+		AckWait:  time.Minute,
+	}, c.log, c.reg, c.stage.Handler(c.work))
+}
+
+// work handles one resolved event.
+func (c *ChildMirror) work(ctx context.Context, ev events.Resolved) (pipeline.Finish, error) {
+	var (
+		fin pipeline.Finish
+		err error
+	)
+	switch ev.Action {
+	case ActionCreateAppointment, ActionCompleteAppointment:
+		fin, err = c.appointment(ctx, ev)
+	case ActionChangeCustomFormStatus:
+		fin, err = c.customFormStatus(ctx, ev)
+	case ActionCreateEstimate:
+		fin, err = c.estimate(ctx, ev)
+	case ActionCreateAllocation:
+		fin, err = c.allocation(ctx, ev)
+	default:
+		return pipeline.Finish{}, fmt.Errorf("child-mirror has no handler for %q", ev.Action)
+	}
+	c.metrics.events.WithLabelValues(ev.Action, outcome(err)).Inc()
+	return fin, err
+}
+
+// ensureJob makes sure the job is in primeJobs before a child row is
+// written (§4.3, EnsureJobMirroredAsync) and returns its GUID: job-mirror
+// fetches a missing job, writes it and hands it to the new-job pipeline. A
+// rate-limited answer is a *prime.RateLimitedError (the event waits).
+func (c *ChildMirror) ensureJob(ctx context.Context, req events.EnsureJobRequest) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.EnsureTimeout)
+	defer cancel()
+	reply, err := ensurejob.Ensure(ctx, c.nc, req)
+	if err != nil {
+		return "", err
+	}
+	jobID := strings.ToLower(reply.JobID)
+	if jobID == "" {
+		jobID = strings.ToLower(req.JobID)
+	}
+	if jobID == "" {
+		return "", fmt.Errorf("ensure job: job-mirror named no job for reference %d", req.NumericRef)
+	}
+	if reply.FirstSight {
+		c.log.Info("job first seen through a child event: job-mirror mirrored it and started the new-job pipeline",
+			"logId", req.LogID, "jobId", jobID)
+	}
+	return jobID, nil
+}
+
+// saveReference is §5.2 step 3 / §5.5 step 2: the numeric → GUID mapping,
+// in the event's transaction. A reference mapped to another job fails the
+// event (§4.1: the mapping is immutable).
+func saveReference(ctx context.Context, tx store.Store, ref int64, jobID string) error {
+	if ref <= 0 {
+		return nil
+	}
+	if _, err := tx.SaveJobReference(ctx, ref, jobID); err != nil {
+		return fmt.Errorf("save job reference %d: %w", ref, err)
+	}
+	return nil
+}
+
+// fetched returns the record of the given JSON:API type and id the resolver
+// fetched while identifying (events.Resolved.Fetched), if it did.
+func fetched(ev events.Resolved, typ, id string) (events.Resource, bool) {
+	for _, r := range ev.Fetched {
+		if r.Type == typ && strings.EqualFold(r.ID, id) {
+			return r, true
+		}
+	}
+	return events.Resource{}, false
+}
+
+// fetchedJob is the job the resolver fetched, if it did (§5.3, §5.4: on a
+// miss of the numeric reference map).
+func fetchedJob(ev events.Resolved) *events.Resource {
+	for _, r := range ev.Fetched {
+		if r.Type == resourceJobs && (ev.JobID == "" || strings.EqualFold(r.ID, ev.JobID)) {
+			return &r
+		}
+	}
+	return nil
+}
+
+// The JSON:API types of the records the resolver passes on.
+const (
+	resourceJobs         = "jobs"
+	resourceAppointments = "appointments"
+	resourceAllocations  = "allocations"
+)
+
+// source is the Source of a hand-off made for a log row.
+func source(logID int64) string { return fmt.Sprintf("ethPrimeWebhookLog:%d", logID) }
+
+// message is an outbox message with a JSON body.
+func message(subject, msgID string, body any) (store.OutboxMessage, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return store.OutboxMessage{}, err
+	}
+	return outbox.Message(subject, msgID, b), nil
+}
+
+// Main runs child-mirror as a process of its own, with its own Prime client
+// (prime.Config from PRIME_*) and an outbox sweeper.
+func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	var cfg Config
+	var pcfg prime.Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := config.Parse(getenv, &pcfg); err != nil {
+		return err
+	}
+	if cfg.OutboxSweep <= 0 {
+		return errors.New("child-mirror: CHILD_MIRROR_OUTBOX_SWEEP must be above zero")
+	}
+	return service.Main(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		pc, err := prime.New(pcfg, prime.WithLogger(d.Log))
+		if err != nil {
+			return nil, err
+		}
+		d.Metrics.MustRegister(pc)
+		cm, err := New(cfg, d, pc)
+		if err != nil {
+			return nil, err
+		}
+		sweeper := &outbox.Publisher{JS: d.JS, Store: d.Store, Log: d.Log}
+		return runners{cm, runFunc(func(ctx context.Context) error { return sweeper.Run(ctx, cfg.OutboxSweep) })}, nil
+	})
+}
+
+// runners runs several runners until ctx ends or one of them fails, which
+// stops the others, and returns their errors.
+type runners []service.Runner
+
+func (rs runners) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() {
+			if errs[i] = r.Run(ctx); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+type runFunc func(ctx context.Context) error
+
+func (f runFunc) Run(ctx context.Context) error { return f(ctx) }
