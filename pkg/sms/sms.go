@@ -8,6 +8,7 @@ package sms
 import (
 	"context"
 	"errors"
+	"log/slog"
 )
 
 // Message is one text message handed to a Sender.
@@ -47,3 +48,14 @@ func (p permanent) Unwrap() []error { return []error{p.err, ErrPermanent} }
 
 // Permanent marks err as one a retry cannot fix.
 func Permanent(err error) error { return permanent{err} }
+
+// LogSender logs each message instead of sending it: the all-in-one
+// process's stand-in when no SMS_SEND_URL is configured. It logs the id,
+// source and recipient, never the body (it holds a customer's address).
+type LogSender struct{ Log *slog.Logger }
+
+// Send logs m and accepts it.
+func (s LogSender) Send(_ context.Context, m Message) error {
+	s.Log.Warn("SMS_SEND_URL is not set: SMS logged, not sent", "sms", m.ID, "source", m.Source, "to", m.To, "attempt", m.Attempt)
+	return nil
+}

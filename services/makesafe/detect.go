@@ -1,0 +1,210 @@
+package makesafe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// ErrJobNotMirrored: detection was asked for a job that is not in primeJobs.
+// Every caller mirrors the job first (§4.3), so the message is retried.
+var ErrJobNotMirrored = errors.New("makesafe: the job is not mirrored")
+
+// Detect is spMakesafeUpsertPhoneCallFromPrimeJob @JobId,
+// @QueueMakeAllocationChecks (§5.5 step 3, §6 step 2): in one transaction
+// the phone call and its SMS, or the ladder's rungs with their schedules in
+// the outbox. The SMS is handed to the drainer straight after the commit.
+// source says who asked, for the logs.
+func (m *Makesafe) Detect(ctx context.Context, jobID string, queueChecks bool, source string) (store.MakesafeOutcome, error) {
+	jobID = strings.ToLower(jobID)
+	now := time.Now().UTC()
+	var out store.MakesafeOutcome
+	var sent []store.OutboxMessage
+	err := m.store.InTx(ctx, func(tx store.Store) error {
+		var err error
+		out, err = tx.UpsertMakeSafePhoneCallFromJob(ctx, store.MakesafeDetection{
+			JobID: jobID, QueueChecks: queueChecks, Checks: m.cfg.Ladder,
+			// @at holds whole seconds: the ladder starts at the next one.
+			ChecksFrom: events.ScheduleAt(now), Now: now, SMSRecipient: m.cfg.SMSTo,
+		})
+		if err != nil {
+			return err
+		}
+		if !out.JobFound {
+			return ErrJobNotMirrored
+		}
+		sent, err = m.scheduleRungs(ctx, tx, out.Checks)
+		return err
+	})
+	m.metrics.detection(triggerOf(queueChecks), out, err)
+	if err != nil {
+		return out, fmt.Errorf("make-safe detection of job %s: %w", jobID, err)
+	}
+	m.after(ctx, jobID, out, sent)
+	m.log.Info("make-safe detection", "jobId", jobID, "source", source, "queueChecks", queueChecks,
+		"outsideBusinessHours", out.OutsideBusinessHours, "hasMakeSafe", out.HasMakeSafe,
+		"phoneCall", out.PhoneCallID, "raised", out.Raised, "rungsQueued", len(out.Checks))
+	return out, nil
+}
+
+// scheduleRungs writes one JetStream schedule a rung to the outbox, in the
+// detection's transaction: the rungs are durable exactly when their rows
+// are. Each has a msg id of its own, so a republish adds no second ladder.
+func (m *Makesafe) scheduleRungs(ctx context.Context, tx store.Store, checks []store.MakesafeCheck) ([]store.OutboxMessage, error) {
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	msgs := make([]store.OutboxMessage, len(checks))
+	for i, c := range checks {
+		body, err := json.Marshal(events.MakesafeRecheck{JobID: c.PrimeJobID, Rung: c.Rung, DueUTC: c.DueUTC})
+		if err != nil {
+			return nil, err
+		}
+		msg := outbox.Message(events.MakesafeScheduleSubject(c.PrimeJobID, c.Rung), events.MakesafeRungMsgID(c.PrimeJobID, c.Rung), body)
+		msg.Header = events.ScheduleHeaders(c.DueUTC, events.SubjectMakesafeRecheck)
+		msgs[i] = msg
+	}
+	return tx.InsertOutbox(ctx, msgs)
+}
+
+// after runs once a detection has committed: the rung schedules are
+// published and a raised call's SMS goes to the drainer at once.
+func (m *Makesafe) after(ctx context.Context, jobID string, out store.MakesafeOutcome, sent []store.OutboxMessage) {
+	if out.Raised {
+		m.drainer.Kick()
+		m.log.Info("make-safe phone call raised; SMS queued", "jobId", jobID, "jobNumber", out.JobNumber,
+			"phoneCall", out.PhoneCallID, "sms", out.SMSID, "jobCreatedUTC", out.JobCreatedUTC)
+	}
+	if len(sent) == 0 {
+		return
+	}
+	if err := m.outbox.Send(ctx, sent); err != nil {
+		m.log.Warn("rung schedules not published yet; the outbox sweeper will", "jobId", jobID, "err", err)
+	}
+	m.metrics.rungsScheduled.Add(float64(len(sent)))
+}
+
+// Rung outcomes, recorded on makesafeAllocationCheck.Outcome and counted.
+const (
+	RungCalled   = "phone call already raised: nothing to do"
+	RungMakeSafe = "Make Safe already mirrored: detection run again, Prime not asked"
+	RungSynced   = "allocations synced from Prime, detection run again"
+)
+
+// Recheck is one rung of the ladder (§6): unless the wait is already over —
+// the call raised, or a Make Safe mirrored — it queues the job's allocations
+// in ethSyncQueue (spEthSyncQueueUpsert), drains that entry from Prime (an
+// empty answer deletes it too, §7) and runs detection again with
+// queue-checks off. It returns what the rung did.
+func (m *Makesafe) Recheck(ctx context.Context, rc events.MakesafeRecheck) (string, error) {
+	jobID := strings.ToLower(rc.JobID)
+	if !rc.DueUTC.IsZero() {
+		m.metrics.rungLateness.Observe(time.Since(rc.DueUTC).Seconds())
+	}
+	outcome, out, err := m.recheck(ctx, jobID, rc.Rung)
+	m.metrics.rungs.WithLabelValues(rungLabel(outcome, err)).Inc()
+	if err != nil {
+		return "", fmt.Errorf("make-safe re-check %d of job %s: %w", rc.Rung, jobID, err)
+	}
+	m.after(ctx, jobID, out, nil)
+	m.log.Info("make-safe re-check", "jobId", jobID, "rung", rc.Rung, "outcome", outcome, "raised", out.Raised)
+	return outcome, nil
+}
+
+func (m *Makesafe) recheck(ctx context.Context, jobID string, rung int) (string, store.MakesafeOutcome, error) {
+	var out store.MakesafeOutcome
+	now := time.Now().UTC()
+	detection := store.MakesafeDetection{JobID: jobID, Now: now, SMSRecipient: m.cfg.SMSTo}
+	if _, called, err := m.store.GetMakesafePhoneCall(ctx, jobID); err != nil {
+		return "", out, err
+	} else if called {
+		return RungCalled, out, m.fired(ctx, m.store, jobID, rung, RungCalled, now)
+	}
+	if has, err := m.store.HasMakeSafeAllocation(ctx, jobID); err != nil {
+		return "", out, err
+	} else if has {
+		err := m.store.InTx(ctx, func(tx store.Store) error {
+			var err error
+			if out, err = tx.UpsertMakeSafePhoneCallFromJob(ctx, detection); err != nil {
+				return err
+			}
+			return m.fired(ctx, tx, jobID, rung, RungMakeSafe, now)
+		})
+		m.metrics.detection(triggerRecheck, out, err)
+		return RungMakeSafe, out, err
+	}
+
+	// §6: spEthSyncQueueUpsert for primeAllocations, then Prime Sync Queued
+	// Allocations for the job, then the make-safe proc again.
+	if err := m.store.UpsertSyncQueue(ctx, store.TableAllocations, jobID); err != nil {
+		return "", out, err
+	}
+	allocs, err := m.prime.ListJobAllocations(ctx, jobID)
+	if err != nil {
+		return "", out, err // rate-limited: the rung waits and is tried again
+	}
+	now = time.Now().UTC()
+	detection.Now = now
+	err = m.store.InTx(ctx, func(tx store.Store) error {
+		for _, a := range allocs {
+			if _, err := tx.SaveAllocation(ctx, allocationRow(a, jobID)); err != nil {
+				return err
+			}
+		}
+		// The entry is drained: synced, or Prime had nothing, which counts
+		// as done too (§7, spEthSyncQueueDelete); the next rung queues it again.
+		if _, err := tx.DeleteSyncQueue(ctx, store.TableAllocations, jobID); err != nil {
+			return err
+		}
+		var err error
+		if out, err = tx.UpsertMakeSafePhoneCallFromJob(ctx, detection); err != nil {
+			return err
+		}
+		return m.fired(ctx, tx, jobID, rung, fmt.Sprintf("%s (%d allocations)", RungSynced, len(allocs)), now)
+	})
+	m.metrics.detection(triggerRecheck, out, err)
+	return RungSynced, out, err
+}
+
+// fired records what a rung did. A rung with no row (removed by hand) is
+// only logged: the re-check itself has run.
+func (m *Makesafe) fired(ctx context.Context, st store.Store, jobID string, rung int, outcome string, at time.Time) error {
+	err := st.SetMakesafeCheckFired(ctx, jobID, rung, outcome, at)
+	if errors.Is(err, store.ErrNotFound) {
+		m.log.Warn("make-safe re-check ran for a rung that has no row", "jobId", jobID, "rung", rung)
+		return nil
+	}
+	return err
+}
+
+// allocationRow is the mirror row of a Prime allocation (as child-mirror
+// writes it), under jobID when Prime reports no job.
+func allocationRow(a prime.Allocation, jobID string) store.Allocation {
+	job := strings.ToLower(a.JobID)
+	if job == "" {
+		job = jobID
+	}
+	return store.Allocation{
+		AllocationID:       strings.ToLower(a.ID),
+		JobID:              job,
+		AssignedID:         strings.ToLower(a.UserID),
+		AssignedContactID:  strings.ToLower(a.AssignedContactID),
+		AllocationType:     a.Type,
+		AllocationNumber:   a.AllocationNumber,
+		Label:              a.Label,
+		AllocationStatusID: strings.ToLower(a.StatusID),
+		IsMakeSafe:         a.IsMakeSafe(),
+		Version:            a.Version,
+		CreatedAt:          a.CreatedAt.Time,
+		UpdatedAt:          a.UpdatedAt.Time,
+		Attributes:         string(a.Raw),
+	}
+}

@@ -1,0 +1,275 @@
+// Package makesafe is make-safe detection (§5.5 step 3, §6): a job that
+// needs a Make Safe and was created out of hours must reach a person on the
+// phone, and the customer an SMS, within minutes.
+//
+//   - makesafe.detect (from the new-job pipeline with queue-checks on, from
+//     create-allocation with it off) runs spMakesafeUpsertPhoneCallFromPrimeJob:
+//     one idempotent transaction that raises the job's phone call and queues
+//     its SMS, or, when the job has no Make Safe allocation yet and
+//     queue-checks is on, queues the re-check ladder. Each rung is a
+//     JetStream scheduled message written to the outbox in that transaction.
+//   - makesafe.recheck (a rung firing) syncs the job's allocations from
+//     Prime — ethSyncQueue upsert, then the drain, where an empty answer
+//     deletes the queue row (§7) — and runs detection again with
+//     queue-checks off. A rung after the call was raised, or after the Make
+//     Safe arrived, asks Prime nothing.
+//   - The SMS drainer (pkg/sms) sends what detection queued straight after
+//     the commit, on sms.send.requested, and on a slow sweep.
+package makesafe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/sms"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Consumers.
+const (
+	// Durable consumes makesafe.detect and makesafe.recheck on MAKESAFE.
+	Durable = "makesafe"
+	// DurableSMS consumes sms.send.requested on SMS.
+	DurableSMS = "makesafe-sms"
+)
+
+// Config is makesafe's own configuration.
+type Config struct {
+	// SMSTo is the on-call number the make-safe SMS goes to. Required.
+	SMSTo string `env:"MAKESAFE_SMS_TO"`
+	// Ladder is the re-check ladder (§6): offsets from the detection that
+	// queued it, ascending, whole seconds. Tests use seconds.
+	Ladder []time.Duration `env:"MAKESAFE_LADDER" envDefault:"1m,4m,10m,15m"`
+	// Workers is how many detections and rungs run at once (one at a time
+	// for a job).
+	Workers int `env:"MAKESAFE_WORKERS" envDefault:"8"`
+	// OutboxSweep is how often a makesafe running on its own sweeps the
+	// outbox for rung schedules whose publish failed.
+	OutboxSweep time.Duration `env:"MAKESAFE_OUTBOX_SWEEP" envDefault:"10s"`
+	// SMS configures the sender SenderFor builds (SMS_SEND_URL, …).
+	SMS sms.Config
+	// Drainer configures the SMS drainer (SMS_MAX_ATTEMPTS, …).
+	Drainer sms.DrainerConfig
+}
+
+func (c Config) check() error {
+	if strings.TrimSpace(c.SMSTo) == "" {
+		return errors.New("makesafe: MAKESAFE_SMS_TO (the on-call number for make-safe SMS) is required")
+	}
+	if c.Workers <= 0 {
+		return errors.New("makesafe: MAKESAFE_WORKERS must be above zero")
+	}
+	if len(c.Ladder) == 0 {
+		return errors.New("makesafe: MAKESAFE_LADDER needs at least one rung")
+	}
+	for i, d := range c.Ladder {
+		if d <= 0 || d%time.Second != 0 || (i > 0 && d <= c.Ladder[i-1]) {
+			return fmt.Errorf("makesafe: MAKESAFE_LADDER %v: rungs are whole seconds above zero, ascending", c.Ladder)
+		}
+	}
+	return nil
+}
+
+// PrimeAPI is what makesafe asks Prime; *prime.Client is one.
+type PrimeAPI interface {
+	ListJobAllocations(ctx context.Context, jobID string) ([]prime.Allocation, error)
+}
+
+// Makesafe is the makesafe service.
+type Makesafe struct {
+	cfg     Config
+	store   store.Store
+	prime   PrimeAPI
+	js      jetstream.JetStream
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	outbox  *outbox.Publisher
+	drainer *sms.Drainer
+	metrics *metrics
+}
+
+// New builds makesafe from the shared Deps, its Config, the Prime client (in
+// the all-in-one process, the one every service shares) and the SMS sender
+// (SenderFor(cfg.SMS, …) for the configured one).
+func New(cfg Config, d service.Deps, pc PrimeAPI, sender sms.Sender) (*Makesafe, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	log := d.Log.With("component", "makesafe")
+	dr, err := sms.NewDrainer(cfg.Drainer, d.Store, sender, log.With("component", "sms"), d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Makesafe{
+		cfg: cfg, store: d.Store, prime: pc, js: d.JS, log: log, reg: d.Metrics,
+		outbox: &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}, drainer: dr, metrics: m,
+	}, nil
+}
+
+// SenderFor is the SMS sender for cfg: an HTTPSender posting to SMS_SEND_URL,
+// or, with no URL, a LogSender that only logs (for `make run`; a warning
+// says so).
+func SenderFor(cfg sms.Config, log *slog.Logger) (sms.Sender, error) {
+	if cfg.URL == "" {
+		log.Warn("SMS_SEND_URL is not set: make-safe SMS are logged, not sent")
+		return sms.LogSender{Log: log}, nil
+	}
+	return sms.NewHTTPSender(cfg, nil)
+}
+
+// Run consumes makesafe.detect, makesafe.recheck and sms.send.requested and
+// runs the SMS drainer until ctx ends.
+func (m *Makesafe) Run(ctx context.Context) error {
+	return runAll(ctx,
+		func(ctx context.Context) error {
+			return consume.Run(ctx, m.js, consume.Spec{
+				Stream:   events.StreamMakesafe,
+				Durable:  Durable,
+				Subjects: []string{events.SubjectMakesafeDetect, events.SubjectMakesafeRecheck},
+				Workers:  m.cfg.Workers,
+				AckWait:  time.Minute,
+				Key:      jobKey,
+			}, m.log, m.reg, m.handle)
+		},
+		func(ctx context.Context) error {
+			return consume.Run(ctx, m.js, consume.Spec{
+				Stream:   events.StreamSMS,
+				Durable:  DurableSMS,
+				Subjects: []string{events.SubjectSMSSend},
+				Workers:  1,
+			}, m.log, m.reg, func(context.Context, jetstream.Msg) error {
+				m.drainer.Kick()
+				return nil
+			})
+		},
+		m.drainer.Run,
+	)
+}
+
+// DrainSMS sends every SMS due now and returns when none is left: what a
+// detection's kick does, for a caller that wants it done before it goes on.
+func (m *Makesafe) DrainSMS(ctx context.Context) error { return m.drainer.Drain(ctx) }
+
+// jobKey keeps one job's detections and rungs one at a time.
+func jobKey(msg jetstream.Msg) string {
+	var k struct {
+		JobID string `json:"jobId"`
+	}
+	_ = json.Unmarshal(msg.Data(), &k) // a bad body gets the empty key, and is dropped by the handler
+	return strings.ToLower(k.JobID)
+}
+
+// handle takes one makesafe.detect or makesafe.recheck message.
+func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
+	var err error
+	switch msg.Subject() {
+	case events.SubjectMakesafeDetect:
+		var req events.MakesafeDetect
+		if jerr := json.Unmarshal(msg.Data(), &req); jerr != nil || req.JobID == "" {
+			return consume.Drop(fmt.Errorf("%s: not a detection request: %v", msg.Subject(), jerr))
+		}
+		_, err = m.Detect(ctx, req.JobID, req.QueueChecks, req.Source)
+	case events.SubjectMakesafeRecheck:
+		var rc events.MakesafeRecheck
+		if jerr := json.Unmarshal(msg.Data(), &rc); jerr != nil || rc.JobID == "" || rc.Rung < 1 {
+			return consume.Drop(fmt.Errorf("%s: not a re-check: %v", msg.Subject(), jerr))
+		}
+		_, err = m.Recheck(ctx, rc)
+	default:
+		return consume.Drop(fmt.Errorf("makesafe takes no %s", msg.Subject()))
+	}
+	if after := retryAfter(err); after > 0 {
+		return consume.Retry(err, after)
+	}
+	return err
+}
+
+// retryAfter is how long Prime's rate limit asks to wait, or 0.
+func retryAfter(err error) time.Duration {
+	var limited *prime.RateLimitedError
+	if errors.As(err, &limited) {
+		return max(limited.RetryAfter, time.Second)
+	}
+	return 0
+}
+
+// Main runs makesafe as a process of its own, with its own Prime client
+// (PRIME_*), the HTTP SMS sender (SMS_SEND_URL, required here) and an outbox
+// sweeper.
+func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	var cfg Config
+	var pcfg prime.Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := config.Parse(getenv, &pcfg); err != nil {
+		return err
+	}
+	if cfg.OutboxSweep <= 0 {
+		return errors.New("makesafe: MAKESAFE_OUTBOX_SWEEP must be above zero")
+	}
+	if cfg.SMS.URL == "" {
+		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent")
+	}
+	sender, err := sms.NewHTTPSender(cfg.SMS, nil)
+	if err != nil {
+		return err
+	}
+	return service.Main(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		pc, err := prime.New(pcfg, prime.WithLogger(d.Log))
+		if err != nil {
+			return nil, err
+		}
+		d.Metrics.MustRegister(pc)
+		d.Log.Info("sms sender", "config", cfg.SMS)
+		ms, err := New(cfg, d, pc, sender)
+		if err != nil {
+			return nil, err
+		}
+		sweeper := &outbox.Publisher{JS: d.JS, Store: d.Store, Log: d.Log}
+		return runnerFunc(func(ctx context.Context) error {
+			return runAll(ctx, ms.Run, func(ctx context.Context) error { return sweeper.Run(ctx, cfg.OutboxSweep) })
+		}), nil
+	})
+}
+
+type runnerFunc func(ctx context.Context) error
+
+func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// runAll runs fns until ctx ends or one fails, which stops the others, and
+// returns their errors.
+func runAll(ctx context.Context, fns ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() {
+			if errs[i] = fn(ctx); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

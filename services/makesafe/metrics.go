@@ -1,0 +1,104 @@
+package makesafe
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// What started a detection, the trigger label.
+const (
+	triggerFirstSight = "queue_checks"    // new-job pipeline (§6), queue-checks on
+	triggerAllocation = "no_queue_checks" // create-allocation (§5.5), queue-checks off
+	triggerRecheck    = "recheck"         // a rung of the ladder
+)
+
+func triggerOf(queueChecks bool) string {
+	if queueChecks {
+		return triggerFirstSight
+	}
+	return triggerAllocation
+}
+
+type metrics struct {
+	detections     *prometheus.CounterVec
+	raised         prometheus.Counter
+	rungsScheduled prometheus.Counter
+	rungs          *prometheus.CounterVec
+	rungLateness   prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		detections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_makesafe_detections_total",
+			Help: "Make-safe detections by trigger (queue_checks, no_queue_checks, recheck) and result: raised, already_raised, waiting (no Make Safe yet), business_hours, job_missing, rate_limited, failed.",
+		}, []string{"trigger", "result"}),
+		raised: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_makesafe_phone_calls_raised_total",
+			Help: "Make-safe phone calls raised (each with its SMS queued).",
+		}),
+		rungsScheduled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_makesafe_rungs_scheduled_total",
+			Help: "Re-check rungs scheduled as JetStream scheduled messages.",
+		}),
+		rungs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_makesafe_rungs_fired_total",
+			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), synced (allocations synced from Prime), rate_limited, failed.",
+		}, []string{"outcome"}),
+		rungLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "primeflow_makesafe_rung_lateness_seconds",
+			Help:    "Time from a rung's due time to makesafe taking it.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.detections, m.raised, m.rungsScheduled, m.rungs, m.rungLateness} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("makesafe metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// detection counts one detection.
+func (m *metrics) detection(trigger string, out store.MakesafeOutcome, err error) {
+	result := "failed"
+	switch {
+	case errors.Is(err, ErrJobNotMirrored):
+		result = "job_missing"
+	case errors.Is(err, prime.ErrRateLimited):
+		result = "rate_limited"
+	case err != nil:
+	case out.Raised:
+		result = "raised"
+		m.raised.Inc()
+	case out.PhoneCallID != 0:
+		result = "already_raised"
+	case !out.HasMakeSafe:
+		result = "waiting"
+	default:
+		result = "business_hours"
+	}
+	m.detections.WithLabelValues(trigger, result).Inc()
+}
+
+// rungLabel names a rung's outcome for the rungs counter.
+func rungLabel(outcome string, err error) string {
+	switch {
+	case errors.Is(err, prime.ErrRateLimited):
+		return "rate_limited"
+	case err != nil:
+		return "failed"
+	case outcome == RungCalled:
+		return "called"
+	case outcome == RungMakeSafe:
+		return "makesafe"
+	case strings.HasPrefix(outcome, RungSynced):
+		return "synced"
+	}
+	return "failed"
+}
