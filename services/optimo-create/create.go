@@ -1,0 +1,250 @@
+package optimocreate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// Result says what one order run did.
+type Result struct {
+	// Written is how many orders were created or changed in OptimoRoute.
+	Written int
+	// Deleted is how many orders were deleted from OptimoRoute.
+	Deleted int
+	// Refused is how many sources were recorded as not (or not yet) an
+	// order: cancelled without an order, in the past, without an address,
+	// or refused by OptimoRoute (ERR_LOC_GEOCODING …).
+	Refused int
+	// Dates are the dates the run's order writes marked NotPlanned.
+	Dates []string
+}
+
+func (r Result) changed() bool { return r.Written+r.Deleted > 0 }
+
+// Create runs once under the optimo-create lock: the appointment queue, then
+// the work-order queue (§8.1). It waits for the lock up to the configured
+// budget; giving up is an error matching lock.ErrBusy, logged and counted,
+// that leaves the lock alone (§8.3). The lock is released before Create
+// returns. When orders changed (even if the run then failed) it asks
+// optimo-plan to plan; the dates themselves are in optimoRoutePlan (§10.7).
+func (c *Creator) Create(ctx context.Context) (Result, error) {
+	start := time.Now()
+	lk, err := c.locks.Take(ctx, lock.KeyOptimoCreate)
+	if err != nil {
+		if errors.Is(err, lock.ErrBusy) {
+			c.metrics.runs.WithLabelValues("lock_busy").Inc()
+			c.log.Error("order run gave up waiting for the lock; the queues keep their rows for the next run", "err", err)
+		}
+		return Result{}, fmt.Errorf("optimo-create: %w", err)
+	}
+	res, err := c.create(lk.Context())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if rerr := lk.Release(rctx); rerr != nil {
+		c.log.Warn("releasing the optimo-create lock", "err", rerr)
+	}
+	c.metrics.seconds.Observe(time.Since(start).Seconds())
+	if err == nil || res.changed() {
+		c.requestPlan(ctx, res)
+	}
+	if err != nil {
+		c.metrics.runs.WithLabelValues("error").Inc()
+		return res, fmt.Errorf("optimo-create: %w", err)
+	}
+	c.metrics.runs.WithLabelValues("ok").Inc()
+	return res, nil
+}
+
+// create works through both queues. A source handled once in a run is not
+// handled again in it, so a source whose order OptimoRoute keeps refusing
+// to delete cannot hold the run.
+func (c *Creator) create(ctx context.Context) (Result, error) {
+	var res Result
+	dates := map[string]bool{}
+	handled := map[string]bool{}
+	from := startOfDay(time.Now(), c.mapping.zone)
+	err := c.drain(ctx, &res, dates, func() ([]decision, int, error) {
+		items, err := c.store.GetAppointmentQueue(ctx, from, c.cfg.Batch)
+		var batch []decision
+		for _, it := range items {
+			if !handled[it.AppointmentID] {
+				handled[it.AppointmentID] = true
+				batch = append(batch, c.mapping.decide(fromAppointment(it), from))
+			}
+		}
+		return batch, len(items), err
+	})
+	if err == nil {
+		err = c.drain(ctx, &res, dates, func() ([]decision, int, error) {
+			items, err := c.store.GetWorkOrderQueue(ctx, c.cfg.Batch)
+			var batch []decision
+			for _, it := range items {
+				if handled[it.WorkOrderID] {
+					continue
+				}
+				handled[it.WorkOrderID] = true
+				s, serr := fromWorkOrder(it)
+				d := c.mapping.decide(s, from)
+				if serr != nil {
+					d = decision{verb: refuse, row: d.row, reason: serr.Error()}
+				}
+				batch = append(batch, d)
+			}
+			return batch, len(items), err
+		})
+	}
+	res.Dates = sortedKeys(dates)
+	return res, err
+}
+
+// drain applies batches from next until a batch is short or brings nothing
+// new; next returns the decisions and how many rows the queue gave.
+func (c *Creator) drain(ctx context.Context, res *Result, dates map[string]bool, next func() ([]decision, int, error)) error {
+	for {
+		batch, rows, err := next()
+		if err != nil {
+			return err
+		}
+		if err := c.apply(ctx, batch, res, dates); err != nil {
+			return err
+		}
+		if len(batch) == 0 || rows < c.cfg.Batch {
+			return nil
+		}
+	}
+}
+
+// apply carries out one batch of decisions: one create_or_update_orders and
+// one delete_orders call for the lot (500 orders a call), then each outcome
+// recorded. An order OptimoRoute refused is recorded with its error; a call
+// that failed as a whole leaves its sources queued and ends the run.
+func (c *Creator) apply(ctx context.Context, batch []decision, res *Result, dates map[string]bool) error {
+	var writes, removes []decision
+	for _, d := range batch {
+		switch d.verb {
+		case write:
+			writes = append(writes, d)
+		case remove:
+			removes = append(removes, d)
+		case refuse:
+			if err := c.refuse(ctx, d.row, d.reason, res); err != nil {
+				return err
+			}
+		}
+	}
+	var callErr error
+	if len(writes) > 0 {
+		orders := make([]optimoroute.Order, len(writes))
+		for i, d := range writes {
+			orders[i] = d.order
+		}
+		results, err := c.optimo.CreateOrUpdateOrders(ctx, orders)
+		callErr = err
+		for i, r := range results {
+			if err := c.settle(ctx, writes[i], writes[i].row, r, res, dates); err != nil {
+				return err
+			}
+		}
+	}
+	if len(removes) > 0 && callErr == nil {
+		nos := make([]string, len(removes))
+		for i, d := range removes {
+			nos[i] = d.row.OrderNo
+		}
+		results, err := c.optimo.DeleteOrders(ctx, nos)
+		callErr = err
+		for i, r := range results {
+			row := removes[i].row
+			row.State, row.ErrorText = store.OrderDeleted, removes[i].reason
+			if err := c.settle(ctx, removes[i], row, r, res, dates); err != nil {
+				return err
+			}
+		}
+	}
+	return callErr
+}
+
+// settle records one order's outcome: written or deleted (which marks its
+// dates, §8), refused (recorded, nothing marked), or not sent (left queued).
+func (c *Creator) settle(ctx context.Context, d decision, row store.OptimoOrder, r optimoroute.OrderResult, res *Result, dates map[string]bool) error {
+	var apiErr *optimoroute.APIError
+	var chunkErr *optimoroute.ChunkError
+	switch {
+	case r.Err == nil:
+		row.OptimoID = r.ID
+		if err := c.store.UpsertOrder(ctx, row); err != nil {
+			return err
+		}
+		if row.State == store.OrderDeleted {
+			res.Deleted++
+			c.metrics.orders.WithLabelValues("deleted").Inc()
+		} else {
+			res.Written++
+			c.metrics.orders.WithLabelValues("written").Inc()
+		}
+		if row.State == store.OrderActive {
+			dates[row.OrderDate] = true
+		}
+		if d.prev != "" {
+			dates[d.prev] = true
+		}
+		return nil
+	case errors.As(r.Err, &chunkErr) || errors.Is(r.Err, optimoroute.ErrNotSent):
+		return nil // the call failed as a whole: the source stays queued
+	case errors.As(r.Err, &apiErr):
+		return c.refuse(ctx, row, apiErr.Error(), res)
+	default:
+		return r.Err
+	}
+}
+
+// refuse records that a source's version is not an order, and why.
+func (c *Creator) refuse(ctx context.Context, row store.OptimoOrder, reason string, res *Result) error {
+	row.ErrorText = reason
+	if err := c.store.RecordOrderFailure(ctx, row); err != nil {
+		return err
+	}
+	res.Refused++
+	c.metrics.orders.WithLabelValues("refused").Inc()
+	c.log.Info("not an order", "orderNo", row.OrderNo, "version", row.Version, "reason", reason)
+	return nil
+}
+
+// requestPlan asks optimo-plan to plan every NotPlanned date. A failure is
+// logged: the dates stay NotPlanned and optimo-plan's schedule plans them.
+func (c *Creator) requestPlan(ctx context.Context, res Result) {
+	reason := fmt.Sprintf("%d written, %d deleted", res.Written, res.Deleted)
+	data, err := json.Marshal(events.PlanRequested{Source: Source, Reason: reason})
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err = c.js.Publish(pctx, events.SubjectOptimoPlan, data)
+	}
+	if err != nil {
+		c.log.Warn("asking optimo-plan to plan", "err", err)
+	}
+}
+
+// startOfDay is midnight of t's day in zone.
+func startOfDay(t time.Time, zone *time.Location) time.Time {
+	l := t.In(zone)
+	return time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, zone)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

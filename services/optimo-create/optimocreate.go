@@ -1,0 +1,174 @@
+// Package optimocreate turns Prime's appointments and work orders into
+// OptimoRoute orders (§5.2 step 5, §8.1): on optimo.create.requested, sent by
+// child-mirror after it mirrors an appointment, it takes the optimo-create
+// lock, writes the orders of the appointment queue and then of the work-order
+// queue (primeAppointments and primeWorkOrders compared with optimoRouteOrder
+// by version), deletes the orders of cancelled or deleted appointments,
+// records each order with spOptimoRouteUpsertOrder (which marks its date
+// NotPlanned), releases the lock and asks optimo-plan to plan
+// (optimo.plan.requested). It never plans itself and never passes dates on
+// (§10.7).
+//
+// Requests coalesce: a burst causes one run, and requests that arrive during
+// a run cause one more, which starts after them.
+package optimocreate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/coalesce"
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	_ "time/tzdata" // OPTIMO_TIMEZONE resolves without the host's zoneinfo
+)
+
+// Durable is optimo-create's consumer of optimo.create.requested on OPTIMO.
+const Durable = "optimo-create"
+
+// Source is what optimo-create names itself as in the plan requests it sends.
+const Source = "optimo-create"
+
+// Config is optimo-create's own configuration.
+type Config struct {
+	// Lock is the optimo-create lock: OPTIMO_CREATE_LOCK_TTL (12m),
+	// OPTIMO_CREATE_LOCK_WAIT (6m, §8.3), OPTIMO_CREATE_LOCK_RENEW.
+	Lock lock.Config `envPrefix:"OPTIMO_CREATE_"`
+	// Every runs on a schedule too, as the parent flow did (§8.1): it is
+	// what recovers a hand-off that was lost. Zero runs only on request.
+	Every time.Duration `env:"OPTIMO_CREATE_EVERY" envDefault:"30m"`
+	// OnStart runs when the service starts, for requests acked before a crash.
+	OnStart bool `env:"OPTIMO_CREATE_ON_START" envDefault:"true"`
+	// Batch is how many queued sources one queue read takes.
+	Batch int `env:"OPTIMO_CREATE_BATCH" envDefault:"500"`
+	// OrderDuration is every order's service time: Prime's appointment gives
+	// the window the visit may start in, not how long it takes.
+	OrderDuration time.Duration `env:"OPTIMO_ORDER_DURATION" envDefault:"1h"`
+	// AssignDrivers pins each order to the OptimoRoute driver whose external
+	// id is the Prime user the visit is assigned to (assignedId); false
+	// leaves the choice of driver to planning.
+	AssignDrivers bool `env:"OPTIMO_ASSIGN_DRIVERS" envDefault:"true"`
+	// TimeZone is the OptimoRoute account's: order dates and windows are its
+	// local days and times.
+	TimeZone string `env:"OPTIMO_TIMEZONE" envDefault:"Australia/Melbourne"`
+}
+
+// Creator is the optimo-create service.
+type Creator struct {
+	cfg     Config
+	store   store.Store
+	optimo  *optimoroute.Client
+	locks   *lock.Locker
+	js      jetstream.JetStream
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	mapping mapping
+	loop    *coalesce.Loop
+	metrics *metrics
+}
+
+// New builds optimo-create from the shared Deps, its Config and the
+// OptimoRoute client it shares with optimo-plan.
+func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Client) (*Creator, error) {
+	if cfg.Batch <= 0 || cfg.OrderDuration < time.Minute {
+		return nil, errors.New("optimo-create: OPTIMO_CREATE_BATCH must be above zero and OPTIMO_ORDER_DURATION at least 1m")
+	}
+	if optimo == nil {
+		return nil, errors.New("optimo-create: no OptimoRoute client")
+	}
+	zone, err := time.LoadLocation(cfg.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("optimo-create: OPTIMO_TIMEZONE: %w", err)
+	}
+	log := d.Log.With("component", "optimo-create")
+	locks, err := lock.New(ctx, d.JS, cfg.Lock, log)
+	if err != nil {
+		return nil, fmt.Errorf("optimo-create: %w", err)
+	}
+	m, err := newMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	c := &Creator{cfg: cfg, store: d.Store, optimo: optimo, locks: locks, js: d.JS, log: log, reg: d.Metrics,
+		mapping: mapping{zone: zone, duration: cfg.OrderDuration, assignDrivers: cfg.AssignDrivers}, metrics: m}
+	c.loop = coalesce.New(c.scheduled, cfg.Every)
+	return c, nil
+}
+
+// Run consumes create requests and writes orders until ctx ends.
+func (c *Creator) Run(ctx context.Context) error {
+	if c.cfg.OnStart {
+		c.loop.Request()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { c.loop.Run(ctx) })
+	err := consume.Run(ctx, c.js, consume.Spec{
+		Stream:   events.StreamOptimo,
+		Durable:  Durable,
+		Subjects: []string{events.SubjectOptimoCreate},
+	}, c.log, c.reg, c.request)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// request acks a create request and owes it a run that starts after it.
+func (c *Creator) request(_ context.Context, msg jetstream.Msg) error {
+	var req events.CreateRequested
+	if err := json.Unmarshal(msg.Data(), &req); err != nil {
+		c.log.Warn("create request is not JSON; running anyway", "err", err)
+	}
+	c.metrics.requests.Inc()
+	c.log.Debug("orders requested", "source", req.Source, "reason", req.Reason)
+	c.loop.Request()
+	return nil
+}
+
+// scheduled is one coalesced run; its outcome is logged and counted.
+func (c *Creator) scheduled(ctx context.Context) {
+	res, err := c.Create(ctx)
+	switch {
+	case err == nil:
+		c.log.Info("order run finished", "written", res.Written, "deleted", res.Deleted, "refused", res.Refused, "dates", res.Dates)
+	case ctx.Err() != nil:
+		c.log.Info("order run interrupted by shutdown", "err", err)
+	default:
+		c.log.Error("order run failed", "err", err, "written", res.Written, "deleted", res.Deleted, "refused", res.Refused)
+	}
+}
+
+// Main runs optimo-create as a process of its own.
+func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	var cfg Config
+	var ocfg optimoroute.Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := config.Parse(getenv, &ocfg); err != nil {
+		return err
+	}
+	return service.Main(ctx, "optimo-create", getenv, stderr, func(ctx context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		oc, err := optimoroute.New(ocfg)
+		if err != nil {
+			return nil, err
+		}
+		d.Metrics.MustRegister(oc.Collectors()...)
+		return New(ctx, cfg, d, oc)
+	})
+}
