@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -184,13 +185,13 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 	switch msg.Subject() {
 	case events.SubjectMakesafeDetect:
 		var req events.MakesafeDetect
-		if jerr := json.Unmarshal(msg.Data(), &req); jerr != nil || req.JobID == "" {
-			return consume.Drop(fmt.Errorf("%s: not a detection request: %v", msg.Subject(), jerr))
+		if jerr := json.Unmarshal(msg.Data(), &req); jerr != nil || !guidRE.MatchString(req.JobID) {
+			return consume.Drop(fmt.Errorf("%s: not a detection request of a job GUID: %v", msg.Subject(), jerr))
 		}
 		_, err = m.Detect(ctx, req.JobID, req.QueueChecks, req.Source)
 	case events.SubjectMakesafeRecheck:
 		var rc events.MakesafeRecheck
-		if jerr := json.Unmarshal(msg.Data(), &rc); jerr != nil || rc.JobID == "" || rc.Rung < 1 {
+		if jerr := json.Unmarshal(msg.Data(), &rc); jerr != nil || !guidRE.MatchString(rc.JobID) || rc.Rung < 1 {
 			return consume.Drop(fmt.Errorf("%s: not a re-check: %v", msg.Subject(), jerr))
 		}
 		_, err = m.Recheck(ctx, rc)
@@ -202,6 +203,9 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	return err
 }
+
+// guidRE is a job's GUID; anything else can never be detected and is dropped.
+var guidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // retryAfter is how long Prime's rate limit asks to wait, or 0.
 func retryAfter(err error) time.Duration {

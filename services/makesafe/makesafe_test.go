@@ -503,3 +503,16 @@ func metricValue(t *testing.T, r *rig, name, label string) float64 {
 	}
 	return sum
 }
+
+// A message that can never be handled is dropped, not redelivered for ever.
+func TestAMessageWithoutAJobGUIDIsDropped(t *testing.T) {
+	is := is.New(t)
+	r := newRig(t, nil)
+	r.Run("makesafe", r.ms)
+	r.detect("2402073", false, "numeric") // a numeric reference is not a job GUID
+	_, err := r.JS.Publish(context.Background(), events.SubjectMakesafeRecheck, []byte(`{"jobId":"x","rung":1}`))
+	is.NoErr(err)
+	flowtest.Eventually(t, "both are dropped", func() bool {
+		return metricValue(t, r, "primeflow_consumer_messages_total", "drop") == 2
+	})
+}
