@@ -4,6 +4,11 @@ go 1.26.8
 
 require (
 	github.com/ethosbuilding/primeflow/pkg v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/child-mirror v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/job-mirror v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/optimo-create v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
 	github.com/matryer/is v1.4.1
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
@@ -54,4 +59,12 @@ replace (
 	github.com/ethosbuilding/primeflow/pkg => ../../pkg
 	github.com/ethosbuilding/primeflow/sql => ../../sql
 	github.com/ethosbuilding/primeflow/streams => ../../streams
+)
+
+replace (
+	github.com/ethosbuilding/primeflow/services/child-mirror => ../child-mirror
+	github.com/ethosbuilding/primeflow/services/ingest => ../ingest
+	github.com/ethosbuilding/primeflow/services/job-mirror => ../job-mirror
+	github.com/ethosbuilding/primeflow/services/optimo-create => ../optimo-create
+	github.com/ethosbuilding/primeflow/services/resolver => ../resolver
 )

@@ -111,8 +111,8 @@ func (e *env) serve(h http.Handler) {
 	e.client = c
 }
 
-// config is a test's Planner configuration: fast polls, no schedule.
-func config() optimoplan.Config {
+// testConfig is a test's Planner configuration: fast polls, no schedule.
+func testConfig() optimoplan.Config {
 	return optimoplan.Config{
 		Lock:         lock.Config{TTL: 12 * time.Minute, Wait: time.Minute},
 		PollInterval: time.Millisecond,

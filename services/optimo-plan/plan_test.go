@@ -27,7 +27,7 @@ func TestPlanRun(t *testing.T) {
 	e.order("A-1", dayOne)
 	e.order("A-2", dayOne)
 	e.order("B-1", dayTwo)
-	p := e.planner(config())
+	p := e.planner(testConfig())
 	sms := smsRequests(t, e)
 
 	res, err := p.Plan(e.ctx)
@@ -67,7 +67,7 @@ func TestReQueueRace(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t, true)
 	e.order("A-1", dayOne)
-	p := e.planner(config())
+	p := e.planner(testConfig())
 
 	first := goPlan(e.ctx, p)
 	e.planning(dayOne)     // 1. the run moves D to Planning and starts its plan
@@ -120,7 +120,7 @@ func TestGuardedOutcomes(t *testing.T) {
 			}
 			e.sim.SetPlanningMode(tc.mode)
 			e.order("A-1", dayOne)
-			p := e.planner(config())
+			p := e.planner(testConfig())
 			run := goPlan(e.ctx, p)
 			id := e.planning(dayOne)
 			if tc.requeue {
@@ -167,7 +167,7 @@ func TestRefusedStart(t *testing.T) {
 	_, err := e.client.StartPlanning(e.ctx, optimoroute.StartPlanningRequest{Date: dayOne})
 	is.NoErr(err)
 	e.sim.InjectFault(optimosim.Fault{Operation: optimoroute.OpStartPlanning, After: 1, Code: string(optimoroute.ErrInternal)})
-	p := e.planner(config())
+	p := e.planner(testConfig())
 
 	run := goPlan(e.ctx, p)
 	e.planning("2026-03-12")
@@ -204,7 +204,7 @@ func TestStartWithoutAnswer(t *testing.T) {
 		conn, _, _ := hj.Hijack()
 		conn.Close() // the connection drops: no answer at all
 	}))
-	p := e.planner(config())
+	p := e.planner(testConfig())
 	_, err := p.Plan(e.ctx)
 	is.True(err != nil)                                       // the run fails
 	is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned) // the date is queued again
@@ -220,7 +220,7 @@ func TestPollLimit(t *testing.T) {
 	e := newEnv(t, false)
 	e.sim.SetPlanningMode(optimosim.PlanningNeverCompletes)
 	e.order("A-1", dayOne)
-	cfg := config()
+	cfg := testConfig()
 	cfg.MaxPolls = 5
 	p := e.planner(cfg)
 
@@ -252,8 +252,8 @@ func TestRunnersTakeTurns(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t, true)
 	e.order("A-1", dayOne)
-	a := e.planner(config())
-	b := e.planner(config())
+	a := e.planner(testConfig())
+	b := e.planner(testConfig())
 
 	ra := goPlan(e.ctx, a)
 	e.planning(dayOne) // a holds the lock, its plan running
@@ -280,8 +280,8 @@ func TestGiveUpLeavesTheLock(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t, true)
 	e.order("A-1", dayOne)
-	a := e.planner(config())
-	cfg := config()
+	a := e.planner(testConfig())
+	cfg := testConfig()
 	cfg.Lock.Wait = time.Second
 	b := e.planner(cfg)
 
@@ -312,7 +312,7 @@ func TestCrashedHolderExpires(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t, true)
 	e.order("A-1", dayOne)
-	cfg := config()
+	cfg := testConfig()
 	cfg.Lock = lock.Config{TTL: time.Second, Wait: 30 * time.Second}
 	a := e.planner(cfg)
 	b := e.planner(cfg)
@@ -343,7 +343,7 @@ func TestBurstCoalesces(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t, true)
 	e.order("A-1", dayOne)
-	p := e.planner(config())
+	p := e.planner(testConfig())
 	ctx, stop := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -387,7 +387,7 @@ type smsSub struct {
 
 func smsRequests(t *testing.T, e *env) *smsSub {
 	t.Helper()
-	p := e.planner(config())
+	p := e.planner(testConfig())
 	cons, err := p.js.CreateConsumer(e.ctx, events.StreamSMS, jetstream.ConsumerConfig{FilterSubject: events.SubjectSMSSend})
 	if err != nil {
 		t.Fatalf("sms consumer: %v", err)
