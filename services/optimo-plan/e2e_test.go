@@ -198,11 +198,11 @@ func TestAppointmentWebhookToRoutes(t *testing.T) {
 	p.idle(date)
 	o, found, err := p.Store.GetOrder(context.Background(), strings.ToLower(a.ID))
 	is.NoErr(err)
-	is.True(found)                          // the appointment is an order
-	is.Equal(o.OrderDate, date)             // on its local date
-	is.True(!o.ScheduledUTC.IsZero())       // scheduled on a route
-	is.True(o.DriverSerial != "")           // with a driver
-	is.Equal(p.optimo.Stats().Orders, 1)    // OptimoRoute holds it
+	is.True(found)                       // the appointment is an order
+	is.Equal(o.OrderDate, date)          // on its local date
+	is.True(!o.ScheduledUTC.IsZero())    // scheduled on a route
+	is.True(o.DriverSerial != "")        // with a driver
+	is.Equal(p.optimo.Stats().Orders, 1) // OptimoRoute holds it
 	is.Equal(p.optimo.Stats().Calls[optimoroute.OpStartPlanning], 1)
 }
 
