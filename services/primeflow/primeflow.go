@@ -21,11 +21,19 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
+	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
+	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
+	"github.com/ethosbuilding/primeflow/services/makesafe"
+	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
+	optimocreate "github.com/ethosbuilding/primeflow/services/optimo-create"
+	optimoplan "github.com/ethosbuilding/primeflow/services/optimo-plan"
 	"github.com/ethosbuilding/primeflow/services/resolver"
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -48,10 +56,21 @@ type Config struct {
 	// /optimoroute) when they stand in for the real APIs.
 	SimAddr string `env:"SIM_ADDR" envDefault:"127.0.0.1:8081"`
 
-	Ingest   ingest.Config
-	Resolver resolver.Config
-	Prime    prime.Config
+	Ingest         ingest.Config
+	Resolver       resolver.Config
+	JobMirror      jobmirror.Config
+	NewJobPipeline newjobpipeline.Config
+	ChildMirror    childmirror.Config
+	Makesafe       makesafe.Config
+	OptimoCreate   optimocreate.Config
+	OptimoPlan     optimoplan.Config
+	Prime          prime.Config
+	OptimoRoute    optimoroute.Config
 }
+
+// demoSMSTo is where make-safe SMS go in a local run with no
+// MAKESAFE_SMS_TO: no SMS leaves the process without SMS_SEND_URL anyway.
+const demoSMSTo = "+61400000000"
 
 // Main runs the pipeline until ctx ends.
 func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -97,6 +116,18 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		simulating = true
 		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL)
 	}
+	if cfg.OptimoRoute.APIKey == "" {
+		sim := optimosim.New(optimosim.Options{})
+		sims.PathPrefix("/optimoroute/").Handler(http.StripPrefix("/optimoroute", sim))
+		cfg.OptimoRoute.APIURL = "http://" + cfg.SimAddr + "/optimoroute"
+		cfg.OptimoRoute.APIKey = optimosim.DefaultAPIKey
+		simulating = true
+		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL)
+	}
+	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
+		cfg.Makesafe.SMSTo = demoSMSTo
+		log.Info("MAKESAFE_SMS_TO and SMS_SEND_URL are not set: make-safe SMS are logged, not sent")
+	}
 	generated(stdout, &cfg)
 
 	pc, err := prime.New(cfg.Prime, prime.WithLogger(log))
@@ -110,14 +141,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	res, err := resolver.New(cfg.Resolver, d, pc)
+	runners, err := services(ctx, cfg, d, pc)
 	if err != nil {
 		return err
 	}
-	sweeper := runnerFunc(func(ctx context.Context) error {
-		return (&outbox.Publisher{JS: js, Store: st, Log: log}).Run(ctx, 5*time.Second)
-	})
-	runners := []service.Runner{in, res, sweeper}
+	runners = append(runners, in)
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -140,6 +168,40 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 	log.Info("primeflow stopped", "err", err)
 	return err
+}
+
+// services builds every service but ingest (which owns the HTTP routes),
+// sharing one Prime client and one OptimoRoute client, so one rate limit of
+// each, and the outbox sweeper every stage's hand-offs rely on.
+func services(ctx context.Context, cfg Config, d service.Deps, pc *prime.Client) ([]service.Runner, error) {
+	oc, err := optimoroute.New(cfg.OptimoRoute)
+	if err != nil {
+		return nil, err
+	}
+	sender, err := makesafe.SenderFor(cfg.Makesafe.SMS, d.Log)
+	if err != nil {
+		return nil, err
+	}
+	var runners []service.Runner
+	for _, build := range []func() (service.Runner, error){
+		func() (service.Runner, error) { return resolver.New(cfg.Resolver, d, pc) },
+		func() (service.Runner, error) { return jobmirror.New(cfg.JobMirror, d, pc) },
+		func() (service.Runner, error) { return newjobpipeline.New(cfg.NewJobPipeline, d) },
+		func() (service.Runner, error) { return childmirror.New(cfg.ChildMirror, d, pc) },
+		func() (service.Runner, error) { return makesafe.New(cfg.Makesafe, d, pc, sender) },
+		func() (service.Runner, error) { return optimocreate.New(ctx, cfg.OptimoCreate, d, oc) },
+		func() (service.Runner, error) { return optimoplan.New(ctx, cfg.OptimoPlan, d, oc) },
+	} {
+		r, err := build()
+		if err != nil {
+			return nil, err
+		}
+		runners = append(runners, r)
+	}
+	sweeper := runnerFunc(func(ctx context.Context) error {
+		return (&outbox.Publisher{JS: d.JS, Store: d.Store, Log: d.Log}).Run(ctx, 5*time.Second)
+	})
+	return append(runners, sweeper), nil
 }
 
 // primeSimulator is the Prime simulator the all-in-one process uses: the

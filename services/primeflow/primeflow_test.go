@@ -1,0 +1,193 @@
+package primeflow_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
+	"github.com/ethosbuilding/primeflow/services/primeflow"
+	"github.com/matryer/is"
+)
+
+const (
+	apiKey   = "5b0e1f6c-2a7d-4c1e-9f3b-8d6a4e2c1b70"
+	admin    = "ops"
+	password = "s3cret-admin"
+	// From the Prime simulator's default fixture.
+	fixtureJob        = "0f8e3c1a-5b7d-4e2f-9a6c-1d3e5f7a9b01"
+	fixtureAllocation = "5e6f7a8b-0c1d-4e2f-9a3b-6c7d8e9f0a06" // a Make Safe of a job created out of hours
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func post(t *testing.T, url, body string) map[string]any {
+	t.Helper()
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %d %s", url, res.StatusCode, b)
+	}
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// TestMakeRunPipelineEndToEnd starts the all-in-one process the way `make
+// run` does — embedded NATS, SQLite, both simulators — and drives it the
+// way Prime does: webhooks over HTTP with the API-Key, fired by the Prime
+// simulator. A job, an appointment planned in OptimoRoute, and an after-hours
+// Make Safe that reaches the SMS sender.
+func TestMakeRunPipelineEndToEnd(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	httpAddr, natsAddr, simAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	env := map[string]string{
+		"DATA_DIR":              dir,
+		"HTTP_ADDR":             httpAddr,
+		"NATS_LISTEN":           natsAddr,
+		"SIM_ADDR":              simAddr,
+		"PRIME_WEBHOOK_API_KEY": apiKey,
+		"ADMIN_USER":            admin,
+		"ADMIN_PASSWORD":        password,
+		"PRIME_RATE_PER_MINUTE": "100000", // the simulator's own 60/minute still applies
+		"PRIME_RATE_BURST":      "100",
+	}
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		is.NoErr(<-done) // a clean shutdown
+		if t.Failed() {
+			t.Logf("logs:\n%s", stderr.String())
+		}
+	}()
+	eventually(t, "healthy", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/healthz", nil)
+		req.SetBasicAuth(admin, password)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+
+	prime := "http://" + simAddr + "/prime/_sim"
+	fire := func(action, id string) {
+		post(t, prime+"/webhooks", fmt.Sprintf(`{"url":"http://%s/api/prime/webhook","apiKey":"%s","action":%q,"id":%q}`, httpAddr, apiKey, action, id))
+	}
+	fire("change-job-status", fixtureJob)
+	tomorrow := time.Now().UTC().Add(24 * time.Hour).Format(time.DateOnly)
+	appt := post(t, prime+"/appointments", fmt.Sprintf(`{"jobId":%q,"attributes":{"startDate":"%s 01:00:00","endDate":"%s 02:00:00"}}`, fixtureJob, tomorrow, tomorrow))
+	fire("create-appointment", appt["id"].(string))
+	fire("create-allocation", fixtureAllocation)
+
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
+	is.NoErr(err)
+	defer st.Close()
+	eventually(t, "three webhooks processed", func() bool {
+		n, err := st.CountWebhookLog(context.Background(), store.LogFilter{State: store.Processed})
+		return err == nil && n == 3
+	})
+	job, found, err := st.GetJob(context.Background(), fixtureJob)
+	is.NoErr(err)
+	is.True(found)                      // the job is mirrored
+	is.Equal(job.JobNumber, "J012345") // with its attributes
+	eventually(t, "planning started in OptimoRoute", func() bool {
+		res, err := http.Get("http://" + simAddr + "/optimoroute/_sim/stats")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		var stats struct{ Calls map[string]int64 }
+		json.NewDecoder(res.Body).Decode(&stats)
+		return stats.Calls["start_planning"] > 0
+	})
+	eventually(t, "the make-safe SMS handed to the sender", func() bool {
+		return strings.Contains(stderr.String(), "sms sent")
+	})
+
+	if cli := os.Getenv("NATS_CLI"); cli != "" {
+		out, err := exec.Command(cli, "--server", "nats://"+natsAddr, "micro", "ls").CombinedOutput()
+		is.NoErr(err)
+		is.True(strings.Contains(string(out), "job-mirror")) // the ensure-job micro service, as an operator sees it
+		out, err = exec.Command(cli, "--server", "nats://"+natsAddr, "stream", "ls").CombinedOutput()
+		is.NoErr(err)
+		is.True(strings.Contains(string(out), "PRIME_WEBHOOK")) // the nats CLI works against make run
+	}
+	is.True(!strings.Contains(stderr.String(), apiKey))   // the key is never logged
+	is.True(!strings.Contains(stderr.String(), password)) // nor the admin password
+}
+
+// TestMakeRunGeneratesSecrets: with no key or admin login configured, a
+// local run makes them up and prints them, so the demo works.
+func TestMakeRunGeneratesSecrets(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{
+		"DATA_DIR": t.TempDir(), "HTTP_ADDR": freeAddr(t), "NATS_LISTEN": freeAddr(t), "SIM_ADDR": freeAddr(t),
+	}
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
+	eventually(t, "started", func() bool { return strings.Contains(stderr.String(), "primeflow started") })
+	cancel()
+	is.NoErr(<-done)
+	is.True(strings.Contains(stdout.String(), "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
+	is.True(strings.Contains(stdout.String(), "generated for this run: admin / "))                          // and a login
+}
