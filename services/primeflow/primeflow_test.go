@@ -146,7 +146,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	})
 	job, found, err := st.GetJob(context.Background(), fixtureJob)
 	is.NoErr(err)
-	is.True(found)                      // the job is mirrored
+	is.True(found)                     // the job is mirrored
 	is.Equal(job.JobNumber, "J012345") // with its attributes
 	eventually(t, "planning started in OptimoRoute", func() bool {
 		res, err := http.Get("http://" + simAddr + "/optimoroute/_sim/stats")
@@ -189,5 +189,5 @@ func TestMakeRunGeneratesSecrets(t *testing.T) {
 	cancel()
 	is.NoErr(<-done)
 	is.True(strings.Contains(stdout.String(), "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
-	is.True(strings.Contains(stdout.String(), "generated for this run: admin / "))                          // and a login
+	is.True(strings.Contains(stdout.String(), "generated for this run: admin / "))                            // and a login
 }
