@@ -29,7 +29,7 @@ func TestAppointmentsBecomeOrders(t *testing.T) {
 	e.job(jobID, true)
 	one := e.appointment(apptOne, jobID, day(1, 9, 0), 3)
 	two := e.appointment(apptTwo, jobID, day(2, 13, 30), 1)
-	c := e.creator(config())
+	c := e.creator(testConfig())
 
 	res, err := c.Create(e.ctx)
 	is.NoErr(err)
@@ -73,7 +73,7 @@ func TestChangedAppointmentRewritesItsOrder(t *testing.T) {
 	e := newEnv(t)
 	e.job(jobID, true)
 	first := e.appointment(apptOne, jobID, day(1, 9, 0), 1)
-	c := e.creator(config())
+	c := e.creator(testConfig())
 	_, err := c.Create(e.ctx)
 	is.NoErr(err)
 	oldDate := localDate(first.StartDate)
@@ -115,7 +115,7 @@ func TestCancelledAndDeletedAppointmentsDeleteOrders(t *testing.T) {
 			e := newEnv(t)
 			e.job(jobID, true)
 			a := e.appointment(apptOne, jobID, day(1, 9, 0), 1)
-			c := e.creator(config())
+			c := e.creator(testConfig())
 			_, err := c.Create(e.ctx)
 			is.NoErr(err)
 			date := localDate(a.StartDate)
@@ -142,7 +142,7 @@ func TestCancelledAndDeletedAppointmentsDeleteOrders(t *testing.T) {
 		e := newEnv(t)
 		e.job(jobID, true)
 		e.appointment(apptOne, jobID, day(1, 9, 0), 1, func(a *store.Appointment) { a.Status = "Cancelled" })
-		c := e.creator(config())
+		c := e.creator(testConfig())
 		res, err := c.Create(e.ctx)
 		is.NoErr(err)
 		is.Equal(res.Refused, 1)                         // recorded as not an order
@@ -182,7 +182,7 @@ func TestRefusedOrderIsRecorded(t *testing.T) {
 	a := e.appointment(apptOne, jobID, day(1, 9, 0), 1)
 	e.appointment(apptTwo, jobID, day(1, 10, 0), 1)
 	e.sim.FailOrder(apptOne, string(optimoroute.ErrLocGeocoding))
-	c := e.creator(config())
+	c := e.creator(testConfig())
 
 	res, err := c.Create(e.ctx)
 	is.NoErr(err)
@@ -217,7 +217,7 @@ func TestAppointmentsThatAreNotOrders(t *testing.T) {
 	e.appointment(apptPast, jobID, day(-1, 9, 0), 1)
 	e.appointment(apptOne, bareJob, day(1, 9, 0), 1)
 	e.appointment(apptTwo, jobID, day(1, 9, 0), 1, func(a *store.Appointment) { a.StartDate, a.EndDate = time.Time{}, time.Time{} })
-	c := e.creator(config())
+	c := e.creator(testConfig())
 
 	res, err := c.Create(e.ctx)
 	is.NoErr(err)
@@ -241,7 +241,7 @@ func TestWorkOrdersBecomeOrders(t *testing.T) {
 	is.NoErr(err)
 	_, err = e.store.SaveWorkOrder(e.ctx, store.WorkOrder{WorkOrderID: workTwo, JobID: jobID, Status: "Issued", Version: 1, Attributes: `{}`})
 	is.NoErr(err)
-	c := e.creator(config())
+	c := e.creator(testConfig())
 
 	res, err := c.Create(e.ctx)
 	is.NoErr(err)
@@ -264,7 +264,7 @@ func TestFailedCallLeavesTheQueue(t *testing.T) {
 	e.job(jobID, true)
 	e.appointment(apptOne, jobID, day(1, 9, 0), 1)
 	e.sim.InjectFault(optimosim.Fault{Operation: optimoroute.OpCreateOrUpdateOrders, Code: string(optimoroute.ErrInternal)})
-	c := e.creator(config())
+	c := e.creator(testConfig())
 
 	_, err := c.Create(e.ctx)
 	is.True(errors.Is(err, optimoroute.ErrInternal)) // the run fails with OptimoRoute's code
@@ -289,7 +289,7 @@ func TestBusyLock(t *testing.T) {
 	is.NoErr(err)
 	lk, err := holder.Take(e.ctx, lock.KeyOptimoCreate)
 	is.NoErr(err)
-	cfg := config()
+	cfg := testConfig()
 	cfg.Lock.Wait = time.Second
 	c := e.creator(cfg)
 
@@ -310,7 +310,7 @@ func TestRequestRunsTheQueue(t *testing.T) {
 	e := newEnv(t)
 	e.job(jobID, true)
 	e.appointment(apptOne, jobID, day(1, 9, 0), 1)
-	c := e.creator(config())
+	c := e.creator(testConfig())
 	ctx, stop := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

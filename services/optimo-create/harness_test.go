@@ -92,8 +92,8 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// config is a test's configuration: no schedule, no run at start.
-func config() optimocreate.Config {
+// testConfig is a test's configuration: no schedule, no run at start.
+func testConfig() optimocreate.Config {
 	return optimocreate.Config{
 		Lock:          lock.Config{TTL: 12 * time.Minute, Wait: time.Minute},
 		Batch:         500,
