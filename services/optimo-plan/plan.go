@@ -192,6 +192,17 @@ func failureCode(e *optimoroute.APIError) string {
 	return fmt.Sprintf("HTTP %d", e.HTTPStatus)
 }
 
+// transient reports whether a failed call may work if made again: no
+// answer, an answer that is not OptimoRoute's, or OptimoRoute's own
+// trouble. Other codes say the request itself is wrong.
+func transient(err error) bool {
+	var apiErr *optimoroute.APIError
+	if !errors.As(err, &apiErr) {
+		return true
+	}
+	return apiErr.Code == "" || apiErr.Code == optimoroute.ErrInternal || apiErr.Code == optimoroute.ErrTooManyConnections
+}
+
 // outcome is the status a finished plan writes (§8.4): only while the date
 // is still Planning.
 func outcome(s optimoroute.PlanningStatusCode) string {
@@ -220,7 +231,16 @@ func (p *Planner) poll(ctx context.Context, plans []running, res *Result) error 
 		for _, r := range pending {
 			st, err := p.optimo.GetPlanningStatus(ctx, r.id)
 			if err != nil {
-				return fmt.Errorf("planning status of %s (planning %d): %w", r.date, r.id, err)
+				var apiErr *optimoroute.APIError
+				if transient(err) || !errors.As(err, &apiErr) {
+					return fmt.Errorf("planning status of %s (planning %d): %w", r.date, r.id, err)
+				}
+				// OptimoRoute will never answer for this plan: park the
+				// date with the code rather than fail every run on it.
+				if err := p.finish(ctx, r, store.PlanRequestFailed(failureCode(apiErr)), apiErr.Error(), res); err != nil {
+					return err
+				}
+				continue
 			}
 			if st.Status == optimoroute.PlanningNew || st.Status == optimoroute.PlanningRunning {
 				still = append(still, r)
@@ -297,7 +317,17 @@ func (p *Planner) readRoutes(ctx context.Context, res *Result) error {
 	for _, date := range dates {
 		routes, err := p.optimo.GetRoutes(ctx, date)
 		if err != nil {
-			return fmt.Errorf("routes of %s: %w", date, err)
+			var apiErr *optimoroute.APIError
+			if transient(err) || !errors.As(err, &apiErr) {
+				return fmt.Errorf("routes of %s: %w", date, err)
+			}
+			// Park the date with the code rather than fail every run on it.
+			if _, err := p.setStatus(ctx, store.PlanStatusWrite{PlanDate: date, Status: store.PlanRequestFailed(failureCode(apiErr)),
+				OnlyIfStatus: store.PlanPlanningCompleted, ErrorText: apiErr.Error()}); err != nil {
+				return err
+			}
+			p.log.Warn("get_routes refused; the date is parked with its error", "date", date, "err", apiErr)
+			continue
 		}
 		var schedules []store.OrderSchedule
 		for _, rt := range routes {
@@ -354,7 +384,12 @@ func (p *Planner) refreshOrders(ctx context.Context, res *Result) error {
 	}
 	results, err := p.optimo.GetOrders(ctx, nos)
 	if err != nil {
-		return fmt.Errorf("order refresh: %w", err)
+		if transient(err) {
+			return fmt.Errorf("order refresh: %w", err)
+		}
+		// The orders stay queued for the next run's refresh.
+		p.log.Warn("order refresh refused", "orders", len(nos), "err", err)
+		return nil
 	}
 	now := time.Now()
 	for _, r := range results {

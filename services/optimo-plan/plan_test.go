@@ -415,3 +415,39 @@ func (s *smsSub) wait(t *testing.T, n int) []events.SMSSendRequested {
 	}
 	return out
 }
+
+// A status poll OptimoRoute cannot answer for a while fails the run and
+// leaves the date Planning for the next run's poll; one it will never answer
+// (a plan it does not know) parks the date with the code instead of failing
+// every run.
+func TestPollErrors(t *testing.T) {
+	t.Run("transient", func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t, false)
+		e.order("A-1", dayOne)
+		e.sim.InjectFault(optimosim.Fault{Operation: optimoroute.OpGetPlanningStatus, Code: string(optimoroute.ErrInternal)})
+		p := e.planner(testConfig())
+		_, err := p.Plan(e.ctx)
+		is.True(errors.Is(err, optimoroute.ErrInternal))       // the run fails
+		is.Equal(e.plan(dayOne).PlanStatus, store.PlanPlanning) // the date waits, its plan recorded
+		_, held := e.lockEntry()
+		is.True(!held) // the lock is released
+		res, err := p.Plan(e.ctx)
+		is.NoErr(err)
+		is.Equal(res.Finished[dayOne], store.PlanPlanningCompleted)    // the next run polls the same plan
+		is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // to the end
+		is.Equal(e.starts(dayOne), 1)                                  // without starting another
+	})
+	t.Run("a plan OptimoRoute does not know", func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t, false)
+		_, err := e.store.SetPlanStatus(e.ctx, store.PlanStatusWrite{PlanDate: dayOne, Status: store.PlanPlanning, PlanningID: 4242})
+		is.NoErr(err) // a run that died left this
+		e.order("B-1", dayTwo)
+		p := e.planner(testConfig())
+		res, err := p.Plan(e.ctx)
+		is.NoErr(err)
+		is.Equal(res.Finished[dayOne], "E:ERR_INVALID_PARAM_FORMAT")   // parked with the code
+		is.Equal(e.plan(dayTwo).PlanStatus, store.PlanRoutesCompleted) // and the run goes on
+	})
+}
