@@ -428,7 +428,7 @@ func TestPollErrors(t *testing.T) {
 		e.sim.InjectFault(optimosim.Fault{Operation: optimoroute.OpGetPlanningStatus, Code: string(optimoroute.ErrInternal)})
 		p := e.planner(testConfig())
 		_, err := p.Plan(e.ctx)
-		is.True(errors.Is(err, optimoroute.ErrInternal))       // the run fails
+		is.True(errors.Is(err, optimoroute.ErrInternal))        // the run fails
 		is.Equal(e.plan(dayOne).PlanStatus, store.PlanPlanning) // the date waits, its plan recorded
 		_, held := e.lockEntry()
 		is.True(!held) // the lock is released
