@@ -227,6 +227,14 @@ func TestAppointmentsThatAreNotOrders(t *testing.T) {
 	_, found, err := e.store.GetOrder(e.ctx, apptPast)
 	is.NoErr(err)
 	is.True(!found) // the past appointment was not considered
+
+	e.job(bareJob, true) // the job's address arrives; the appointment is unchanged
+	res, err = c.Create(e.ctx)
+	is.NoErr(err)
+	is.Equal(res.Written, 1) // the appointment becomes an order
+	o, ok := e.simOrder(apptOne)
+	is.True(ok)
+	is.Equal(o.Location.Address, "12 Lygon St, Unit 3, Carlton VIC 3053")
 }
 
 // Work orders become orders from the dates in their attributes.

@@ -170,7 +170,11 @@ func (m mapping) decide(s source, from time.Time) decision {
 	}
 	address := addressOf(s.job)
 	if address == "" {
-		return decision{verb: refuse, row: row, reason: "job " + s.jobID + " has no address in the mirror"}
+		// The job, not the source, is missing something: record no version,
+		// so the source is offered again on every run until the job's
+		// address arrives (the job's own version does not queue it).
+		row.Version = 0
+		return decision{verb: refuse, row: row, reason: "job " + s.jobID + " has no address in the mirror; retried on every run"}
 	}
 
 	start := s.start.In(m.zone)
