@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
@@ -150,7 +151,7 @@ func (p *pipeline) idle(date string) {
 
 // lockHolders lists the keys held in the locks bucket.
 func lockHolders(p *pipeline) string {
-	kv, err := p.JS.KeyValue(context.Background(), "locks")
+	kv, err := p.JS.KeyValue(context.Background(), events.BucketLocks)
 	if err != nil {
 		return ""
 	}
