@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -98,4 +100,38 @@ func TestMainFromTheEnvironment(t *testing.T) {
 	}
 	cancel()
 	is.NoErr(<-done) // and Main stops cleanly
+}
+
+// The portals' command line works as the README shows it: `nats pub
+// --jetstream optimo.plan.requested '{…}'` gets the NotPlanned dates planned.
+// The Makefile builds the nats CLI and sets NATS_CLI.
+func TestPortalCommandLine(t *testing.T) {
+	cli := os.Getenv("NATS_CLI")
+	if cli == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("NATS_CLI is not set: run the tests through `make test`, which builds the nats CLI")
+		}
+		t.Skip("SKIPPED: NATS_CLI is not set (make test builds the nats CLI and sets it)")
+	}
+	is := is.New(t)
+	e := newEnv(t, false)
+	e.order("A-1", dayOne)
+	p := e.planner(testConfig())
+	ctx, stop := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+
+	out, err := exec.Command(cli, "--server", e.srv.ClientURL(), "pub", "--jetstream",
+		events.SubjectOptimoPlan, `{"source":"AdminPortal","reason":"booking"}`).CombinedOutput()
+	is.True(err == nil) // the CLI published and JetStream stored it
+	if err != nil {
+		t.Logf("nats pub: %s", out)
+	}
+	e.waitFor("the date to be planned", func() bool {
+		pl, found, err := e.store.GetPlan(e.ctx, dayOne)
+		return err == nil && found && pl.PlanStatus == store.PlanRoutesCompleted
+	})
+	stop()
+	is.NoErr(<-done)
+	is.Equal(p.requests(), 1) // one request, from the command line
 }
