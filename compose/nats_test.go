@@ -1,0 +1,98 @@
+package compose_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// TestNATSCluster parses each node's configuration with nats-server's own
+// parser, with the variables compose gives the container.
+func TestNATSCluster(t *testing.T) {
+	p := loadProject(t)
+	nodes := []string{"nats-1", "nats-2", "nats-3"}
+	for _, node := range nodes {
+		t.Run(node, func(t *testing.T) {
+			is := is.New(t)
+			s := service(t, p, node)
+			t.Setenv("NATS_USER", env(s, "NATS_USER"))
+			t.Setenv("NATS_PASSWORD", env(s, "NATS_PASSWORD"))
+
+			var confDir string
+			for _, v := range s.Volumes {
+				if filepath.Base(v.Source) == "nats" {
+					confDir = v.Target
+					is.True(v.ReadOnly) // configuration mounted read-only
+				}
+			}
+			is.True(confDir != "") // compose/nats is mounted
+			conf := filepath.Join(confDir, node+".conf")
+			is.True(slices.Contains(s.Command, conf)) // the node runs its own file
+
+			opts, err := server.ProcessConfigFile(filepath.Join("nats", node+".conf"))
+			is.NoErr(err)                            // nats-server accepts the file
+			is.Equal(opts.ServerName, node)          // named after its compose service (the exporters' leader labels use it)
+			is.Equal(opts.Port, 4222)                // the port NATS_URL names
+			is.Equal(opts.HTTPPort, 8222)            // the port the exporter and the healthcheck read
+			is.True(opts.JetStream)                  // JetStream on
+			is.Equal(opts.Cluster.Name, "primeflow") // one cluster
+			is.Equal(opts.Cluster.Port, 6222)        // the route port
+			var routes []string
+			for _, r := range opts.Routes {
+				routes = append(routes, r.Host)
+			}
+			is.Equal(routes, []string{"nats-1:6222", "nats-2:6222", "nats-3:6222"}) // routes to all three nodes
+			is.Equal(opts.Username, "primeflow")                                    // clients log in with NATS_USER
+			is.Equal(opts.Password, env(s, "NATS_PASSWORD"))                        // and NATS_PASSWORD
+			is.True(opts.MaxPayload > 1<<20)                                        // a 1 MiB webhook (INGEST_MAX_BODY_BYTES) plus headers fits
+
+			for _, v := range s.Volumes {
+				if v.Type == "volume" {
+					is.True(strings.HasPrefix(opts.StoreDir, v.Target)) // JetStream stores on the node's volume
+				}
+			}
+			is.True(s.HealthCheck != nil)                                                                           // healthy means JetStream is ready
+			is.True(slices.Contains(s.HealthCheck.Test, fmt.Sprintf("http://127.0.0.1:%d/healthz", opts.HTTPPort))) // on the monitoring port
+		})
+	}
+}
+
+// TestNATSExporters checks one prometheus-nats-exporter per node, reading
+// its monitoring port with the JetStream consumer metrics on (DESIGN.md,
+// "Known sharp edges": -jsz=consumers or all).
+func TestNATSExporters(t *testing.T) {
+	p := loadProject(t)
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("nats-exporter-%d", i)
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			s := service(t, p, name)
+			is.True(strings.HasPrefix(s.Image, "natsio/prometheus-nats-exporter:")) // the NATS exporter
+			args := []string(s.Command)
+			is.True(slices.Contains(args, "-jsz=all") || slices.Contains(args, "-jsz=consumers")) // consumer gauges on
+			is.Equal(args[len(args)-1], fmt.Sprintf("http://nats-%d:8222", i))                    // its own node's monitoring port
+		})
+	}
+}
+
+// TestNATSImageMatchesTheTestedServer keeps the cluster on the nats-server
+// version the tests embed (pkg/go.mod), where the sharp edges of DESIGN.md
+// were checked and message schedules exist (≥ 2.12).
+func TestNATSImageMatchesTheTestedServer(t *testing.T) {
+	is := is.New(t)
+	p := loadProject(t)
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "pkg", "go.mod"))
+	is.NoErr(err) // pkg/go.mod reads
+	m := regexp.MustCompile(`github\.com/nats-io/nats-server/v2 v(\d+\.\d+\.\d+)`).FindStringSubmatch(string(b))
+	is.True(m != nil) // pkg requires nats-server
+	for _, node := range []string{"nats-1", "nats-2", "nats-3"} {
+		is.Equal(service(t, p, node).Image, "nats:"+m[1]+"-alpine") // the same server the tests run against
+	}
+}
