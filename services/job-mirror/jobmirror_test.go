@@ -213,10 +213,10 @@ func TestFirstSightOnTheGUIDPath(t *testing.T) {
 
 	stored, _ := e.Sim.Job(j.ID)
 	got := e.job(j.ID)
-	is.Equal(got.JobNumber, j.JobNumber)    // the job's columns
-	is.Equal(got.StatusID, j.StatusID)      // its status
-	is.Equal(got.Suburb, j.Address.Suburb)  // its address
-	is.Equal(got.Version, j.Version)        // its version
+	is.Equal(got.JobNumber, j.JobNumber)         // the job's columns
+	is.Equal(got.StatusID, j.StatusID)           // its status
+	is.Equal(got.Suburb, j.Address.Suburb)       // its address
+	is.Equal(got.Version, j.Version)             // its version
 	is.Equal(got.Attributes, string(stored.Raw)) // and Prime's raw attributes
 	is.True(got.CreatedAt.Equal(j.CreatedAt.Time))
 	mapped, found, err := e.Store.GetJobIDByReference(context.Background(), j.Ref)
