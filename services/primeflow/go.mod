@@ -14,6 +14,7 @@ require (
 	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/mux v1.8.1
+	github.com/matryer/is v1.4.1
 )
 
 require (
