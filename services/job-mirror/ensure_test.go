@@ -50,7 +50,7 @@ func TestEnsureJob(t *testing.T) {
 	t.Run("missing: fetched, mirrored, first sight", func(t *testing.T) {
 		is := is.New(t)
 		j := e.Sim.NewJob()
-		sights := e.firstSights()
+		sights := e.firstSights(0)
 		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID, NumericRef: j.Ref, LogID: 77})
 		is.NoErr(err)
 		is.True(!reply.WasMirrored)                  // it was missing
@@ -58,8 +58,8 @@ func TestEnsureJob(t *testing.T) {
 		is.Equal(e.job(j.ID).JobNumber, j.JobNumber) // now it is mirrored
 		fs, found := e.firstSeen(j.ID)
 		is.True(found)
-		is.Equal(fs.LogID, int64(77))       // on behalf of the caller's event
-		is.Equal(e.firstSights(), sights+1) // handed to the new-job pipeline
+		is.Equal(fs.LogID, int64(77))               // on behalf of the caller's event
+		is.Equal(e.firstSights(sights+1), sights+1) // handed to the new-job pipeline
 		mapped, _, err := e.Store.GetJobIDByReference(ctx, j.Ref)
 		is.NoErr(err)
 		is.Equal(mapped, j.ID) // the mapping saved too
@@ -186,5 +186,5 @@ func TestEnsureAndAnEventOfTheSameNewJobHandOffOnce(t *testing.T) {
 		_, found := e.firstSeen(j.ID)
 		is.True(found) // first sight recorded by one of them
 	}
-	is.Equal(e.firstSights(), 5.0) // once per job, however they raced
+	is.Equal(e.firstSights(5.0), 5.0) // once per job, however they raced
 }
