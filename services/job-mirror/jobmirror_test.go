@@ -441,3 +441,12 @@ func TestRateLimitStormWaitsWithoutBurningAttempts(t *testing.T) {
 	is.True(e.Sim.Stats().RateLimited > 0) // Prime did answer 429
 	is.Equal(e.firstSights(6.0), 6.0)      // each new job seen once
 }
+
+func TestNoIdentifierAtAllIsProcessed(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	row := e.WaitProcessed(e.Publish("change-job-status", `{"eventAction":"change-job-status"}`))
+	is.Equal(row.ProcessAttempts, 0)                                               // not a failure: it will never gain one (§5.1)
+	is.True(strings.Contains(strings.ToLower(row.ProcessStatus), "no identifier")) // said so
+	is.Equal(e.firstSights(0), 0.0)
+}
