@@ -54,6 +54,7 @@ require (
 
 replace (
 	github.com/ethosbuilding/primeflow/pkg => ../../pkg
+	github.com/ethosbuilding/primeflow/services/ingest => ../ingest
 	github.com/ethosbuilding/primeflow/services/job-mirror => ../job-mirror
 	github.com/ethosbuilding/primeflow/services/resolver => ../resolver
 	github.com/ethosbuilding/primeflow/sql => ../../sql
