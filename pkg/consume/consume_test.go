@@ -106,11 +106,11 @@ func TestOutcomes(t *testing.T) {
 	wait(t, "every message settled", func() bool {
 		return count("t.ack") == 1 && count("t.retry") == 3 && count("t.error") == 2 && count("t.drop") == 1
 	})
-	time.Sleep(200 * time.Millisecond) // long enough for a wrong redelivery of ack or drop
-	is.Equal(count("t.ack"), 1)                      // acked once, not redelivered
-	is.Equal(count("t.drop"), 1)                     // dropped, never redelivered
-	is.Equal(seen["t.retry"], []uint64{1, 2, 3})     // retried until it worked
-	is.Equal(seen["t.error"], []uint64{1, 2})        // an error redelivers with backoff
+	time.Sleep(200 * time.Millisecond)           // long enough for a wrong redelivery of ack or drop
+	is.Equal(count("t.ack"), 1)                  // acked once, not redelivered
+	is.Equal(count("t.drop"), 1)                 // dropped, never redelivered
+	is.Equal(seen["t.retry"], []uint64{1, 2, 3}) // retried until it worked
+	is.Equal(seen["t.error"], []uint64{1, 2})    // an error redelivers with backoff
 }
 
 func TestKeyOrdersMessagesOfOneKey(t *testing.T) {

@@ -31,8 +31,8 @@ func TestOpen(t *testing.T) {
 	t.Run("a scheme it does not know", func(t *testing.T) {
 		is := is.New(t)
 		_, err := database.Open(ctx, "postgres://user:secret@host/db", "")
-		is.True(err != nil)                                   // refused
-		is.True(!strings.Contains(err.Error(), "secret"))     // without echoing the password
+		is.True(err != nil)                                  // refused
+		is.True(!strings.Contains(err.Error(), "secret"))    // without echoing the password
 		is.True(strings.Contains(err.Error(), `"postgres"`)) // naming the scheme
 	})
 	t.Run("sqlite: without a path", func(t *testing.T) {

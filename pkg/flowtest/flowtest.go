@@ -22,6 +22,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -72,10 +73,11 @@ func New(t testing.TB, opts Options) *Env {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
+	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
+	st := groupcommit.New(db, nil) // as the services run
 	t.Cleanup(func() { st.Close() })
 	e.Store = st
 

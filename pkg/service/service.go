@@ -20,6 +20,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
 	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -152,8 +153,10 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 		nc.Close()
 		return d, nil, err
 	}
-	d = Deps{Log: log, NC: nc, JS: js, Store: st, Metrics: opshttp.NewRegistry()}
-	return d, func() { nc.Drain(); st.Close() }, nil
+	reg := opshttp.NewRegistry()
+	grouped := groupcommit.New(st, groupcommit.GroupSizes(reg))
+	d = Deps{Log: log, NC: nc, JS: js, Store: grouped, Metrics: reg}
+	return d, func() { nc.Drain(); grouped.Close() }, nil
 }
 
 // Main runs one service as its own process: configuration from getenv, logs

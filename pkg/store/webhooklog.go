@@ -86,7 +86,7 @@ type WebhookLog interface {
 	// InsertWebhookLog inserts one row and returns its id (spPrimeInsertWebhookLog).
 	InsertWebhookLog(ctx context.Context, row NewWebhookLogRow) (int64, error)
 	// InsertWebhookLogs inserts rows in one transaction and returns their ids
-	// in order: one durable commit for many concurrent webhooks.
+	// in order: a bulk load (a backlog, an import) in one durable commit.
 	InsertWebhookLogs(ctx context.Context, rows []NewWebhookLogRow) ([]int64, error)
 	// GetWebhookLog returns one row, or ErrNotFound.
 	GetWebhookLog(ctx context.Context, id int64) (WebhookLogRow, error)

@@ -16,6 +16,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	"github.com/nats-io/nats-server/v2/server"
@@ -81,10 +82,11 @@ func start(t testing.TB, opts ...option) *harness {
 func startOn(t testing.TB, ns *server.Server, opts ...option) *harness {
 	t.Helper()
 	nc, js := natstest.Connect(t, ns)
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "primeflow.db"))
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "primeflow.db"))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
+	st := groupcommit.New(db, nil) // as service.Open gives it to ingest
 	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, store: st, nats: ns, nc: nc, js: js, logs: &syncBuffer{}}
 

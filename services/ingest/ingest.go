@@ -40,7 +40,7 @@ const maxPendingAcks = 4096
 type Ingest struct {
 	cfg       Config
 	log       *slog.Logger
-	committer *committer
+	store     logStore
 	publisher *publisher
 	relay     *relay
 	metrics   *metrics
@@ -57,16 +57,15 @@ func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 		d.Log.Warn("PRIME_WEBHOOK_API_KEY is blank: every webhook is rejected with 401")
 	}
 	m := newMetrics(d.Metrics, d.Store)
-	in := &Ingest{cfg: cfg, log: d.Log, metrics: m, kick: make(chan struct{}, 1)}
+	in := &Ingest{cfg: cfg, log: d.Log, store: d.Store, metrics: m, kick: make(chan struct{}, 1)}
 	js, err := jetstream.New(d.NC, jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout), jetstream.WithPublishAsyncMaxPending(maxPendingAcks))
 	if err != nil {
 		return nil, err
 	}
 	in.publisher = &publisher{
-		js: js, nc: d.NC, log: d.Log, metrics: m,
+		js: js, nc: d.NC, store: d.Store, log: d.Log, metrics: m,
 		futures: make(chan pendingAck, maxPendingAcks), timeout: cfg.PublishTimeout,
 	}
-	in.committer = newCommitter(d.Store, in.publisher, func(n int) { m.batchSize.Observe(float64(n)) })
 	in.relay = &relay{pub: in.publisher, store: d.Store, log: d.Log, grace: cfg.RelayGrace, page: 500}
 	// NATS back after an outage: run the relay now rather than at the next tick.
 	d.NC.SetReconnectHandler(func(*nats.Conn) {
@@ -80,11 +79,11 @@ func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 	return in, nil
 }
 
-// Run runs the committer, the publisher and the relay until ctx ends.
+// Run runs the publisher and the relay until ctx ends.
 func (in *Ingest) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Go(func() { in.committer.run(ctx, 100*time.Millisecond) })
 	wg.Go(func() { in.publisher.collect(ctx) })
+	wg.Go(func() { in.publisher.record(ctx, 100*time.Millisecond) })
 	wg.Go(func() { in.relay.run(ctx, in.cfg.RelayInterval, in.kick) })
 	wg.Wait()
 	return nil

@@ -20,7 +20,6 @@ const (
 type metrics struct {
 	webhooks        *prometheus.CounterVec
 	insertSeconds   prometheus.Histogram
-	batchSize       prometheus.Histogram
 	publishFailures *prometheus.CounterVec
 }
 
@@ -32,20 +31,15 @@ func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
 		}, []string{"action", "outcome"}),
 		insertSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_webhook_insert_seconds",
-			Help:    "Time from a webhook's arrival at the committer to its durable commit.",
+			Help:    "Time from a webhook's arrival to its row's durable commit.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "primeflow_webhook_commit_batch_size",
-			Help:    "Webhooks that shared one commit.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
 		}),
 		publishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_webhook_publish_failures_total",
 			Help: "Publishes to JetStream that failed after commit (the relay publishes those rows later), by reason.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.webhooks, m.insertSeconds, m.batchSize, m.publishFailures, &logCollector{store: st})
+	reg.MustRegister(m.webhooks, m.insertSeconds, m.publishFailures, &logCollector{store: st})
 	return m
 }
 

@@ -35,6 +35,7 @@ type publication struct {
 type publisher struct {
 	js      jetstream.JetStream // with an async publish timeout
 	nc      *nats.Conn
+	store   logStore
 	log     *slog.Logger
 	metrics *metrics
 	timeout time.Duration
@@ -49,27 +50,25 @@ type pendingAck struct {
 	fut jetstream.PubAckFuture
 }
 
-// publishAsync sends rows to JetStream without waiting for their acks.
-func (p *publisher) publishAsync(pubs []publication) {
-	for _, pub := range pubs {
-		if !p.nc.IsConnected() {
-			p.metrics.publishFailures.WithLabelValues("disconnected").Inc()
-			continue
-		}
-		fut, err := p.js.PublishMsgAsync(events.NewWebhookMsg(pub.id, pub.replayCount, pub.action, pub.payload))
-		if err != nil {
-			p.metrics.publishFailures.WithLabelValues("error").Inc()
-			p.log.Warn("publish failed; the relay will retry", "id", pub.id, "err", err)
-			continue
-		}
-		select {
-		case p.futures <- pendingAck{id: pub.id, fut: fut}:
-		default:
-			// Too many acks outstanding to track: the row stays unrecorded
-			// and the relay publishes it again under the same Nats-Msg-Id,
-			// which JetStream drops if this publish made it.
-			p.metrics.publishFailures.WithLabelValues("queue_full").Inc()
-		}
+// publishAsync sends a row to JetStream without waiting for its ack.
+func (p *publisher) publishAsync(pub publication) {
+	if !p.nc.IsConnected() {
+		p.metrics.publishFailures.WithLabelValues("disconnected").Inc()
+		return
+	}
+	fut, err := p.js.PublishMsgAsync(events.NewWebhookMsg(pub.id, pub.replayCount, pub.action, pub.payload))
+	if err != nil {
+		p.metrics.publishFailures.WithLabelValues("error").Inc()
+		p.log.Warn("publish failed; the relay will retry", "id", pub.id, "err", err)
+		return
+	}
+	select {
+	case p.futures <- pendingAck{id: pub.id, fut: fut}:
+	default:
+		// Too many acks outstanding to track: the row stays unrecorded and
+		// the relay publishes it again under the same Nats-Msg-Id, which
+		// JetStream drops if this publish made it.
+		p.metrics.publishFailures.WithLabelValues("queue_full").Inc()
 	}
 }
 
@@ -95,21 +94,34 @@ func (p *publisher) collect(ctx context.Context) {
 	}
 }
 
-func (p *publisher) takeAcked() []int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ids := p.acked
-	p.acked = nil
-	return ids
+// record writes down, every interval until ctx ends, the rows JetStream
+// acknowledged, in one statement. What it fails to record the relay
+// publishes again under the same Nats-Msg-Id, which JetStream drops.
+func (p *publisher) record(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			p.flush(context.WithoutCancel(ctx))
+			return
+		case <-tick.C:
+			p.flush(ctx)
+		}
+	}
 }
 
-func (p *publisher) putBackAcked(ids []int64) {
+func (p *publisher) flush(ctx context.Context) {
+	p.mu.Lock()
+	ids := p.acked
+	p.acked = nil
+	p.mu.Unlock()
 	if len(ids) == 0 {
 		return
 	}
-	p.mu.Lock()
-	p.acked = append(p.acked, ids...)
-	p.mu.Unlock()
+	if err := p.store.SetWebhookLogPublished(ctx, ids, time.Now()); err != nil {
+		p.log.Warn("recording published rows failed; the relay will republish them", "rows", len(ids), "err", err)
+	}
 }
 
 // publish sends one row to JetStream and waits for its ack (the relay).

@@ -60,7 +60,14 @@ func (in *Ingest) handleWebhook() http.Handler {
 			RemoteIP:        remoteIP(r),
 			IsAuthenticated: true,
 		}
-		id, err := in.committer.insert(r.Context(), row)
+		// §2: 200 only after the row is committed. Concurrent webhooks share
+		// commits (the store groups transactions).
+		var id int64
+		err = in.store.InTx(r.Context(), func(tx store.Store) error {
+			var err error
+			id, err = tx.InsertWebhookLog(r.Context(), row)
+			return err
+		})
 		in.metrics.insertSeconds.Observe(time.Since(received).Seconds())
 		if err != nil {
 			in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStoreError).Inc()
@@ -71,6 +78,7 @@ func (in *Ingest) handleWebhook() http.Handler {
 		in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStored).Inc()
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"id":` + strconv.FormatInt(id, 10) + `}`))
+		in.publisher.publishAsync(publication{id: id, action: action, payload: row.Payload})
 	})
 }
 

@@ -65,7 +65,6 @@ type Mirror struct {
 	js      jetstream.JetStream
 	log     *slog.Logger
 	reg     prometheus.Registerer
-	commits *groupCommit
 	outbox  *outbox.Publisher
 	stage   *pipeline.Stage
 	metrics *metrics
@@ -86,22 +85,15 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
 		return nil, err
 	}
 	pub := &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}
-	commits := newGroupCommit(d.Store)
 	return &Mirror{
-		cfg: cfg, store: commits, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, commits: commits, outbox: pub, metrics: m,
-		stage: &pipeline.Stage{Store: commits, NC: d.NC, Outbox: pub, Log: log},
+		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, outbox: pub, metrics: m,
+		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Outbox: pub, Log: log},
 	}, nil
 }
 
 // Run consumes change-job-status events and serves ensure-job requests
 // until ctx ends.
 func (m *Mirror) Run(ctx context.Context) error {
-	// The committer outlives the handlers: it stops once they have returned.
-	commitCtx, stopCommits := context.WithCancel(context.WithoutCancel(ctx))
-	var committer sync.WaitGroup
-	committer.Go(func() { m.commits.run(commitCtx) })
-	defer func() { stopCommits(); committer.Wait() }()
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	svc, err := m.serveEnsure(ctx)

@@ -27,6 +27,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -97,12 +98,15 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		return err
 	}
 	defer nc.Drain()
-	st, err := database.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	db, err := database.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
 		return err
 	}
+	reg := opshttp.NewRegistry()
+	// One store for every service, so all their transactions share commits.
+	st := groupcommit.New(db, groupcommit.GroupSizes(reg))
 	defer st.Close()
-	d := service.Deps{Log: log, NC: nc, JS: js, Store: st, Metrics: opshttp.NewRegistry()}
+	d := service.Deps{Log: log, NC: nc, JS: js, Store: st, Metrics: reg}
 
 	sims := mux.NewRouter()
 	simulating := false

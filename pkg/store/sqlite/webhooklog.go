@@ -63,8 +63,7 @@ func (s *Store) InsertWebhookLog(ctx context.Context, row store.NewWebhookLogRow
 // well under SQLite's limit of 32,766).
 const insertChunk = 128
 
-// InsertWebhookLogs inserts rows in one transaction, many rows a statement:
-// the group commit of concurrent webhooks.
+// InsertWebhookLogs inserts rows in one transaction, many rows a statement.
 func (s *Store) InsertWebhookLogs(ctx context.Context, rows []store.NewWebhookLogRow) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
 	err := s.inTx(ctx, func(tx *Store) error {
