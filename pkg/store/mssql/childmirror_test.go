@@ -2,7 +2,6 @@ package mssql
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -91,16 +90,45 @@ func openJSONPaths(text string) map[string][]string {
 	return out
 }
 
+// carriesOpenJSONFields checks that every JSON list a call sends carries
+// exactly the fields the OPENJSON of its procedure (texts, by name) reads,
+// GUIDs lower-case and times in the zone-less ISO form.
+func carriesOpenJSONFields(texts map[string]string) func(*is.I, call) {
+	return func(is *is.I, c call) {
+		for name, paths := range openJSONPaths(texts[c.proc]) {
+			text, ok := c.args[name].(string)
+			is.True(ok) // the JSON list is sent as text
+			var rows []map[string]any
+			is.NoErr(json.Unmarshal([]byte(text), &rows)) // a JSON array of objects
+			is.True(len(rows) > 0)                        // with rows to check
+			for _, row := range rows {
+				is.Equal(slices.Sorted(maps.Keys(row)), paths) // the fields OPENJSON reads, no more, no fewer
+				for key, v := range row {
+					if v == nil {
+						continue // NULL
+					}
+					s, isText := v.(string)
+					switch {
+					case strings.HasSuffix(key, "Id"):
+						is.True(isText && isGUID(s) && s == strings.ToLower(s)) // GUIDs lower-case
+					case strings.HasSuffix(key, "At"):
+						_, err := time.Parse(jsonTimeLayout, s)
+						is.NoErr(err) // times in the zone-less ISO form
+					}
+				}
+			}
+		}
+	}
+}
+
 // Every method of the child-mirror areas calls a procedure of 020 with
 // parameters that exist, values of fitting types and no required one left
 // out; every JSON list carries exactly the fields the procedure's OPENJSON
 // reads, in the forms it reads them; and every procedure of 020 is called.
 func TestChildMirrorCallsMatchTheProcedures(t *testing.T) {
 	is := is.New(t)
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	for _, err := range childCalls(context.Background(), &Store{db: db}) {
+	s, rec := recording(t)
+	for _, err := range childCalls(context.Background(), s) {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
@@ -111,72 +139,13 @@ func TestChildMirrorCallsMatchTheProcedures(t *testing.T) {
 		}
 	}
 	is.Equal(sc.name, childScript) // the script was found
-	mods := modules(t, []script{sc})
 	texts := map[string]string{}
 	for _, b := range sc.batches {
 		if m := regexp.MustCompile(`(?i)PROCEDURE\s+dbo\.(\w+)`).FindStringSubmatch(b.sql); m != nil {
 			texts[m[1]] = b.sql
 		}
 	}
-	called := map[string]bool{}
-	for _, c := range calls(t, rec.take()) {
-		t.Run(c.proc, func(t *testing.T) {
-			is := is.New(t)
-			m, ok := mods[c.proc]
-			is.True(ok)                   // the procedure exists in 020
-			is.Equal(m.kind, "PROCEDURE") // and is a procedure
-			params := map[string]procParam{}
-			for _, p := range m.params {
-				params[p.name] = p
-			}
-			for name, v := range c.args {
-				p, ok := params[name]
-				if !ok {
-					t.Logf("@%s is not a parameter of %s", name, c.proc)
-				}
-				is.True(ok) // every argument names a parameter
-				if !fitsNullable(p, v) {
-					t.Logf("@%s %s gets %T %v", name, p.typ, v, v)
-				}
-				is.True(fitsNullable(p, v)) // with a value of a fitting type
-			}
-			for _, p := range m.params {
-				_, given := c.args[p.name]
-				is.True(given || p.optional()) // no required parameter is left out
-			}
-			for name, paths := range openJSONPaths(texts[c.proc]) {
-				text, ok := c.args[name].(string)
-				is.True(ok) // the JSON list is sent as text
-				var rows []map[string]any
-				is.NoErr(json.Unmarshal([]byte(text), &rows)) // a JSON array of objects
-				is.True(len(rows) > 0)                        // with rows to check
-				for _, row := range rows {
-					is.Equal(slices.Sorted(maps.Keys(row)), paths) // the fields OPENJSON reads, no more, no fewer
-					for key, v := range row {
-						if v == nil {
-							continue // NULL
-						}
-						s, isText := v.(string)
-						switch {
-						case strings.HasSuffix(key, "Id"):
-							is.True(isText && isGUID(s) && s == strings.ToLower(s)) // GUIDs lower-case
-						case strings.HasSuffix(key, "At"):
-							_, err := time.Parse(jsonTimeLayout, s)
-							is.NoErr(err) // times in the zone-less ISO form
-						}
-					}
-				}
-			}
-		})
-		called[c.proc] = true
-	}
-	var procs []string
-	for name, m := range mods {
-		if m.kind == "PROCEDURE" {
-			procs = append(procs, name)
-		}
-	}
-	is.Equal(slices.Sorted(maps.Keys(called)), slices.Sorted(slices.Values(procs))) // every procedure is called, none is missing
+	checkCalls(t, rec, modules(t, []script{sc}), fitsNullable, carriesOpenJSONFields(texts))
 }
 
 // Lookups by a value that is not a GUID answer "none" without a call, and
@@ -184,10 +153,7 @@ func TestChildMirrorCallsMatchTheProcedures(t *testing.T) {
 func TestChildMirrorNoCallForImpossibleArguments(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 	const job = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"
 
 	_, found, err := s.GetAppointment(ctx, "259047")
@@ -242,10 +208,7 @@ func TestChildMirrorNoCallForImpossibleArguments(t *testing.T) {
 // A form or relationship given twice goes to the procedure once, as its last copy.
 func TestChildMirrorReplaceSendsEachRowOnce(t *testing.T) {
 	is := is.New(t)
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 	const job, form = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6"
 	err := s.ReplaceJobSiteForms(context.Background(), job, "Job", []store.SiteForm{
 		{SiteFormID: form, Status: "Draft"}, {SiteFormID: strings.ToUpper(form), Status: "Completed"}})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"maps"
-	"slices"
 	"testing"
 	"time"
 
@@ -31,10 +29,7 @@ func fitsNullable(p procParam, v any) bool {
 func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 
 	const job = "0B6A3C52-3E0F-4A57-9A39-2F1D7C1E4B10"
 	const status = "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6"
@@ -85,51 +80,7 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
-	jobScripts := []string{"010_jobs.sql", "011_job_triggers.sql", "012_sync_queue.sql"}
-	var scripts []script
-	for _, sc := range loaded(t) {
-		if slices.Contains(jobScripts, sc.name) {
-			scripts = append(scripts, sc)
-		}
-	}
-	is.Equal(len(scripts), len(jobScripts)) // the scripts were found
-	mods := modules(t, scripts)
-	called := map[string]bool{}
-	for _, c := range calls(t, rec.take()) {
-		t.Run(c.proc, func(t *testing.T) {
-			is := is.New(t)
-			m, ok := mods[c.proc]
-			is.True(ok)                   // the procedure exists in the job scripts
-			is.Equal(m.kind, "PROCEDURE") // and is a procedure
-			params := map[string]procParam{}
-			for _, p := range m.params {
-				params[p.name] = p
-			}
-			for name, v := range c.args {
-				p, ok := params[name]
-				if !ok {
-					t.Logf("@%s is not a parameter of %s", name, c.proc)
-				}
-				is.True(ok) // every argument names a parameter
-				if !fitsNullable(p, v) {
-					t.Logf("@%s %s gets %T %v", name, p.typ, v, v)
-				}
-				is.True(fitsNullable(p, v)) // with a value of a fitting type
-			}
-			for _, p := range m.params {
-				_, given := c.args[p.name]
-				is.True(given || p.optional()) // no required parameter is left out
-			}
-		})
-		called[c.proc] = true
-	}
-	var procs []string
-	for name, m := range mods {
-		if m.kind == "PROCEDURE" {
-			procs = append(procs, name)
-		}
-	}
-	is.Equal(slices.Sorted(maps.Keys(called)), slices.Sorted(slices.Values(procs))) // every procedure is called, none is missing
+	checkCalls(t, rec, scriptModules(t, "010_jobs.sql", "011_job_triggers.sql", "012_sync_queue.sql"), fitsNullable, nil)
 }
 
 // The spec's procedure names, with the parameter §6 gives.
@@ -150,10 +101,7 @@ func TestSyncQueueSpecProcedures(t *testing.T) {
 func TestJobAreaNoCallForImpossibleArguments(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 
 	_, found, err := s.GetJob(ctx, "259047")
 	is.NoErr(err)

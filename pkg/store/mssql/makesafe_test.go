@@ -2,10 +2,7 @@ package mssql
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"maps"
-	"slices"
 	"testing"
 	"time"
 
@@ -20,10 +17,7 @@ import (
 func TestMakesafeAndSMSCallsMatchTheProcedures(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 
 	const job = "0B6A3C52-3E0F-4A57-9A39-2F1D7C1E4B10"
 	now := time.Now()
@@ -58,57 +52,12 @@ func TestMakesafeAndSMSCallsMatchTheProcedures(t *testing.T) {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
-	mods := modules(t, loaded(t))
-	called := map[string]bool{}
-	for _, c := range calls(t, rec.take()) {
-		t.Run(c.proc, func(t *testing.T) {
-			is := is.New(t)
-			m, ok := mods[c.proc]
-			is.True(ok)                   // the procedure exists in sql/mssql
-			is.Equal(m.kind, "PROCEDURE") // and is a procedure
-			params := map[string]procParam{}
-			for _, p := range m.params {
-				params[p.name] = p
-			}
-			for name, v := range c.args {
-				p, ok := params[name]
-				if !ok {
-					t.Logf("@%s is not a parameter of %s", name, c.proc)
-				}
-				is.True(ok) // every argument names a parameter
-				if !fits(p, v) {
-					t.Logf("@%s %s gets %T %v", name, p.typ, v, v)
-				}
-				is.True(fits(p, v)) // with a value of a fitting type
-			}
-			for _, p := range m.params {
-				_, given := c.args[p.name]
-				is.True(given || p.optional()) // no required parameter is left out
-			}
-		})
-		called[c.proc] = true
-	}
-	var procs []string
-	for _, sc := range loaded(t) {
-		if sc.name != "030_sms.sql" && sc.name != "031_makesafe.sql" {
-			continue
-		}
-		for name, m := range modules(t, []script{sc}) {
-			if m.kind == "PROCEDURE" {
-				procs = append(procs, name)
-			}
-		}
-	}
-	is.Equal(len(procs), 11)                                                        // both scripts were found
-	is.Equal(slices.Sorted(maps.Keys(called)), slices.Sorted(slices.Values(procs))) // every procedure is called, none is missing
+	is.Equal(checkCalls(t, rec, scriptModules(t, "030_sms.sql", "031_makesafe.sql"), fits, nil), 11) // both scripts were found
 }
 
 func TestMakesafeOffsetsGoAsSeconds(t *testing.T) {
 	is := is.New(t)
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 	_, err := s.UpsertMakeSafePhoneCallFromJob(context.Background(), store.MakesafeDetection{
 		JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", QueueChecks: true,
 		Checks: []time.Duration{time.Minute, 4 * time.Minute, 10 * time.Minute, 15 * time.Minute}})

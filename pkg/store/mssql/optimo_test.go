@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,10 +35,7 @@ func fitsOptimo(p procParam, v any) bool {
 func TestOptimoCallsMatchTheProcedures(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 
 	const appt = "A1A1A1A1-0000-4000-8000-000000000001"
 	const job = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"
@@ -91,48 +86,7 @@ func TestOptimoCallsMatchTheProcedures(t *testing.T) {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
-	mods := modules(t, loaded(t))
-	called := map[string]bool{}
-	for _, c := range calls(t, rec.take()) {
-		t.Run(c.proc, func(t *testing.T) {
-			is := is.New(t)
-			m, ok := mods[c.proc]
-			is.True(ok) // the procedure exists in sql/mssql
-			params := map[string]procParam{}
-			for _, p := range m.params {
-				params[p.name] = p
-			}
-			for name, v := range c.args {
-				p, ok := params[name]
-				if !ok {
-					t.Logf("@%s is not a parameter of %s", name, c.proc)
-				}
-				is.True(ok) // every argument names a parameter
-				if !fitsOptimo(p, v) {
-					t.Logf("@%s %s gets %T %v", name, p.typ, v, v)
-				}
-				is.True(fitsOptimo(p, v)) // with a value of a fitting type
-			}
-			for _, p := range m.params {
-				_, given := c.args[p.name]
-				is.True(given || p.optional()) // no required parameter is left out
-			}
-		})
-		called[c.proc] = true
-	}
-	var procs []string
-	for _, sc := range loaded(t) {
-		if sc.name != "040_optimo.sql" {
-			continue
-		}
-		for name, m := range modules(t, []script{sc}) {
-			if m.kind == "PROCEDURE" {
-				procs = append(procs, name)
-			}
-		}
-	}
-	is.True(len(procs) > 0)                                                         // the script was found
-	is.Equal(slices.Sorted(maps.Keys(called)), slices.Sorted(slices.Values(procs))) // every procedure is called, none is missing
+	is.True(checkCalls(t, rec, scriptModules(t, "040_optimo.sql"), fitsOptimo, nil) > 0) // the script has procedures
 }
 
 // Arguments that cannot be right never reach the database.
@@ -161,10 +115,8 @@ func TestOptimoRefusesImpossibleArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			rec := &recorder{}
-			db := sql.OpenDB(rec)
-			defer db.Close()
-			err := tc.call(&Store{db: db})
+			s, rec := recording(t)
+			err := tc.call(s)
 			is.True(err != nil && !errors.Is(err, errRecorded)) // refused here
 			is.Equal(len(rec.take()), 0)                        // nothing was sent
 		})

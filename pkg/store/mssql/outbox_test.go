@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"maps"
-	"slices"
 	"testing"
 	"time"
 
@@ -19,10 +17,7 @@ import (
 func TestOutboxAndIdentifyCallsMatchTheProcedures(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 
 	const job = "0B6A3C52-3E0F-4A57-9A39-2F1D7C1E4B10"
 	var errs []error
@@ -45,49 +40,7 @@ func TestOutboxAndIdentifyCallsMatchTheProcedures(t *testing.T) {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
-	mods := modules(t, loaded(t))
-	called := map[string]bool{}
-	for _, c := range calls(t, rec.take()) {
-		t.Run(c.proc, func(t *testing.T) {
-			is := is.New(t)
-			m, ok := mods[c.proc]
-			is.True(ok)                   // the procedure exists in sql/mssql
-			is.Equal(m.kind, "PROCEDURE") // and is a procedure
-			params := map[string]procParam{}
-			for _, p := range m.params {
-				params[p.name] = p
-			}
-			for name, v := range c.args {
-				p, ok := params[name]
-				if !ok {
-					t.Logf("@%s is not a parameter of %s", name, c.proc)
-				}
-				is.True(ok) // every argument names a parameter
-				if !fits(p, v) {
-					t.Logf("@%s %s gets %T %v", name, p.typ, v, v)
-				}
-				is.True(fits(p, v)) // with a value of a fitting type
-			}
-			for _, p := range m.params {
-				_, given := c.args[p.name]
-				is.True(given || p.optional()) // no required parameter is left out
-			}
-		})
-		called[c.proc] = true
-	}
-	var procs []string
-	for _, sc := range loaded(t) {
-		if sc.name != "003_outbox.sql" && sc.name != "004_identify.sql" {
-			continue
-		}
-		for name, m := range modules(t, []script{sc}) {
-			if m.kind == "PROCEDURE" {
-				procs = append(procs, name)
-			}
-		}
-	}
-	is.Equal(len(procs), 5)                                                         // both scripts were found
-	is.Equal(slices.Sorted(maps.Keys(called)), slices.Sorted(slices.Values(procs))) // every procedure is called, none is missing
+	is.Equal(checkCalls(t, rec, scriptModules(t, "003_outbox.sql", "004_identify.sql"), fits, nil), 5) // both scripts were found
 }
 
 // What InsertOutbox sends: the body as text, the headers as JSON and none as
@@ -95,10 +48,7 @@ func TestOutboxAndIdentifyCallsMatchTheProcedures(t *testing.T) {
 func TestOutboxInsertArguments(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 	var got []call
 	// The recorder fails every statement, so each insert sends one message.
 	for _, m := range []store.OutboxMessage{
@@ -122,10 +72,7 @@ func TestOutboxInsertArguments(t *testing.T) {
 func TestOutboxAndIdentifyNoCallForNothing(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	rec := &recorder{}
-	db := sql.OpenDB(rec)
-	defer db.Close()
-	s := &Store{db: db}
+	s, rec := recording(t)
 
 	msgs, err := s.InsertOutbox(ctx, nil)
 	is.NoErr(err)
