@@ -2,14 +2,12 @@ package optimocreate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
-	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
@@ -37,30 +35,18 @@ func (r Result) changed() bool { return r.Written+r.Deleted > 0 }
 // returns. When orders changed (even if the run then failed) it asks
 // optimo-plan to plan; the dates themselves are in optimoRoutePlan (§10.7).
 func (c *Creator) Create(ctx context.Context) (Result, error) {
-	start := time.Now()
-	lk, err := c.locks.Take(ctx, lock.KeyOptimoCreate)
-	if err != nil {
-		if errors.Is(err, lock.ErrBusy) {
-			c.metrics.runs.WithLabelValues("lock_busy").Inc()
-			c.log.Error("order run gave up waiting for the lock; the queues keep their rows for the next run", "err", err)
-		}
-		return Result{}, fmt.Errorf("optimo-create: %w", err)
-	}
-	res, err := c.create(lk.Context())
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if rerr := lk.Release(rctx); rerr != nil {
-		c.log.Warn("releasing the optimo-create lock", "err", rerr)
-	}
-	c.metrics.seconds.Observe(time.Since(start).Seconds())
+	var res Result
+	err := c.runs.Locked(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = c.create(ctx)
+		return err
+	})
 	if err == nil || res.changed() {
 		c.requestPlan(ctx, res)
 	}
 	if err != nil {
-		c.metrics.runs.WithLabelValues("error").Inc()
 		return res, fmt.Errorf("optimo-create: %w", err)
 	}
-	c.metrics.runs.WithLabelValues("ok").Inc()
 	return res, nil
 }
 
@@ -223,13 +209,7 @@ func (c *Creator) refuse(ctx context.Context, row store.OptimoOrder, reason stri
 // logged: the dates stay NotPlanned and optimo-plan's schedule plans them.
 func (c *Creator) requestPlan(ctx context.Context, res Result) {
 	reason := fmt.Sprintf("%d written, %d deleted", res.Written, res.Deleted)
-	data, err := json.Marshal(events.PlanRequested{Source: Source, Reason: reason})
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, err = c.js.Publish(pctx, events.SubjectOptimoPlan, data)
-	}
-	if err != nil {
+	if err := c.runs.Ask(ctx, events.SubjectOptimoPlan, events.PlanRequested{Source: Source, Reason: reason}); err != nil {
 		c.log.Warn("asking optimo-plan to plan", "err", err)
 	}
 }

@@ -15,24 +15,19 @@ package optimocreate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/ethosbuilding/primeflow/pkg/coalesce"
 	"github.com/ethosbuilding/primeflow/pkg/config"
-	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	_ "time/tzdata" // OPTIMO_TIMEZONE resolves without the host's zoneinfo
 )
@@ -72,12 +67,9 @@ type Creator struct {
 	cfg     Config
 	store   store.Store
 	optimo  *optimoroute.Client
-	locks   *lock.Locker
-	js      jetstream.JetStream
 	log     *slog.Logger
-	reg     prometheus.Registerer
 	mapping mapping
-	loop    *coalesce.Loop
+	runs    *optimorun.Runner
 	metrics *metrics
 }
 
@@ -94,51 +86,32 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	if err != nil {
 		return nil, fmt.Errorf("optimo-create: OPTIMO_TIMEZONE: %w", err)
 	}
-	log := d.Log.With("component", "optimo-create")
-	locks, err := lock.New(ctx, d.JS, cfg.Lock, log)
-	if err != nil {
-		return nil, fmt.Errorf("optimo-create: %w", err)
-	}
+	d.Log = d.Log.With("component", "optimo-create")
 	m, err := newMetrics(d.Metrics)
 	if err != nil {
 		return nil, err
 	}
-	c := &Creator{cfg: cfg, store: d.Store, optimo: optimo, locks: locks, js: d.JS, log: log, reg: d.Metrics,
+	c := &Creator{cfg: cfg, store: d.Store, optimo: optimo, log: d.Log,
 		mapping: mapping{zone: zone, duration: cfg.OrderDuration, assignDrivers: cfg.AssignDrivers}, metrics: m}
-	c.loop = coalesce.New(c.scheduled, cfg.Every)
+	c.runs, err = optimorun.New(ctx, optimorun.Spec{
+		Name:    "optimo-create",
+		Durable: Durable,
+		Subject: events.SubjectOptimoCreate,
+		LockKey: lock.KeyOptimoCreate,
+		Lock:    cfg.Lock,
+		Busy:    "order run gave up waiting for the lock; the queues keep their rows for the next run",
+		Every:   cfg.Every,
+		OnStart: cfg.OnStart,
+		Metrics: m.run,
+	}, d, c.scheduled)
+	if err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
 // Run consumes create requests and writes orders until ctx ends.
-func (c *Creator) Run(ctx context.Context) error {
-	if c.cfg.OnStart {
-		c.loop.Request()
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() { c.loop.Run(ctx) })
-	err := consume.Run(ctx, c.js, consume.Spec{
-		Stream:   events.StreamOptimo,
-		Durable:  Durable,
-		Subjects: []string{events.SubjectOptimoCreate},
-	}, c.log, c.reg, c.request)
-	cancel()
-	wg.Wait()
-	return err
-}
-
-// request acks a create request and owes it a run that starts after it.
-func (c *Creator) request(_ context.Context, msg jetstream.Msg) error {
-	var req events.CreateRequested
-	if err := json.Unmarshal(msg.Data(), &req); err != nil {
-		c.log.Warn("create request is not JSON; running anyway", "err", err)
-	}
-	c.metrics.requests.Inc()
-	c.log.Debug("orders requested", "source", req.Source, "reason", req.Reason)
-	c.loop.Request()
-	return nil
-}
+func (c *Creator) Run(ctx context.Context) error { return c.runs.Run(ctx) }
 
 // scheduled is one coalesced run; its outcome is logged and counted.
 func (c *Creator) scheduled(ctx context.Context) {
@@ -156,19 +129,10 @@ func (c *Creator) scheduled(ctx context.Context) {
 // Main runs optimo-create as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	var ocfg optimoroute.Config
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if err := config.Parse(getenv, &ocfg); err != nil {
-		return err
-	}
-	return service.Main(ctx, "optimo-create", getenv, stderr, func(ctx context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
-		oc, err := optimoroute.New(ocfg)
-		if err != nil {
-			return nil, err
-		}
-		d.Metrics.MustRegister(oc.Collectors()...)
+	return optimorun.Main(ctx, "optimo-create", getenv, stderr, func(ctx context.Context, d service.Deps, oc *optimoroute.Client) (service.Runner, error) {
 		return New(ctx, cfg, d, oc)
 	})
 }

@@ -12,24 +12,19 @@ package optimoplan
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/ethosbuilding/primeflow/pkg/coalesce"
 	"github.com/ethosbuilding/primeflow/pkg/config"
-	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	_ "time/tzdata" // OPTIMO_TIMEZONE resolves without the host's zoneinfo
 )
@@ -65,12 +60,9 @@ type Planner struct {
 	cfg     Config
 	store   store.Store
 	optimo  *optimoroute.Client
-	locks   *lock.Locker
-	js      jetstream.JetStream
 	log     *slog.Logger
-	reg     prometheus.Registerer
 	zone    *time.Location
-	loop    *coalesce.Loop
+	runs    *optimorun.Runner
 	metrics *metrics
 }
 
@@ -88,52 +80,32 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	if err != nil {
 		return nil, fmt.Errorf("optimo-plan: OPTIMO_TIMEZONE: %w", err)
 	}
-	log := d.Log.With("component", "optimo-plan")
-	locks, err := lock.New(ctx, d.JS, cfg.Lock, log)
-	if err != nil {
-		return nil, fmt.Errorf("optimo-plan: %w", err)
-	}
+	d.Log = d.Log.With("component", "optimo-plan")
 	m, err := newMetrics(d.Metrics)
 	if err != nil {
 		return nil, err
 	}
-	p := &Planner{cfg: cfg, store: d.Store, optimo: optimo, locks: locks, js: d.JS, log: log, reg: d.Metrics,
-		zone: zone, metrics: m}
-	p.loop = coalesce.New(p.scheduled, cfg.Every)
+	p := &Planner{cfg: cfg, store: d.Store, optimo: optimo, log: d.Log, zone: zone, metrics: m}
+	p.runs, err = optimorun.New(ctx, optimorun.Spec{
+		Name:    "optimo-plan",
+		Durable: Durable,
+		Subject: events.SubjectOptimoPlan,
+		LockKey: lock.KeyOptimoPlan,
+		Lock:    cfg.Lock,
+		Busy:    "plan run gave up waiting for the lock; the dates stay NotPlanned for the next run",
+		Every:   cfg.Every,
+		OnStart: cfg.OnStart,
+		Result:  result,
+		Metrics: m.run,
+	}, d, p.scheduled)
+	if err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
 // Run consumes plan requests and plans until ctx ends.
-func (p *Planner) Run(ctx context.Context) error {
-	if p.cfg.OnStart {
-		p.loop.Request()
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() { p.loop.Run(ctx) })
-	err := consume.Run(ctx, p.js, consume.Spec{
-		Stream:   events.StreamOptimo,
-		Durable:  Durable,
-		Subjects: []string{events.SubjectOptimoPlan},
-	}, p.log, p.reg, p.request)
-	cancel()
-	wg.Wait()
-	return err
-}
-
-// request acks a plan request and owes it a run that starts after it.
-func (p *Planner) request(_ context.Context, msg jetstream.Msg) error {
-	var req events.PlanRequested
-	if err := json.Unmarshal(msg.Data(), &req); err != nil {
-		// Planning needs nothing from the body: plan anyway.
-		p.log.Warn("plan request is not JSON; planning anyway", "err", err)
-	}
-	p.metrics.requests.Inc()
-	p.log.Debug("plan requested", "source", req.Source, "reason", req.Reason)
-	p.loop.Request()
-	return nil
-}
+func (p *Planner) Run(ctx context.Context) error { return p.runs.Run(ctx) }
 
 // scheduled is one coalesced run; its outcome is logged and counted.
 func (p *Planner) scheduled(ctx context.Context) {
@@ -152,19 +124,10 @@ func (p *Planner) scheduled(ctx context.Context) {
 // Main runs optimo-plan as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	var ocfg optimoroute.Config
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if err := config.Parse(getenv, &ocfg); err != nil {
-		return err
-	}
-	return service.Main(ctx, "optimo-plan", getenv, stderr, func(ctx context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
-		oc, err := optimoroute.New(ocfg)
-		if err != nil {
-			return nil, err
-		}
-		d.Metrics.MustRegister(oc.Collectors()...)
+	return optimorun.Main(ctx, "optimo-plan", getenv, stderr, func(ctx context.Context, d service.Deps, oc *optimoroute.Client) (service.Runner, error) {
 		return New(ctx, cfg, d, oc)
 	})
 }

@@ -2,14 +2,13 @@ package optimoplan
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
-	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
@@ -50,33 +49,29 @@ type running struct {
 // after the lock is taken, the lock is released before Plan returns (§8.2);
 // only a run that finished asks for the SMS queue to be sent.
 func (p *Planner) Plan(ctx context.Context) (Result, error) {
-	start := time.Now()
-	lk, err := p.locks.Take(ctx, lock.KeyOptimoPlan)
-	if err != nil {
-		if errors.Is(err, lock.ErrBusy) {
-			p.metrics.runs.WithLabelValues("lock_busy").Inc()
-			p.log.Error("plan run gave up waiting for the lock; the dates stay NotPlanned for the next run", "err", err)
-		}
-		return Result{}, fmt.Errorf("optimo-plan: %w", err)
-	}
-	res, err := p.plan(lk.Context())
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if rerr := lk.Release(rctx); rerr != nil {
-		p.log.Warn("releasing the optimo-plan lock", "err", rerr)
-	}
-	p.metrics.seconds.Observe(time.Since(start).Seconds())
+	var res Result
+	err := p.runs.Locked(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = p.plan(ctx)
+		return err
+	})
 	switch {
 	case errors.Is(err, ErrPollLimit):
-		p.metrics.runs.WithLabelValues("poll_limit").Inc()
 		return res, err
 	case err != nil:
-		p.metrics.runs.WithLabelValues("error").Inc()
 		return res, fmt.Errorf("optimo-plan: %w", err)
 	}
-	p.metrics.runs.WithLabelValues("ok").Inc()
 	p.requestSMS(ctx)
 	return res, nil
+}
+
+// result names a run's result for the runs counter: poll_limit, besides
+// optimorun's ok and error.
+func result(err error) string {
+	if errors.Is(err, ErrPollLimit) {
+		return "poll_limit"
+	}
+	return optimorun.DefaultResult(err)
 }
 
 // plan is the run under the lock: start, poll, routes, order refresh.
@@ -423,13 +418,7 @@ func (p *Planner) setStatus(ctx context.Context, w store.PlanStatusWrite) (bool,
 // step). A failure is logged: the SMS queue is drained on its own schedule
 // too.
 func (p *Planner) requestSMS(ctx context.Context) {
-	data, err := json.Marshal(events.SMSSendRequested{Source: Source})
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, err = p.js.Publish(pctx, events.SubjectSMSSend, data)
-	}
-	if err != nil {
+	if err := p.runs.Ask(ctx, events.SubjectSMSSend, events.SMSSendRequested{Source: Source}); err != nil {
 		p.log.Warn("asking for the SMS queue to be sent", "err", err)
 	}
 }

@@ -1,0 +1,230 @@
+// Package optimorun runs an OptimoRoute job under its lock, on request: what
+// optimo-create (§8.1) and optimo-plan (§8.2) share.
+//
+// Requests on the service's subject of the OPTIMO stream are acked and
+// coalesce into runs (pkg/coalesce): a burst causes one run, and requests
+// that arrive during a run cause one more, which starts after them. A
+// schedule and a run at start recover requests lost before they arrived.
+// Each run takes the service's lock, waiting up to the lock's budget (§8.3),
+// and releases it before it returns. The requests, the runs by result and
+// the time each run held the lock are counted in the service's own metrics.
+package optimorun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/coalesce"
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Spec is one service's runs.
+type Spec struct {
+	// Name is the service's name, which New's errors carry.
+	Name string
+	// Durable is the service's consumer of Subject on events.StreamOptimo.
+	Durable string
+	Subject string
+	// Lock is the service's lock: its key and its configuration.
+	LockKey string
+	Lock    lock.Config
+	// Busy is what is logged, as an error, when a run gives up waiting for
+	// the lock (§8.3): what happens to the work it left.
+	Busy string
+	// Every also requests a run that often; zero runs only on request.
+	Every time.Duration
+	// OnStart requests a run when Run starts, for requests acked before a
+	// crash.
+	OnStart bool
+	// Result names the result of a run that ended with err, for the runs
+	// counter; nil is DefaultResult.
+	Result func(err error) string
+	// Metrics are the service's collectors for its runs, registered
+	// (Metrics.Register).
+	Metrics Metrics
+}
+
+// DefaultResult is "ok" for a run that ended without an error and "error"
+// otherwise.
+func DefaultResult(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// Metrics are a service's collectors for its runs; the service names them.
+type Metrics struct {
+	// Requests counts the requests received.
+	Requests prometheus.Counter
+	// Runs counts the runs by result (label "result"): ok, error,
+	// lock_busy, and what Spec.Result adds.
+	Runs *prometheus.CounterVec
+	// Seconds observes how long each run held the lock, from taking it to
+	// releasing it.
+	Seconds prometheus.Histogram
+}
+
+// Register registers the three collectors with reg, each as Register does.
+func (m Metrics) Register(reg prometheus.Registerer) (Metrics, error) {
+	var err error
+	if m.Requests, err = Register(reg, m.Requests); err != nil {
+		return m, err
+	}
+	if m.Runs, err = Register(reg, m.Runs); err != nil {
+		return m, err
+	}
+	if m.Seconds, err = Register(reg, m.Seconds); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// Register registers c, or returns the collector registered before it (a
+// service built twice in one process, as a restart test does).
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}
+
+// Runner consumes a service's requests and runs its job, coalesced, each
+// run under the service's lock.
+type Runner struct {
+	spec    Spec
+	js      jetstream.JetStream
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	locks   *lock.Locker
+	metrics Metrics
+	loop    *coalesce.Loop
+}
+
+// New builds the runner of spec from d (its NATS, its logger, its
+// registry, which the consumer's metrics go to), with job as what each run
+// does: job is handed the run's context and calls Locked for the part that
+// needs the lock.
+func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Context)) (*Runner, error) {
+	if spec.Result == nil {
+		spec.Result = DefaultResult
+	}
+	locks, err := lock.New(ctx, d.JS, spec.Lock, d.Log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	return &Runner{spec: spec, js: d.JS, log: d.Log, reg: d.Metrics, locks: locks, metrics: spec.Metrics,
+		loop: coalesce.New(job, spec.Every)}, nil
+}
+
+// Run consumes requests and runs the job until ctx ends; a run in progress
+// finishes before Run returns.
+func (r *Runner) Run(ctx context.Context) error {
+	if r.spec.OnStart {
+		r.loop.Request()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { r.loop.Run(ctx) })
+	err := consume.Run(ctx, r.js, consume.Spec{
+		Stream:   events.StreamOptimo,
+		Durable:  r.spec.Durable,
+		Subjects: []string{r.spec.Subject},
+	}, r.log, r.reg, r.request)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// request acks a request and owes it a run that starts after it. The run
+// needs nothing from the body, which is read only to log who asked.
+func (r *Runner) request(_ context.Context, msg jetstream.Msg) error {
+	var req struct {
+		Source string `json:"source"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal(msg.Data(), &req); err != nil {
+		r.log.Warn("request is not JSON; running anyway", "err", err)
+	}
+	r.metrics.Requests.Inc()
+	r.log.Debug("run requested", "source", req.Source, "reason", req.Reason)
+	r.loop.Request()
+	return nil
+}
+
+// Locked takes the lock, runs job with the lock's context and releases the
+// lock, whatever job returned, before it returns job's error. Giving up
+// waiting for the lock is an error matching lock.ErrBusy, logged and
+// counted as a lock_busy run, that leaves the lock alone (§8.3); any other
+// failure to take it is returned as it is. A run that took the lock is
+// timed and counted by its result.
+func (r *Runner) Locked(ctx context.Context, job func(ctx context.Context) error) error {
+	start := time.Now()
+	lk, err := r.locks.Take(ctx, r.spec.LockKey)
+	if err != nil {
+		if errors.Is(err, lock.ErrBusy) {
+			r.metrics.Runs.WithLabelValues("lock_busy").Inc()
+			r.log.Error(r.spec.Busy, "err", err)
+		}
+		return err
+	}
+	err = job(lk.Context())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if rerr := lk.Release(rctx); rerr != nil {
+		r.log.Warn("releasing the "+r.spec.LockKey+" lock", "err", rerr)
+	}
+	r.metrics.Seconds.Observe(time.Since(start).Seconds())
+	r.metrics.Runs.WithLabelValues(r.spec.Result(err)).Inc()
+	return err
+}
+
+// Ask publishes v as JSON on subject, waiting at most 5 seconds for the
+// stream's ack: how a run hands on to another service.
+func (r *Runner) Ask(ctx context.Context, subject string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = r.js.Publish(pctx, subject, data)
+	return err
+}
+
+// Main runs a service as a process of its own: it reads the OptimoRoute
+// client's configuration from getenv, builds the client (its collectors in
+// the service's registry) and hands it to build inside service.Main.
+func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
+	build func(ctx context.Context, d service.Deps, optimo *optimoroute.Client) (service.Runner, error)) error {
+	var ocfg optimoroute.Config
+	if err := config.Parse(getenv, &ocfg); err != nil {
+		return err
+	}
+	return service.Main(ctx, name, getenv, stderr, func(ctx context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		oc, err := optimoroute.New(ocfg)
+		if err != nil {
+			return nil, err
+		}
+		d.Metrics.MustRegister(oc.Collectors()...)
+		return build(ctx, d, oc)
+	})
+}

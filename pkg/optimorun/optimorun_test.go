@@ -1,0 +1,99 @@
+package optimorun_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/optimorun"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/matryer/is"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func testMetrics() optimorun.Metrics {
+	return optimorun.Metrics{
+		Requests: prometheus.NewCounter(prometheus.CounterOpts{Name: "test_requests_total", Help: "h"}),
+		Runs:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "test_runs_total", Help: "h"}, []string{"result"}),
+		Seconds:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "test_run_seconds", Help: "h"}),
+	}
+}
+
+// A service built twice in one process counts in the collectors registered
+// the first time.
+func TestRegisterReusesTheFirst(t *testing.T) {
+	is := is.New(t)
+	reg := prometheus.NewRegistry()
+	first, err := testMetrics().Register(reg)
+	is.NoErr(err)
+	second, err := testMetrics().Register(reg)
+	is.NoErr(err)
+	is.Equal(second.Runs, first.Runs)         // the first collector, not a new one
+	is.Equal(second.Requests, first.Requests) // for each of them
+	_, err = optimorun.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_requests_total", Help: "h"}))
+	is.True(err != nil) // a different collector under a taken name is refused
+}
+
+// A request on the subject runs the job; the run's part under the lock is
+// counted by its result, and what the run asks for is published.
+func TestRequestRunsTheJob(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv := natstest.Server(t)
+	nc, js := natstest.Connect(t, srv)
+	reg := prometheus.NewRegistry()
+	m, err := testMetrics().Register(reg)
+	is.NoErr(err)
+	d := service.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), NC: nc, JS: js, Metrics: reg}
+	fail := errors.New("boom")
+	runs := make(chan error, 2)
+	var r *optimorun.Runner
+	r, err = optimorun.New(ctx, optimorun.Spec{Name: "test", Durable: "optimorun-test", Subject: events.SubjectOptimoCreate,
+		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m,
+		Result: func(err error) string {
+			if errors.Is(err, fail) {
+				return "failed"
+			}
+			return optimorun.DefaultResult(err)
+		}}, d, func(ctx context.Context) {
+		err := r.Locked(ctx, func(context.Context) error {
+			return r.Ask(ctx, events.SubjectOptimoPlan, events.PlanRequested{Source: "test"})
+		})
+		runs <- err
+		runs <- r.Locked(ctx, func(context.Context) error { return fail })
+	})
+	is.NoErr(err)
+	done := make(chan error, 1)
+	rctx, stop := context.WithCancel(ctx)
+	go func() { done <- r.Run(rctx) }()
+
+	data, err := json.Marshal(events.CreateRequested{Source: "test"})
+	is.NoErr(err)
+	_, err = js.Publish(ctx, events.SubjectOptimoCreate, data)
+	is.NoErr(err)
+	is.NoErr(<-runs)                 // the first part ran and asked
+	is.True(errors.Is(<-runs, fail)) // the second failed as the job said
+	stop()
+	is.NoErr(<-done)                                                    // Run ends with its context
+	is.Equal(testutil.ToFloat64(m.Requests), 1.0)                       // one request
+	is.Equal(testutil.ToFloat64(m.Runs.WithLabelValues("ok")), 1.0)     // one run ok
+	is.Equal(testutil.ToFloat64(m.Runs.WithLabelValues("failed")), 1.0) // one named by Result
+	var h dto.Metric
+	is.NoErr(m.Seconds.Write(&h))
+	is.Equal(h.GetHistogram().GetSampleCount(), uint64(2)) // both timed
+	stream, err := js.Stream(ctx, events.StreamOptimo)
+	is.NoErr(err)
+	msg, err := stream.GetLastMsgForSubject(ctx, events.SubjectOptimoPlan)
+	is.NoErr(err)
+	is.Equal(string(msg.Data), `{"source":"test"}`) // Ask published the request as JSON
+}
