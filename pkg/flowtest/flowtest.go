@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
@@ -193,13 +194,32 @@ func (e *Env) WaitRow(id int64, what string, cond func(store.WebhookLogRow) bool
 // never holds.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	EventuallyWithin(t, 20*time.Second, what, cond)
+}
+
+// EventuallyWithin waits up to d for cond, polling; it fails the test if
+// cond never holds.
+func EventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for: %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// FreeAddr is a loopback address with a port free at the time of the call,
+// for a server the test starts by address (HTTP_ADDR, NATS_LISTEN …).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Buffer collects log output from many goroutines.

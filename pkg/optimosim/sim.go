@@ -170,6 +170,13 @@ func New(opts Options) *Sim {
 	return s
 }
 
+// ClientConfig is a pkg/optimoroute configuration that talks to this
+// simulator at apiURL (where it is mounted): its key, as many requests at
+// once as it serves, and a 10-second timeout.
+func (s *Sim) ClientConfig(apiURL string) optimoroute.Config {
+	return optimoroute.Config{APIURL: apiURL, APIKey: s.opts.APIKey, Timeout: 10 * time.Second, MaxConcurrent: s.opts.MaxConcurrent}
+}
+
 // ServeHTTP serves the API and the control endpoints.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/matryer/is"
 )
@@ -266,4 +267,18 @@ func TestSchedulingInfo(t *testing.T) {
 	is.Equal(info["scheduledAtDt"], "2026-03-02 08:15:00") // after the first leg
 	_, out = call(t, srv, http.MethodGet, "/get_scheduling_info"+key+"&orderNo=NOPE", nil)
 	is.Equal(out["code"], "ERR_ORD_NOT_FOUND") // unknown order
+}
+
+// A client built from ClientConfig is let in, with the simulator's own key.
+func TestClientConfig(t *testing.T) {
+	for _, tc := range []struct{ name, key string }{{"default key", ""}, {"own key", "another-key"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			sim, srv := start(t, optimosim.Options{APIKey: tc.key})
+			c, err := optimoroute.New(sim.ClientConfig(srv.URL))
+			is.NoErr(err)
+			_, err = c.GetRoutes(context.Background(), "2026-03-02")
+			is.NoErr(err) // the key is accepted
+		})
+	}
 }

@@ -190,9 +190,9 @@ func TestContactSyncFailureIsSwallowed(t *testing.T) {
 	is.Equal(e.appointment(appt.ID).JobID, job.ID) // the appointment is mirrored
 	rels, err := e.Env.Store.ListJobContactRelationships(context.Background(), job.ID)
 	is.NoErr(err)
-	is.Equal(len(rels), 0)                                                                                                                 // no contacts this time
-	is.Equal(counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "contact_sync"}), 1.0) // counted
-	is.True(strings.Contains(e.Logs.String(), "contact sync failed"))                                                                      // and logged
+	is.Equal(len(rels), 0)                                                                                                                          // no contacts this time
+	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "contact_sync"}), 1.0) // counted
+	is.True(strings.Contains(e.Logs.String(), "contact sync failed"))                                                                               // and logged
 	flowtest.Eventually(t, "optimo.create.requested", func() bool { return e.createRequests() == 1 })
 }
 
@@ -405,7 +405,7 @@ func TestAISummaryNudgeIsBestEffort(t *testing.T) {
 			is.NoErr(err)
 			is.True(found)                                                  // the queue row is what counts
 			is.True(!strings.Contains(e.Logs.String(), "s3cret-nudge-key")) // the URL's key is never logged
-			failures := counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "ai_summary_nudge"})
+			failures := flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "ai_summary_nudge"})
 			is.Equal(failures == 1, !tc.o.noNudge) // a failed nudge is counted, an absent one is not
 		})
 	}

@@ -20,7 +20,6 @@ import (
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
 	"github.com/ethosbuilding/primeflow/services/resolver"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // env is the pipeline from the log to the child mirror, for real: embedded
@@ -278,33 +277,4 @@ func (e *env) replay(id int64) store.WebhookLogRow {
 		e.T.Fatalf("republish row %d: %v", id, err)
 	}
 	return e.WaitProcessed(id)
-}
-
-// counter reads a counter of the registry.
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue next
-				}
-			}
-			total += m.GetCounter().GetValue()
-		}
-	}
-	return total
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/ethosbuilding/primeflow/services/resolver"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // statusICM is the Initial-Contact-Made status the tests configure (§5.1 step 6).
@@ -102,42 +101,13 @@ func (t *faultyTx) QueueTriageInvite(ctx context.Context, jobID, status string) 
 	return t.Store.QueueTriageInvite(ctx, jobID, status)
 }
 
-// counter reads a counter of the process's registry; 0 when absent.
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue metric
-				}
-			}
-			total += m.GetCounter().GetValue()
-		}
-	}
-	return total
-}
-
 // firstSights is job-mirror's count of first-sight hand-offs once it has
 // reached want, or what it is after a few seconds: the count goes up just
 // after the commit that a test waits for.
 func (e *env) firstSights(want float64) float64 {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got := counter(e.T.(*testing.T), e.Deps.Metrics, "primeflow_jobmirror_first_sight_total", nil)
+		got := flowtest.Counter(e.T, e.Deps.Metrics, "primeflow_jobmirror_first_sight_total", nil)
 		if got >= want || time.Now().After(deadline) {
 			return got
 		}
@@ -348,13 +318,13 @@ func TestClientWIPFailureIsSwallowed(t *testing.T) {
 	j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
 
 	row := e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	is.Equal(row.ProcessAttempts, 0)                                                               // the event did not fail
-	is.Equal(e.job(j.ID).StatusID, statusICM)                                                      // the job is mirrored
-	is.Equal(len(e.wipTriggers(j.ID)), 0)                                                          // the trigger was lost
-	is.Equal(len(e.invites(j.ID)), 1)                                                              // the steps after it still ran
-	is.Equal(e.firstSights(1.0), 1.0)                                                              // and the pipeline was handed off
-	is.Equal(counter(t, e.Deps.Metrics, "primeflow_jobmirror_clientwip_failures_total", nil), 1.0) // counted
-	is.True(strings.Contains(e.Logs.String(), "Client WIP trigger not queued"))                    // and logged
+	is.Equal(row.ProcessAttempts, 0)                                                                        // the event did not fail
+	is.Equal(e.job(j.ID).StatusID, statusICM)                                                               // the job is mirrored
+	is.Equal(len(e.wipTriggers(j.ID)), 0)                                                                   // the trigger was lost
+	is.Equal(len(e.invites(j.ID)), 1)                                                                       // the steps after it still ran
+	is.Equal(e.firstSights(1.0), 1.0)                                                                       // and the pipeline was handed off
+	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_clientwip_failures_total", nil), 1.0) // counted
+	is.True(strings.Contains(e.Logs.String(), "Client WIP trigger not queued"))                             // and logged
 }
 
 func TestTriageFailureFailsTheEvent(t *testing.T) {

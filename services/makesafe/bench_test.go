@@ -3,7 +3,6 @@ package makesafe_test
 import (
 	"context"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -196,10 +195,10 @@ func BenchmarkCreateAllocationWebhookToSMS(b *testing.B) {
 			return false
 		})
 	}
-	report(b, "webhook-to-sender", toSender)
-	report(b, "webhook-to-endpoint", toEndpoint)
-	report(b, "baseline-webhook-200", toAnswer)
-	b.ReportMetric(float64(quantile(toSender, 0.5))/float64(quantile(toAnswer, 0.5)), "p50-vs-baseline")
+	flowtest.ReportLatencies(b, "webhook-to-sender", toSender)
+	flowtest.ReportLatencies(b, "webhook-to-endpoint", toEndpoint)
+	flowtest.ReportLatencies(b, "baseline-webhook-200", toAnswer)
+	b.ReportMetric(float64(flowtest.Quantile(toSender, 0.5))/float64(flowtest.Quantile(toAnswer, 0.5)), "p50-vs-baseline")
 }
 
 // BenchmarkFirstSightToFirstRung measures the ladder's start: from a job's
@@ -237,21 +236,7 @@ func BenchmarkFirstSightToFirstRung(b *testing.B) {
 		lateness = append(lateness, fired.Sub(cs[0].DueUTC))
 		toRung = append(toRung, fired.Sub(fs.FirstSeenUTC))
 	}
-	report(b, "firstsight-to-ladder", toLadder)
-	report(b, "rung1-after-due", lateness)
-	report(b, "firstsight-to-rung1-1s-ladder", toRung)
+	flowtest.ReportLatencies(b, "firstsight-to-ladder", toLadder)
+	flowtest.ReportLatencies(b, "rung1-after-due", lateness)
+	flowtest.ReportLatencies(b, "firstsight-to-rung1-1s-ladder", toRung)
 }
-
-func report(b *testing.B, name string, ds []time.Duration) {
-	b.ReportMetric(ms(quantile(ds, 0.5)), name+"-p50-ms")
-	b.ReportMetric(ms(quantile(ds, 0.95)), name+"-p95-ms")
-	b.ReportMetric(ms(slices.Max(ds)), name+"-max-ms")
-}
-
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -212,7 +212,7 @@ func TestAMakeSafeAfterHoursRaisesOneCallAndItsSMS(t *testing.T) {
 	r.detect(j.ID, false, "d2") // a replay, past the duplicate window's id
 	r.detect(j.ID, true, "d3")  // and the first-sight detection after it
 	flowtest.Eventually(t, "the replays are handled", func() bool {
-		return metricValue(t, r, "primeflow_makesafe_detections_total", "already_raised") == 2
+		return flowtest.Counter(t, r.Deps.Metrics, "primeflow_makesafe_detections_total", map[string]string{"result": "already_raised"}) == 2
 	})
 	is.NoErr(r.ms.DrainSMS(context.Background()))
 	is.Equal(r.ep.count(), 1)         // no second SMS
@@ -481,29 +481,6 @@ func TestTheDefaultsAreTheSpecs(t *testing.T) {
 	is.Equal(cfg.Ladder, []time.Duration{time.Second, 2 * time.Second}) // a short clock for tests
 }
 
-// metricValue sums a counter's series whose label values include label.
-func metricValue(t *testing.T, r *rig, name, label string) float64 {
-	t.Helper()
-	fams, err := r.Deps.Metrics.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetValue() == label {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
-}
-
 // A message that can never be handled is dropped, not redelivered for ever.
 func TestAMessageWithoutAJobGUIDIsDropped(t *testing.T) {
 	is := is.New(t)
@@ -513,6 +490,6 @@ func TestAMessageWithoutAJobGUIDIsDropped(t *testing.T) {
 	_, err := r.JS.Publish(context.Background(), events.SubjectMakesafeRecheck, []byte(`{"jobId":"x","rung":1}`))
 	is.NoErr(err)
 	flowtest.Eventually(t, "both are dropped", func() bool {
-		return metricValue(t, r, "primeflow_consumer_messages_total", "drop") == 2
+		return flowtest.Counter(t, r.Deps.Metrics, "primeflow_consumer_messages_total", map[string]string{"result": "drop"}) == 2
 	})
 }

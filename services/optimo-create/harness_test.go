@@ -1,18 +1,16 @@
 package optimocreate_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
@@ -46,29 +44,15 @@ type env struct {
 	sim    *optimosim.Sim
 	client *optimoroute.Client
 	log    *slog.Logger
-	buf    *logBuffer
 	db     string // the SQLite file
 }
 
 // dbPath is the SQLite file the store uses.
 func (e *env) dbPath() string { return e.db }
 
-// logBuffer keeps what the services logged.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	buf := &logBuffer{}
-	e := &env{t: t, buf: buf, log: slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), buf), &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	e := &env{t: t, log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	e.ctx = ctx
@@ -84,7 +68,7 @@ func newEnv(t *testing.T) *env {
 	e.sim = optimosim.New(optimosim.Options{PlanningDuration: time.Millisecond})
 	hs := httptest.NewServer(e.sim)
 	t.Cleanup(hs.Close)
-	c, err := optimoroute.New(optimoroute.Config{APIURL: hs.URL, APIKey: optimosim.DefaultAPIKey, Timeout: 10 * time.Second, MaxConcurrent: 5})
+	c, err := optimoroute.New(e.sim.ClientConfig(hs.URL))
 	if err != nil {
 		t.Fatalf("optimoroute client: %v", err)
 	}
@@ -234,11 +218,5 @@ func (e *env) planRequests() []events.PlanRequested {
 // waitFor polls cond until it holds, failing the test at the deadline.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	flowtest.EventuallyWithin(e.t, 30*time.Second, what, cond)
 }

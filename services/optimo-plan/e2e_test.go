@@ -3,7 +3,6 @@ package optimoplan_test
 import (
 	"context"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +84,7 @@ func startPipeline(tb testing.TB) *pipeline {
 	p.optimo = optimosim.New(optimosim.Options{PlanningDuration: 200 * time.Millisecond})
 	osrv := httptest.NewServer(p.optimo)
 	tb.Cleanup(osrv.Close)
-	oc, err := optimoroute.New(optimoroute.Config{APIURL: osrv.URL, APIKey: optimosim.DefaultAPIKey, Timeout: 10 * time.Second, MaxConcurrent: 5})
+	oc, err := optimoroute.New(p.optimo.ClientConfig(osrv.URL))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -245,9 +244,9 @@ func BenchmarkAppointmentWebhookToStartPlanning(b *testing.B) {
 		toStart = append(toStart, time.Since(start))
 		p.idle(date)
 	}
-	report(b, "webhook-to-start-planning", toStart)
-	report(b, "baseline-webhook-200", toAnswer)
-	b.ReportMetric(float64(quantile(toStart, 0.5))/float64(quantile(toAnswer, 0.5)), "p50-vs-baseline")
+	flowtest.ReportLatencies(b, "webhook-to-start-planning", toStart)
+	flowtest.ReportLatencies(b, "baseline-webhook-200", toAnswer)
+	b.ReportMetric(float64(flowtest.Quantile(toStart, 0.5))/float64(flowtest.Quantile(toAnswer, 0.5)), "p50-vs-baseline")
 	b.ReportMetric(float64(calls(p.optimo.Stats().Calls, before))/samples, "optimo-calls/appt")
 
 	// A burst: the appointments of several jobs arrive together.
@@ -285,17 +284,3 @@ func calls(now, before map[string]int) int {
 	}
 	return n
 }
-
-func report(b *testing.B, name string, ds []time.Duration) {
-	b.ReportMetric(ms(quantile(ds, 0.5)), name+"-p50-ms")
-	b.ReportMetric(ms(quantile(ds, 0.95)), name+"-p95-ms")
-	b.ReportMetric(ms(slices.Max(ds)), name+"-max-ms")
-}
-
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,7 +1,6 @@
 package optimoplan_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,11 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
@@ -46,26 +45,7 @@ type env struct {
 	url    string
 	client *optimoroute.Client
 	log    *slog.Logger
-	buf    *logBuffer
-}
-
-// logBuffer keeps what the services logged, for tests that wait for a line.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// logs is everything logged so far.
-func (e *env) logs() string {
-	e.buf.mu.Lock()
-	defer e.buf.mu.Unlock()
-	return e.buf.b.String()
+	logs   *flowtest.Buffer // what the services logged, for tests that wait for a line
 }
 
 // newEnv starts a world. With manual set, planning in the simulator moves
@@ -73,8 +53,8 @@ func (e *env) logs() string {
 // finish almost at once on real time.
 func newEnv(t *testing.T, manual bool) *env {
 	t.Helper()
-	buf := &logBuffer{}
-	e := &env{t: t, buf: buf, log: slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), buf), &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	logs := &flowtest.Buffer{}
+	e := &env{t: t, logs: logs, log: slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), logs), &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	e.ctx = ctx
@@ -104,7 +84,7 @@ func (e *env) serve(h http.Handler) {
 	hs := httptest.NewServer(h)
 	e.t.Cleanup(hs.Close)
 	e.url = hs.URL
-	c, err := optimoroute.New(optimoroute.Config{APIURL: hs.URL, APIKey: optimosim.DefaultAPIKey, Timeout: 10 * time.Second, MaxConcurrent: 5})
+	c, err := optimoroute.New(e.sim.ClientConfig(hs.URL))
 	if err != nil {
 		e.t.Fatalf("optimoroute client: %v", err)
 	}
@@ -145,39 +125,12 @@ func (e *env) planner(cfg optimoplan.Config) *planner {
 
 // runs is how many plan runs ended with result.
 func (p *planner) runs(result string) int {
-	return int(value(p.t, p.reg, "primeflow_optimoplan_runs_total", "result", result))
+	return int(flowtest.Counter(p.t, p.reg, "primeflow_optimoplan_runs_total", map[string]string{"result": result}))
 }
 
 // requests is how many plan requests the planner received.
 func (p *planner) requests() int {
-	return int(value(p.t, p.reg, "primeflow_optimoplan_requests_total", "", ""))
-}
-
-// value reads a counter from the registry: the series whose label has the
-// value given, or the unlabelled one; 0 when there is none yet.
-func value(t *testing.T, reg *prometheus.Registry, name, label, labelValue string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather metrics: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == labelValue {
-					match = true
-				}
-			}
-			if match {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return int(flowtest.Counter(p.t, p.reg, "primeflow_optimoplan_requests_total", nil))
 }
 
 // order writes an order to OptimoRoute and records it, as a portal's
@@ -208,13 +161,7 @@ func (e *env) plan(date string) store.OptimoPlan {
 // waitFor polls cond until it holds, failing the test at the deadline.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	flowtest.EventuallyWithin(e.t, 30*time.Second, what, cond)
 }
 
 // planning waits until a run has started planning date and recorded its

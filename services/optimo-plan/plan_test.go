@@ -259,7 +259,7 @@ func TestRunnersTakeTurns(t *testing.T) {
 	e.planning(dayOne) // a holds the lock, its plan running
 	e.order("B-1", dayTwo)
 	rb := goPlan(e.ctx, b)
-	e.waitFor("b to wait", func() bool { return strings.Contains(e.logs(), "waiting for lock") })
+	e.waitFor("b to wait", func() bool { return strings.Contains(e.logs.String(), "waiting for lock") })
 	is.Equal(e.starts(dayTwo), 0) // b does nothing while it waits
 
 	e.finishPlans()
@@ -327,7 +327,7 @@ func TestCrashedHolderExpires(t *testing.T) {
 	is.True(held) // the crashed run's lock is still there
 
 	rb := goPlan(e.ctx, b)
-	e.waitFor("b to take the expired lock", func() bool { return strings.Contains(e.logs(), "took lock after waiting") })
+	e.waitFor("b to take the expired lock", func() bool { return strings.Contains(e.logs.String(), "took lock after waiting") })
 	e.finishPlans()
 	got := e.await(rb)
 	is.NoErr(got.err)
