@@ -1,17 +1,16 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/service"
@@ -41,27 +40,9 @@ type harness struct {
 	nats  *server.Server
 	nc    *nats.Conn
 	js    jetstream.JetStream
-	logs  *syncBuffer
+	logs  *flowtest.Buffer
 	// router is the HTTP surface under test, for the route walk.
 	router *service.Router
-}
-
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 type option func(*ingest.Config, *service.Deps)
@@ -88,7 +69,7 @@ func startOn(t testing.TB, ns *server.Server, opts ...option) *harness {
 	}
 	st := groupcommit.New(db, nil) // as service.Open gives it to ingest
 	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, store: st, nats: ns, nc: nc, js: js, logs: &syncBuffer{}}
+	h := &harness{t: t, store: st, nats: ns, nc: nc, js: js, logs: &flowtest.Buffer{}}
 
 	cfg := ingest.Config{
 		APIKey: apiKey, MaxBodyBytes: 64 << 10,
@@ -124,7 +105,7 @@ func startOn(t testing.TB, ns *server.Server, opts ...option) *harness {
 
 func (h *harness) waitHealthy() {
 	h.t.Helper()
-	eventually(h.t, "ingest healthy", func() bool {
+	flowtest.Eventually(h.t, "ingest healthy", func() bool {
 		req, _ := http.NewRequest(http.MethodGet, h.url+"/healthz", nil)
 		req.SetBasicAuth(adminUser, adminPass)
 		res, err := http.DefaultClient.Do(req)
@@ -179,16 +160,4 @@ func (h *harness) streamMsgs() uint64 {
 		h.t.Fatal(err)
 	}
 	return info.State.Msgs
-}
-
-// eventually waits up to 10s for cond, failing the test if it never holds.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

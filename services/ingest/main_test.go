@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	"github.com/matryer/is"
@@ -16,7 +17,7 @@ import (
 func TestMainRunsTheService(t *testing.T) {
 	is := is.New(t)
 	ns := natstest.Server(t)
-	addr := freeAddr(t)
+	addr := flowtest.FreeAddr(t)
 	env := map[string]string{
 		"NATS_URL":              ns.ClientURL(),
 		"DATA_DIR":              t.TempDir(),
@@ -26,7 +27,7 @@ func TestMainRunsTheService(t *testing.T) {
 		"ADMIN_PASSWORD":        adminPass,
 		"LOG_FORMAT":            "json",
 	}
-	var stderr syncBuffer
+	var stderr flowtest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ingest.Main(ctx, func(k string) string { return env[k] }, &stderr) }()
@@ -37,7 +38,7 @@ func TestMainRunsTheService(t *testing.T) {
 	is.Equal(res.StatusCode, http.StatusOK) // stored
 	_, js := natstest.Connect(t, ns)
 	h.js = js
-	eventually(t, "published", func() bool { return h.streamMsgs() == 1 })
+	flowtest.Eventually(t, "published", func() bool { return h.streamMsgs() == 1 })
 
 	cancel()
 	is.NoErr(<-done)                                        // a clean shutdown

@@ -4,37 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/matryer/is"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestNATSDownStill200AndRelayPublishesEveryRowOnce(t *testing.T) {
 	is := is.New(t)
-	addr, dir := freeAddr(t), t.TempDir()
+	addr, dir := flowtest.FreeAddr(t), t.TempDir()
 	ns := natstest.ServerAt(t, addr, dir)
 	h := startOn(t, ns)
 	h.post(`{"eventAction":"change-job-status","jobId":1}`, "API-Key", apiKey)
-	eventually(t, "the first event published", func() bool { return h.streamMsgs() == 1 })
+	flowtest.Eventually(t, "the first event published", func() bool { return h.streamMsgs() == 1 })
 
 	natstest.Stop(ns)
-	eventually(t, "the client sees NATS gone", func() bool { return !h.nc.IsConnected() })
+	flowtest.Eventually(t, "the client sees NATS gone", func() bool { return !h.nc.IsConnected() })
 	const down = 25
 	for i := range down {
 		res := h.post(fmt.Sprintf(`{"eventAction":"create-appointment","jobId":%d}`, 1000+i), "API-Key", apiKey)
@@ -43,7 +33,7 @@ func TestNATSDownStill200AndRelayPublishesEveryRowOnce(t *testing.T) {
 	is.Equal(h.rows(), down+1) // every event stored
 
 	h.nats = natstest.ServerAt(t, addr, dir) // NATS is back, same port and data
-	eventually(t, "the relay publishes the rows stored while NATS was down", func() bool {
+	flowtest.Eventually(t, "the relay publishes the rows stored while NATS was down", func() bool {
 		n, err := h.store.CountWebhookLog(context.Background(), store.LogFilter{Unpublished: true})
 		return err == nil && n == 0
 	})
@@ -55,8 +45,8 @@ func TestProcessRunsTheRelayAndReplaysResetRows(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
 	row := h.stored(h.post(`{"eventAction":"change-job-status","jobId":7}`, "API-Key", apiKey))
-	eventually(t, "published", func() bool { return h.streamMsgs() == 1 })
-	eventually(t, "publishedUTC recorded", func() bool {
+	flowtest.Eventually(t, "published", func() bool { return h.streamMsgs() == 1 })
+	flowtest.Eventually(t, "publishedUTC recorded", func() bool {
 		r, err := h.store.GetWebhookLog(ctx, row.ID)
 		return err == nil && !r.PublishedUTC.IsZero()
 	})
@@ -132,7 +122,7 @@ func TestRepublishOfAPublishedRowIsDeduplicated(t *testing.T) {
 	failures.Store(1) // the publisher's bookkeeping fails once
 	h := start(t, withStore(func(s store.Store) store.Store { return flakyBookkeeping{Store: s, failures: &failures} }))
 	h.post(`{"eventAction":"change-job-status","jobId":9}`, "API-Key", apiKey)
-	eventually(t, "the publish and its failed bookkeeping", func() bool { return failures.Load() == 0 })
+	flowtest.Eventually(t, "the publish and its failed bookkeeping", func() bool { return failures.Load() == 0 })
 	n, err := h.store.CountWebhookLog(context.Background(), store.LogFilter{Unpublished: true})
 	is.NoErr(err)
 	is.Equal(n, 1) // the row looks unpublished

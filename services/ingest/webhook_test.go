@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	"github.com/matryer/is"
@@ -136,7 +137,7 @@ func TestPublishesAfterCommit(t *testing.T) {
 			defer cancel()
 			row := h.stored(h.post(tc.body, "API-Key", apiKey))
 			var msg *jetstream.RawStreamMsg
-			eventually(t, "the event on its subject", func() bool {
+			flowtest.Eventually(t, "the event on its subject", func() bool {
 				s, err := h.js.Stream(ctx, "PRIME_WEBHOOK")
 				is.NoErr(err)
 				msg, err = s.GetLastMsgForSubject(ctx, tc.subject)
@@ -145,7 +146,7 @@ func TestPublishesAfterCommit(t *testing.T) {
 			is.Equal(string(msg.Data), row.Payload)                                               // the payload as stored
 			is.Equal(msg.Header.Get("Nats-Msg-Id"), fmt.Sprintf("ethPrimeWebhookLog:%d", row.ID)) // derived from the log id
 			is.Equal(msg.Header.Get("Primeflow-Event-Action"), tc.action)                         // the action as stored
-			eventually(t, "publishedUTC recorded", func() bool {
+			flowtest.Eventually(t, "publishedUTC recorded", func() bool {
 				r, err := h.store.GetWebhookLog(ctx, row.ID)
 				return err == nil && !r.PublishedUTC.IsZero()
 			})
@@ -199,5 +200,5 @@ func TestConcurrentPostsAreStoredExactlyOnce(t *testing.T) {
 		is.True(!seen[r.Payload]) // no payload twice
 		seen[r.Payload] = true
 	}
-	eventually(t, "every row published once", func() bool { return h.streamMsgs() == n })
+	flowtest.Eventually(t, "every row published once", func() bool { return h.streamMsgs() == n })
 }

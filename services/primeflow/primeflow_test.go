@@ -1,21 +1,19 @@
 package primeflow_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/ethosbuilding/primeflow/services/primeflow"
@@ -30,44 +28,6 @@ const (
 	fixtureJob        = "0f8e3c1a-5b7d-4e2f-9a6c-1d3e5f7a9b01"
 	fixtureAllocation = "5e6f7a8b-0c1d-4e2f-9a3b-6c7d8e9f0a06" // a Make Safe of a job created out of hours
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func post(t *testing.T, url, body string) map[string]any {
 	t.Helper()
@@ -93,7 +53,7 @@ func post(t *testing.T, url, body string) map[string]any {
 func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
-	httpAddr, natsAddr, simAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	httpAddr, natsAddr, simAddr := flowtest.FreeAddr(t), flowtest.FreeAddr(t), flowtest.FreeAddr(t)
 	env := map[string]string{
 		"DATA_DIR":              dir,
 		"HTTP_ADDR":             httpAddr,
@@ -105,7 +65,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		"PRIME_RATE_PER_MINUTE": "100000", // the simulator's own 60/minute still applies
 		"PRIME_RATE_BURST":      "100",
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr flowtest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
@@ -116,7 +76,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 			t.Logf("logs:\n%s", stderr.String())
 		}
 	}()
-	eventually(t, "healthy", func() bool {
+	flowtest.EventuallyWithin(t, 30*time.Second, "healthy", func() bool {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/healthz", nil)
 		req.SetBasicAuth(admin, password)
 		res, err := http.DefaultClient.Do(req)
@@ -140,7 +100,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
 	is.NoErr(err)
 	defer st.Close()
-	eventually(t, "three webhooks processed", func() bool {
+	flowtest.EventuallyWithin(t, 30*time.Second, "three webhooks processed", func() bool {
 		n, err := st.CountWebhookLog(context.Background(), store.LogFilter{State: store.Processed})
 		return err == nil && n == 3
 	})
@@ -148,7 +108,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	is.NoErr(err)
 	is.True(found)                     // the job is mirrored
 	is.Equal(job.JobNumber, "J012345") // with its attributes
-	eventually(t, "planning started in OptimoRoute", func() bool {
+	flowtest.EventuallyWithin(t, 30*time.Second, "planning started in OptimoRoute", func() bool {
 		res, err := http.Get("http://" + simAddr + "/optimoroute/_sim/stats")
 		if err != nil {
 			return false
@@ -158,7 +118,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		json.NewDecoder(res.Body).Decode(&stats)
 		return stats.Calls["start_planning"] > 0
 	})
-	eventually(t, "the make-safe SMS handed to the sender", func() bool {
+	flowtest.EventuallyWithin(t, 30*time.Second, "the make-safe SMS handed to the sender", func() bool {
 		return strings.Contains(stderr.String(), "sms sent")
 	})
 
@@ -179,13 +139,13 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 func TestMakeRunGeneratesSecrets(t *testing.T) {
 	is := is.New(t)
 	env := map[string]string{
-		"DATA_DIR": t.TempDir(), "HTTP_ADDR": freeAddr(t), "NATS_LISTEN": freeAddr(t), "SIM_ADDR": freeAddr(t),
+		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr flowtest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
-	eventually(t, "started", func() bool { return strings.Contains(stderr.String(), "primeflow started") })
+	flowtest.EventuallyWithin(t, 30*time.Second, "started", func() bool { return strings.Contains(stderr.String(), "primeflow started") })
 	cancel()
 	is.NoErr(<-done)
 	is.True(strings.Contains(stdout.String(), "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
