@@ -190,23 +190,23 @@ func (e *Env) WaitRow(id int64, what string, cond func(store.WebhookLogRow) bool
 	return row
 }
 
-// Eventually waits up to 20s for cond, polling; it fails the test if cond
-// never holds.
+// Eventually waits up to 20s for cond, polling every 5ms; it fails the test
+// if cond never holds.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	EventuallyWithin(t, 20*time.Second, what, cond)
+	Poll(t, 20*time.Second, 5*time.Millisecond, what, cond)
 }
 
-// EventuallyWithin waits up to d for cond, polling; it fails the test if
-// cond never holds.
-func EventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+// Poll calls cond every interval until it holds, failing the test if it
+// does not within d. A short interval catches a state that does not last.
+func Poll(t testing.TB, d, interval time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for: %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

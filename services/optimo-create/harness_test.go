@@ -218,5 +218,5 @@ func (e *env) planRequests() []events.PlanRequested {
 // waitFor polls cond until it holds, failing the test at the deadline.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	flowtest.EventuallyWithin(e.t, 30*time.Second, what, cond)
+	flowtest.Poll(e.t, 30*time.Second, 2*time.Millisecond, what, cond)
 }

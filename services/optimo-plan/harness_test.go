@@ -161,7 +161,7 @@ func (e *env) plan(date string) store.OptimoPlan {
 // waitFor polls cond until it holds, failing the test at the deadline.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	flowtest.EventuallyWithin(e.t, 30*time.Second, what, cond)
+	flowtest.Poll(e.t, 30*time.Second, 2*time.Millisecond, what, cond)
 }
 
 // planning waits until a run has started planning date and recorded its

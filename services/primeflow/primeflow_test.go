@@ -76,7 +76,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 			t.Logf("logs:\n%s", stderr.String())
 		}
 	}()
-	flowtest.EventuallyWithin(t, 30*time.Second, "healthy", func() bool {
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "healthy", func() bool {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/healthz", nil)
 		req.SetBasicAuth(admin, password)
 		res, err := http.DefaultClient.Do(req)
@@ -100,7 +100,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
 	is.NoErr(err)
 	defer st.Close()
-	flowtest.EventuallyWithin(t, 30*time.Second, "three webhooks processed", func() bool {
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "three webhooks processed", func() bool {
 		n, err := st.CountWebhookLog(context.Background(), store.LogFilter{State: store.Processed})
 		return err == nil && n == 3
 	})
@@ -108,7 +108,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	is.NoErr(err)
 	is.True(found)                     // the job is mirrored
 	is.Equal(job.JobNumber, "J012345") // with its attributes
-	flowtest.EventuallyWithin(t, 30*time.Second, "planning started in OptimoRoute", func() bool {
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "planning started in OptimoRoute", func() bool {
 		res, err := http.Get("http://" + simAddr + "/optimoroute/_sim/stats")
 		if err != nil {
 			return false
@@ -118,7 +118,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		json.NewDecoder(res.Body).Decode(&stats)
 		return stats.Calls["start_planning"] > 0
 	})
-	flowtest.EventuallyWithin(t, 30*time.Second, "the make-safe SMS handed to the sender", func() bool {
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "the make-safe SMS handed to the sender", func() bool {
 		return strings.Contains(stderr.String(), "sms sent")
 	})
 
@@ -145,7 +145,7 @@ func TestMakeRunGeneratesSecrets(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
-	flowtest.EventuallyWithin(t, 30*time.Second, "started", func() bool { return strings.Contains(stderr.String(), "primeflow started") })
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "started", func() bool { return strings.Contains(stderr.String(), "primeflow started") })
 	cancel()
 	is.NoErr(<-done)
 	is.True(strings.Contains(stdout.String(), "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
