@@ -59,23 +59,11 @@ func (s *Store) ListJobAllocations(ctx context.Context, jobID string) ([]store.A
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.q().QueryContext(ctx, procListJobAllocations, sql.Named("JobId", job))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: list job allocations: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Allocation
-	for rows.Next() {
+	return queryAll(ctx, s.q(), "list job allocations", procListJobAllocations, func(sc rowScanner) (store.Allocation, error) {
 		var a store.Allocation
-		if err := rows.Scan(allocationDest(&a)...); err != nil {
-			return nil, fmt.Errorf("mssql: list job allocations: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: list job allocations: %w", err)
-	}
-	return out, nil
+		err := sc.Scan(allocationDest(&a)...)
+		return a, err
+	}, sql.Named("JobId", job))
 }
 
 // HasMakeSafeAllocation reports whether the job has an allocation saved as

@@ -101,22 +101,11 @@ func (s *Store) ListJobContactRelationships(ctx context.Context, jobID string) (
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.q().QueryContext(ctx, procListJobContactRelationships, sql.Named("JobId", job))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: list job contact relationships: %w", err)
-	}
-	defer rows.Close()
-	var out []store.ContactRelationship
-	for rows.Next() {
-		var r store.ContactRelationship
-		if err := rows.Scan(scanGUID{&r.ContactRelationshipID}, scanGUID{&r.JobID}, scanGUID{&r.ContactID},
-			scanString{&r.RelationshipType}, scanString{&r.Attributes}, scanTime{&r.SyncedUTC}); err != nil {
-			return nil, fmt.Errorf("mssql: list job contact relationships: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: list job contact relationships: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s.q(), "list job contact relationships", procListJobContactRelationships,
+		func(sc rowScanner) (store.ContactRelationship, error) {
+			var r store.ContactRelationship
+			err := sc.Scan(scanGUID{&r.ContactRelationshipID}, scanGUID{&r.JobID}, scanGUID{&r.ContactID},
+				scanString{&r.RelationshipType}, scanString{&r.Attributes}, scanTime{&r.SyncedUTC})
+			return r, err
+		}, sql.Named("JobId", job))
 }

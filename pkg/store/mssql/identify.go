@@ -29,22 +29,6 @@ func (s *Store) IdentifyGuid(ctx context.Context, id, expected string) ([]string
 	if err != nil {
 		return nil, err
 	}
-	rs, err := s.q().QueryContext(ctx, procIdentifyGuid,
+	return queryAll(ctx, s.q(), "identify guid", procIdentifyGuid, scanText,
 		sql.Named("Id", guid), sql.Named("ExpectedEntity", sqlString(expected)))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: identify guid: %w", err)
-	}
-	defer rs.Close()
-	var found []string
-	for rs.Next() {
-		var table string
-		if err := rs.Scan(&table); err != nil {
-			return nil, fmt.Errorf("mssql: identify guid: %w", err)
-		}
-		found = append(found, table)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: identify guid: %w", err)
-	}
-	return found, nil
 }

@@ -118,7 +118,7 @@ func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (
 	return claimed, nil
 }
 
-func scanFirstSeen(sc interface{ Scan(...any) error }) (store.FirstSeen, error) {
+func scanFirstSeen(sc rowScanner) (store.FirstSeen, error) {
 	var f store.FirstSeen
 	var logID sql.NullInt64
 	err := sc.Scan(scanGUID{&f.JobID}, &logID, scanTime{&f.FirstSeenUTC}, scanTime{&f.PipelineCompletedUTC},
@@ -192,23 +192,7 @@ func (s *Store) ListFirstSeen(ctx context.Context, state store.FirstSeenState, l
 	case store.FirstSeenCompleted:
 		st = 3
 	}
-	rows, err := s.q().QueryContext(ctx, procListFirstSeen, sql.Named("State", st), sql.Named("Top", limit))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: list first seen: %w", err)
-	}
-	defer rows.Close()
-	var out []store.FirstSeen
-	for rows.Next() {
-		f, err := scanFirstSeen(rows)
-		if err != nil {
-			return nil, fmt.Errorf("mssql: list first seen: %w", err)
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: list first seen: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s.q(), "list first seen", procListFirstSeen, scanFirstSeen, sql.Named("State", st), sql.Named("Top", limit))
 }
 
 // jobGUID parses a GUID read for a lookup; ok is false for a value that is

@@ -42,23 +42,11 @@ func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]stor
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.q().QueryContext(ctx, procListClientWIPTriggers, sql.Named("JobId", id))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: list client wip triggers: %w", err)
-	}
-	defer rows.Close()
-	var out []store.ClientWIPTrigger
-	for rows.Next() {
+	return queryAll(ctx, s.q(), "list client wip triggers", procListClientWIPTriggers, func(sc rowScanner) (store.ClientWIPTrigger, error) {
 		var t store.ClientWIPTrigger
-		if err := rows.Scan(&t.ID, scanGUID{&t.JobID}, &t.TriggerType, &t.Source, scanTime{&t.QueuedUTC}, scanTime{&t.ProcessedUTC}); err != nil {
-			return nil, fmt.Errorf("mssql: list client wip triggers: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: list client wip triggers: %w", err)
-	}
-	return out, nil
+		err := sc.Scan(&t.ID, scanGUID{&t.JobID}, &t.TriggerType, &t.Source, scanTime{&t.QueuedUTC}, scanTime{&t.ProcessedUTC})
+		return t, err
+	}, sql.Named("JobId", id))
 }
 
 // QueueTriageInvite queues an invite when the mirrored status is the
@@ -89,21 +77,9 @@ func (s *Store) ListTriageInvites(ctx context.Context, jobID string) ([]store.Tr
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.q().QueryContext(ctx, procListTriageInvites, sql.Named("JobId", id))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: list triage invites: %w", err)
-	}
-	defer rows.Close()
-	var out []store.TriageInvite
-	for rows.Next() {
+	return queryAll(ctx, s.q(), "list triage invites", procListTriageInvites, func(sc rowScanner) (store.TriageInvite, error) {
 		var t store.TriageInvite
-		if err := rows.Scan(&t.ID, scanGUID{&t.JobID}, scanGUID{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC}); err != nil {
-			return nil, fmt.Errorf("mssql: list triage invites: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: list triage invites: %w", err)
-	}
-	return out, nil
+		err := sc.Scan(&t.ID, scanGUID{&t.JobID}, scanGUID{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC})
+		return t, err
+	}, sql.Named("JobId", id))
 }

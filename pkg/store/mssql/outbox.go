@@ -75,31 +75,20 @@ func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Tim
 	if limit <= 0 {
 		return nil, nil
 	}
-	rs, err := s.q().QueryContext(ctx, procOutboxGetUnpublished,
-		sql.Named("CreatedBefore", sqlTime(createdBefore)), sql.Named("Top", limit))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: get outbox: %w", err)
-	}
-	defer rs.Close()
-	var out []store.OutboxMessage
-	for rs.Next() {
+	return queryAll(ctx, s.q(), "get outbox", procOutboxGetUnpublished, func(sc rowScanner) (store.OutboxMessage, error) {
 		var m store.OutboxMessage
 		var headers, data string
-		if err := rs.Scan(&m.ID, &m.Subject, &m.MsgID, scanString{&headers}, &data, scanTime{&m.CreatedUTC}); err != nil {
-			return nil, fmt.Errorf("mssql: get outbox: %w", err)
+		if err := sc.Scan(&m.ID, &m.Subject, &m.MsgID, scanString{&headers}, &data, scanTime{&m.CreatedUTC}); err != nil {
+			return m, err
 		}
 		if headers != "" {
 			if err := json.Unmarshal([]byte(headers), &m.Header); err != nil {
-				return nil, fmt.Errorf("mssql: outbox %d headers: %w", m.ID, err)
+				return m, fmt.Errorf("outbox %d headers: %w", m.ID, err)
 			}
 		}
 		m.Data = []byte(data)
-		out = append(out, m)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: get outbox: %w", err)
-	}
-	return out, nil
+		return m, nil
+	}, sql.Named("CreatedBefore", sqlTime(createdBefore)), sql.Named("Top", limit))
 }
 
 // SetOutboxPublished records that messages were published.

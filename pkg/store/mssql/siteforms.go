@@ -91,21 +91,9 @@ func (s *Store) ListJobSiteForms(ctx context.Context, jobID string) ([]store.Sit
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.q().QueryContext(ctx, procListJobSiteForms, sql.Named("JobId", job))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: list job site forms: %w", err)
-	}
-	defer rows.Close()
-	var out []store.SiteForm
-	for rows.Next() {
+	return queryAll(ctx, s.q(), "list job site forms", procListJobSiteForms, func(sc rowScanner) (store.SiteForm, error) {
 		var f store.SiteForm
-		if err := rows.Scan(siteFormDest(&f)...); err != nil {
-			return nil, fmt.Errorf("mssql: list job site forms: %w", err)
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: list job site forms: %w", err)
-	}
-	return out, nil
+		err := sc.Scan(siteFormDest(&f)...)
+		return f, err
+	}, sql.Named("JobId", job))
 }

@@ -22,7 +22,7 @@ const (
 )
 
 // scanSMS reads the columns the SMS procedures return, in their order.
-func scanSMS(r interface{ Scan(...any) error }) (store.SMSMessage, error) {
+func scanSMS(r rowScanner) (store.SMSMessage, error) {
 	var m store.SMSMessage
 	var state string
 	err := r.Scan(&m.ID, scanString{&m.Recipient}, scanString{&m.Body}, scanString{&m.Source},
@@ -52,25 +52,9 @@ func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.q().QueryContext(ctx, procSMSClaim,
+	return queryAll(ctx, s.q(), "claim sms", procSMSClaim, scanSMS,
 		sql.Named("NowUTC", sqlTime(now)), sql.Named("LeaseUntilUTC", sqlTime(now.Add(lease))),
 		sql.Named("MaxAttempts", maxAttempts), sql.Named("Top", limit))
-	if err != nil {
-		return nil, fmt.Errorf("mssql: claim sms: %w", err)
-	}
-	defer rows.Close()
-	var out []store.SMSMessage
-	for rows.Next() {
-		m, err := scanSMS(rows)
-		if err != nil {
-			return nil, fmt.Errorf("mssql: claim sms: %w", err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: claim sms: %w", err)
-	}
-	return out, nil
 }
 
 // SetSMSSent marks a message Sent (spSmsQueueSetSent).

@@ -13,7 +13,7 @@ import (
 const allocationColumns = `allocationId, jobId, assignedId, assignedContactId, allocationType, allocationNumber,
 	label, allocationStatusId, isMakeSafe, version, createdAt, updatedAt, attributes, syncedUTC`
 
-func scanAllocation(sc interface{ Scan(...any) error }) (store.Allocation, error) {
+func scanAllocation(sc rowScanner) (store.Allocation, error) {
 	var a store.Allocation
 	err := sc.Scan(&a.AllocationID, scanString{&a.JobID}, scanString{&a.AssignedID}, scanString{&a.AssignedContactID},
 		scanString{&a.AllocationType}, scanString{&a.AllocationNumber}, scanString{&a.Label},
@@ -64,21 +64,8 @@ func (s *Store) GetAllocation(ctx context.Context, id string) (store.Allocation,
 
 // ListJobAllocations reads a job's allocations, oldest first.
 func (s *Store) ListJobAllocations(ctx context.Context, jobID string) ([]store.Allocation, error) {
-	rows, err := s.r().QueryContext(ctx, `SELECT `+allocationColumns+`
-		FROM primeAllocations WHERE jobId = ? ORDER BY createdAt, allocationId`, mirrorGUID(jobID))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list job allocations: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Allocation
-	for rows.Next() {
-		a, err := scanAllocation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list job allocations: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r(), "list job allocations", `SELECT `+allocationColumns+`
+		FROM primeAllocations WHERE jobId = ? ORDER BY createdAt, allocationId`, scanAllocation, mirrorGUID(jobID))
 }
 
 // HasMakeSafeAllocation reports whether the job has an allocation saved as Make Safe.

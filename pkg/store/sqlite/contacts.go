@@ -82,20 +82,12 @@ func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string
 
 // ListJobContactRelationships reads a job's relationships, by id.
 func (s *Store) ListJobContactRelationships(ctx context.Context, jobID string) ([]store.ContactRelationship, error) {
-	rows, err := s.r().QueryContext(ctx, `SELECT contactRelationshipId, jobId, contactId, relationshipType,
-		attributes, syncedUTC FROM primeContactRelationships WHERE jobId = ? ORDER BY contactRelationshipId`, mirrorGUID(jobID))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list job contact relationships: %w", err)
-	}
-	defer rows.Close()
-	var out []store.ContactRelationship
-	for rows.Next() {
-		var r store.ContactRelationship
-		if err := rows.Scan(&r.ContactRelationshipID, scanString{&r.JobID}, scanString{&r.ContactID},
-			scanString{&r.RelationshipType}, scanString{&r.Attributes}, scanTime{&r.SyncedUTC}); err != nil {
-			return nil, fmt.Errorf("sqlite: list job contact relationships: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r(), "list job contact relationships", `SELECT contactRelationshipId, jobId, contactId,
+		relationshipType, attributes, syncedUTC FROM primeContactRelationships WHERE jobId = ? ORDER BY contactRelationshipId`,
+		func(sc rowScanner) (store.ContactRelationship, error) {
+			var r store.ContactRelationship
+			err := sc.Scan(&r.ContactRelationshipID, scanString{&r.JobID}, scanString{&r.ContactID},
+				scanString{&r.RelationshipType}, scanString{&r.Attributes}, scanTime{&r.SyncedUTC})
+			return r, err
+		}, mirrorGUID(jobID))
 }

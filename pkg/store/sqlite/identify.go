@@ -35,20 +35,7 @@ func (s *Store) IdentifyGuid(ctx context.Context, id, expected string) ([]string
 			return []string{expected}, nil
 		}
 	}
-	rows, err := s.r().QueryContext(ctx, identifySweep, id)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: identify guid: %w", err)
-	}
-	defer rows.Close()
-	var found []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, fmt.Errorf("sqlite: identify guid: %w", err)
-		}
-		found = append(found, t)
-	}
-	return found, rows.Err()
+	return queryAll(ctx, s.r(), "identify guid", identifySweep, scanText, id)
 }
 
 func identifyKey(table string) (string, bool) {

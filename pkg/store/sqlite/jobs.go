@@ -118,7 +118,7 @@ func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (
 
 const firstSeenColumns = `jobId, logId, firstSeenUTC, pipelineCompletedUTC, pipelineAttempts, pipelineStatus`
 
-func scanFirstSeen(sc interface{ Scan(...any) error }) (store.FirstSeen, error) {
+func scanFirstSeen(sc rowScanner) (store.FirstSeen, error) {
 	var f store.FirstSeen
 	var logID sql.NullInt64
 	err := sc.Scan(&f.JobID, &logID, scanTime{&f.FirstSeenUTC}, scanTime{&f.PipelineCompletedUTC}, &f.PipelineAttempts, scanString{&f.PipelineStatus})
@@ -189,19 +189,6 @@ func (s *Store) ListFirstSeen(ctx context.Context, state store.FirstSeenState, l
 	case store.FirstSeenCompleted:
 		where = ` WHERE pipelineCompletedUTC IS NOT NULL`
 	}
-	rows, err := s.r().QueryContext(ctx, `SELECT `+firstSeenColumns+` FROM primeflowJobFirstSeen`+where+
-		` ORDER BY firstSeenUTC, jobId LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list first seen: %w", err)
-	}
-	defer rows.Close()
-	var out []store.FirstSeen
-	for rows.Next() {
-		f, err := scanFirstSeen(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list first seen: %w", err)
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r(), "list first seen", `SELECT `+firstSeenColumns+` FROM primeflowJobFirstSeen`+where+
+		` ORDER BY firstSeenUTC, jobId LIMIT ?`, scanFirstSeen, limit)
 }

@@ -31,21 +31,12 @@ func (s *Store) QueueClientWIPStatusChange(ctx context.Context, jobID, source st
 
 // ListClientWIPTriggers lists a job's triggers, oldest first.
 func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]store.ClientWIPTrigger, error) {
-	rows, err := s.r().QueryContext(ctx, `SELECT id, jobId, triggerType, source, queuedUTC, processedUTC
-		FROM ethClientWIPTrigger WHERE jobId = ? ORDER BY id`, strings.ToLower(jobID))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list client wip triggers: %w", err)
-	}
-	defer rows.Close()
-	var out []store.ClientWIPTrigger
-	for rows.Next() {
+	return queryAll(ctx, s.r(), "list client wip triggers", `SELECT id, jobId, triggerType, source, queuedUTC, processedUTC
+		FROM ethClientWIPTrigger WHERE jobId = ? ORDER BY id`, func(sc rowScanner) (store.ClientWIPTrigger, error) {
 		var t store.ClientWIPTrigger
-		if err := rows.Scan(&t.ID, &t.JobID, &t.TriggerType, &t.Source, scanTime{&t.QueuedUTC}, scanTime{&t.ProcessedUTC}); err != nil {
-			return nil, fmt.Errorf("sqlite: list client wip triggers: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+		err := sc.Scan(&t.ID, &t.JobID, &t.TriggerType, &t.Source, scanTime{&t.QueuedUTC}, scanTime{&t.ProcessedUTC})
+		return t, err
+	}, strings.ToLower(jobID))
 }
 
 // QueueTriageInvite queues an invite when the mirrored status is the
@@ -72,19 +63,10 @@ func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMade
 
 // ListTriageInvites lists a job's invites, oldest first.
 func (s *Store) ListTriageInvites(ctx context.Context, jobID string) ([]store.TriageInvite, error) {
-	rows, err := s.r().QueryContext(ctx, `SELECT id, jobId, statusId, queuedUTC, sentUTC
-		FROM ethTriageInviteQueue WHERE jobId = ? ORDER BY id`, strings.ToLower(jobID))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list triage invites: %w", err)
-	}
-	defer rows.Close()
-	var out []store.TriageInvite
-	for rows.Next() {
+	return queryAll(ctx, s.r(), "list triage invites", `SELECT id, jobId, statusId, queuedUTC, sentUTC
+		FROM ethTriageInviteQueue WHERE jobId = ? ORDER BY id`, func(sc rowScanner) (store.TriageInvite, error) {
 		var t store.TriageInvite
-		if err := rows.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC}); err != nil {
-			return nil, fmt.Errorf("sqlite: list triage invites: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+		err := sc.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC})
+		return t, err
+	}, strings.ToLower(jobID))
 }

@@ -123,25 +123,13 @@ func (s *Store) GetMakesafePhoneCall(ctx context.Context, jobID string) (store.M
 
 // ListMakesafeChecks returns the job's rungs in order.
 func (s *Store) ListMakesafeChecks(ctx context.Context, jobID string) ([]store.MakesafeCheck, error) {
-	rows, err := s.r().QueryContext(ctx, `SELECT PrimeJobID, Rung, DueUTC, QueuedUTC, FiredUTC, Outcome
-		FROM makesafeAllocationCheck WHERE PrimeJobID = ? ORDER BY Rung`, strings.ToLower(jobID))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list make-safe checks: %w", err)
-	}
-	defer rows.Close()
-	var out []store.MakesafeCheck
-	for rows.Next() {
+	return queryAll(ctx, s.r(), "list make-safe checks", `SELECT PrimeJobID, Rung, DueUTC, QueuedUTC, FiredUTC, Outcome
+		FROM makesafeAllocationCheck WHERE PrimeJobID = ? ORDER BY Rung`, func(sc rowScanner) (store.MakesafeCheck, error) {
 		var c store.MakesafeCheck
-		if err := rows.Scan(&c.PrimeJobID, &c.Rung, scanTime{&c.DueUTC}, scanTime{&c.QueuedUTC},
-			scanTime{&c.FiredUTC}, scanString{&c.Outcome}); err != nil {
-			return nil, fmt.Errorf("sqlite: list make-safe checks: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list make-safe checks: %w", err)
-	}
-	return out, nil
+		err := sc.Scan(&c.PrimeJobID, &c.Rung, scanTime{&c.DueUTC}, scanTime{&c.QueuedUTC},
+			scanTime{&c.FiredUTC}, scanString{&c.Outcome})
+		return c, err
+	}, strings.ToLower(jobID))
 }
 
 // SetMakesafeCheckFired records that a rung ran.

@@ -59,25 +59,13 @@ func orderDest(o *store.OptimoOrder, duration *int64) []any {
 }
 
 func (s *Store) queryOrders(ctx context.Context, what, query string, args ...any) ([]store.OptimoOrder, error) {
-	rows, err := s.r().QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	defer rows.Close()
-	var out []store.OptimoOrder
-	for rows.Next() {
+	return queryAll(ctx, s.r(), what, query, func(sc rowScanner) (store.OptimoOrder, error) {
 		var o store.OptimoOrder
 		var duration int64
-		if err := rows.Scan(orderDest(&o, &duration)...); err != nil {
-			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-		}
+		err := sc.Scan(orderDest(&o, &duration)...)
 		o.Duration = int(duration)
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	return out, nil
+		return o, err
+	}, args...)
 }
 
 // GetOrder reads one order.
@@ -210,23 +198,8 @@ func (s *Store) GetRoutesRefreshQueue(ctx context.Context) ([]string, error) {
 }
 
 func (s *Store) planDates(ctx context.Context, what, status string) ([]string, error) {
-	rows, err := s.r().QueryContext(ctx, `SELECT PlanDate FROM optimoRoutePlan WHERE PlanStatus = ? ORDER BY PlanDate`, status)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var d string
-		if err := rows.Scan(&d); err != nil {
-			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	return out, nil
+	return queryAll(ctx, s.r(), what, `SELECT PlanDate FROM optimoRoutePlan WHERE PlanStatus = ? ORDER BY PlanDate`,
+		scanText, status)
 }
 
 // SetPlanStatus writes a date's status, guarded by OnlyIfStatus (§8.4).
@@ -268,24 +241,12 @@ func (s *Store) SetPlanStatus(ctx context.Context, w store.PlanStatusWrite) (boo
 const planColumns = `PlanDate, PlanStatus, PlanningId, ErrorText, QueuedUTC, StartedUTC, FinishedUTC, UpdatedUTC`
 
 func (s *Store) queryPlans(ctx context.Context, what, query string, args ...any) ([]store.OptimoPlan, error) {
-	rows, err := s.r().QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	defer rows.Close()
-	var out []store.OptimoPlan
-	for rows.Next() {
+	return queryAll(ctx, s.r(), what, query, func(sc rowScanner) (store.OptimoPlan, error) {
 		var p store.OptimoPlan
-		if err := rows.Scan(&p.PlanDate, &p.PlanStatus, scanOptInt{&p.PlanningID}, scanString{&p.ErrorText},
-			scanTime{&p.QueuedUTC}, scanTime{&p.StartedUTC}, scanTime{&p.FinishedUTC}, scanTime{&p.UpdatedUTC}); err != nil {
-			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	return out, nil
+		err := sc.Scan(&p.PlanDate, &p.PlanStatus, scanOptInt{&p.PlanningID}, scanString{&p.ErrorText},
+			scanTime{&p.QueuedUTC}, scanTime{&p.StartedUTC}, scanTime{&p.FinishedUTC}, scanTime{&p.UpdatedUTC})
+		return p, err
+	}, args...)
 }
 
 // GetPlan reads one date's row.
@@ -384,7 +345,7 @@ func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, limi
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.r().QueryContext(ctx, `SELECT * FROM (
+	return queryAll(ctx, s.r(), "get appointment queue", `SELECT * FROM (
 		SELECT a.appointmentId, a.jobId, a.startDate, a.endDate, a.status, a.version, a.assignedId,
 			a.description, a.notes, 0 AS gone, `+queueJobColumns+`, `+queueOrderColumns+`
 		FROM primeAppointments a
@@ -398,26 +359,13 @@ func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, limi
 		FROM optimoRouteOrder o
 		WHERE o.appointmentId IS NOT NULL AND o.state = 'Active'
 		  AND NOT EXISTS (SELECT 1 FROM primeAppointments a WHERE a.appointmentId = o.appointmentId)
-	) ORDER BY appointmentId LIMIT ?`, formatTime(fromUTC), limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: get appointment queue: %w", err)
-	}
-	defer rows.Close()
-	var out []store.AppointmentQueueItem
-	for rows.Next() {
+	) ORDER BY appointmentId LIMIT ?`, func(sc rowScanner) (store.AppointmentQueueItem, error) {
 		var it store.AppointmentQueueItem
-		dest := append([]any{&it.AppointmentID, scanString{&it.JobID}, scanTime{&it.StartDate}, scanTime{&it.EndDate},
+		err := sc.Scan(append([]any{&it.AppointmentID, scanString{&it.JobID}, scanTime{&it.StartDate}, scanTime{&it.EndDate},
 			scanString{&it.Status}, scanOptInt{&it.Version}, scanString{&it.AssignedID}, scanString{&it.Description},
-			scanString{&it.Notes}, &it.Gone}, queueDest(&it.Job, &it.Order)...)
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("sqlite: get appointment queue: %w", err)
-		}
-		out = append(out, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: get appointment queue: %w", err)
-	}
-	return out, nil
+			scanString{&it.Notes}, &it.Gone}, queueDest(&it.Job, &it.Order)...)...)
+		return it, err
+	}, formatTime(fromUTC), limit)
 }
 
 // GetWorkOrderQueue returns the work orders whose order is not up to date.
@@ -425,7 +373,7 @@ func (s *Store) GetWorkOrderQueue(ctx context.Context, limit int) ([]store.WorkO
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.r().QueryContext(ctx, `SELECT * FROM (
+	return queryAll(ctx, s.r(), "get work order queue", `SELECT * FROM (
 		SELECT w.workOrderId, w.jobId, w.status, w.version, w.attributes, 0 AS gone,
 			`+queueJobColumns+`, `+queueOrderColumns+`
 		FROM primeWorkOrders w
@@ -438,25 +386,12 @@ func (s *Store) GetWorkOrderQueue(ctx context.Context, limit int) ([]store.WorkO
 		FROM optimoRouteOrder o
 		WHERE o.workOrderId IS NOT NULL AND o.state = 'Active'
 		  AND NOT EXISTS (SELECT 1 FROM primeWorkOrders w WHERE w.workOrderId = o.workOrderId)
-	) ORDER BY workOrderId LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: get work order queue: %w", err)
-	}
-	defer rows.Close()
-	var out []store.WorkOrderQueueItem
-	for rows.Next() {
+	) ORDER BY workOrderId LIMIT ?`, func(sc rowScanner) (store.WorkOrderQueueItem, error) {
 		var it store.WorkOrderQueueItem
-		dest := append([]any{&it.WorkOrderID, scanString{&it.JobID}, scanString{&it.Status}, scanOptInt{&it.Version},
-			scanString{&it.Attributes}, &it.Gone}, queueDest(&it.Job, &it.Order)...)
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("sqlite: get work order queue: %w", err)
-		}
-		out = append(out, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: get work order queue: %w", err)
-	}
-	return out, nil
+		err := sc.Scan(append([]any{&it.WorkOrderID, scanString{&it.JobID}, scanString{&it.Status}, scanOptInt{&it.Version},
+			scanString{&it.Attributes}, &it.Gone}, queueDest(&it.Job, &it.Order)...)...)
+		return it, err
+	}, limit)
 }
 
 // SaveWorkOrder upserts a work order unless the stored row is newer.

@@ -40,28 +40,21 @@ func (s *Store) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([
 
 // GetOutboxUnpublished returns messages still to publish, oldest first.
 func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Time, limit int) ([]store.OutboxMessage, error) {
-	rows, err := s.r().QueryContext(ctx, `SELECT id, subject, msgId, headers, data, createdUTC FROM primeflowOutbox
-		WHERE publishedUTC IS NULL AND createdUTC < ? ORDER BY id LIMIT ?`, formatTime(createdBefore), limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: get outbox: %w", err)
-	}
-	defer rows.Close()
-	var out []store.OutboxMessage
-	for rows.Next() {
+	return queryAll(ctx, s.r(), "get outbox", `SELECT id, subject, msgId, headers, data, createdUTC FROM primeflowOutbox
+		WHERE publishedUTC IS NULL AND createdUTC < ? ORDER BY id LIMIT ?`, func(sc rowScanner) (store.OutboxMessage, error) {
 		var m store.OutboxMessage
 		var header, data string
-		if err := rows.Scan(&m.ID, &m.Subject, &m.MsgID, scanString{&header}, &data, scanTime{&m.CreatedUTC}); err != nil {
-			return nil, fmt.Errorf("sqlite: get outbox: %w", err)
+		if err := sc.Scan(&m.ID, &m.Subject, &m.MsgID, scanString{&header}, &data, scanTime{&m.CreatedUTC}); err != nil {
+			return m, err
 		}
 		if header != "" {
 			if err := json.Unmarshal([]byte(header), &m.Header); err != nil {
-				return nil, fmt.Errorf("sqlite: outbox %d headers: %w", m.ID, err)
+				return m, fmt.Errorf("outbox %d headers: %w", m.ID, err)
 			}
 		}
 		m.Data = []byte(data)
-		out = append(out, m)
-	}
-	return out, rows.Err()
+		return m, nil
+	}, formatTime(createdBefore), limit)
 }
 
 // SetOutboxPublished records that messages were published.

@@ -12,7 +12,7 @@ import (
 
 const siteFormColumns = `siteFormId, jobId, objectType, objectId, name, status, createdAt, updatedAt, attributes, syncedUTC`
 
-func scanSiteForm(sc interface{ Scan(...any) error }) (store.SiteForm, error) {
+func scanSiteForm(sc rowScanner) (store.SiteForm, error) {
 	var f store.SiteForm
 	err := sc.Scan(&f.SiteFormID, scanString{&f.JobID}, scanString{&f.ObjectType}, scanString{&f.ObjectID},
 		scanString{&f.Name}, scanString{&f.Status}, scanTime{&f.CreatedAt}, scanTime{&f.UpdatedAt},
@@ -69,19 +69,6 @@ func (s *Store) GetSiteForm(ctx context.Context, id string) (store.SiteForm, boo
 
 // ListJobSiteForms reads a job's forms, oldest first.
 func (s *Store) ListJobSiteForms(ctx context.Context, jobID string) ([]store.SiteForm, error) {
-	rows, err := s.r().QueryContext(ctx, `SELECT `+siteFormColumns+` FROM primeSiteForms
-		WHERE jobId = ? ORDER BY createdAt, siteFormId`, mirrorGUID(jobID))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list job site forms: %w", err)
-	}
-	defer rows.Close()
-	var out []store.SiteForm
-	for rows.Next() {
-		f, err := scanSiteForm(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list job site forms: %w", err)
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r(), "list job site forms", `SELECT `+siteFormColumns+` FROM primeSiteForms
+		WHERE jobId = ? ORDER BY createdAt, siteFormId`, scanSiteForm, mirrorGUID(jobID))
 }

@@ -18,8 +18,6 @@ const smsColumns = `ID, Recipient, Body, Source, DedupeKey, State, Attempts, Nex
 // lapsedOnLastAttempt is LastError of a message whose last claim lapsed.
 const lapsedOnLastAttempt = "the claim of the last attempt lapsed: the sender stopped before it recorded the outcome"
 
-type rowScanner interface{ Scan(dest ...any) error }
-
 func scanSMS(r rowScanner) (store.SMSMessage, error) {
 	var m store.SMSMessage
 	var state string

@@ -116,6 +116,38 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// queryAll runs query on q and reads every row with scan; what names the
+// call in the errors. No rows is a nil list.
+func queryAll[T any](ctx context.Context, q querier, what, query string, scan func(rowScanner) (T, error), args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// scanText reads a row of one text column.
+func scanText(sc rowScanner) (string, error) {
+	var t string
+	err := sc.Scan(&t)
+	return t, err
+}
+
 // w is where writes go: the transaction, or the write connection.
 func (s *Store) w() querier {
 	if s.tx != nil {

@@ -15,7 +15,7 @@ import (
 const logColumns = `id, receivedUTC, eventAction, jobId, payload, headers, remoteIP, isAuthenticated,
 	processedUTC, processAttempts, processStatus, publishedUTC, replayCount`
 
-func scanLog(sc interface{ Scan(...any) error }) (store.WebhookLogRow, error) {
+func scanLog(sc rowScanner) (store.WebhookLogRow, error) {
 	var r store.WebhookLogRow
 	err := sc.Scan(&r.ID, scanTime{&r.ReceivedUTC}, scanString{&r.EventAction}, scanString{&r.JobID},
 		&r.Payload, scanString{&r.Headers}, scanString{&r.RemoteIP}, &r.IsAuthenticated,
@@ -24,21 +24,8 @@ func scanLog(sc interface{ Scan(...any) error }) (store.WebhookLogRow, error) {
 	return r, err
 }
 
-func (s *Store) queryLogs(ctx context.Context, query string, args ...any) ([]store.WebhookLogRow, error) {
-	rows, err := s.r().QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
-	}
-	defer rows.Close()
-	var out []store.WebhookLogRow
-	for rows.Next() {
-		r, err := scanLog(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+func (s *Store) queryLogs(ctx context.Context, what, query string, args ...any) ([]store.WebhookLogRow, error) {
+	return queryAll(ctx, s.r(), what, query, scanLog, args...)
 }
 
 const insertLogSQL = `INSERT INTO ethPrimeWebhookLog
@@ -128,7 +115,7 @@ func (s *Store) GetWebhookLogUnprocessed(ctx context.Context, top, maxAttempts i
 	if maxAttempts <= 0 {
 		maxAttempts = store.MaxAttempts
 	}
-	return s.queryLogs(ctx, `SELECT `+logColumns+` FROM ethPrimeWebhookLog
+	return s.queryLogs(ctx, "get webhook log unprocessed", `SELECT `+logColumns+` FROM ethPrimeWebhookLog
 		WHERE processedUTC IS NULL AND processAttempts < ? ORDER BY id LIMIT ?`, maxAttempts, top)
 }
 
@@ -158,7 +145,7 @@ func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID,
 
 // GetWebhookLogUnpublished returns rows the relay still has to publish.
 func (s *Store) GetWebhookLogUnpublished(ctx context.Context, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error) {
-	return s.queryLogs(ctx, `SELECT `+logColumns+` FROM ethPrimeWebhookLog
+	return s.queryLogs(ctx, "get webhook log unpublished", `SELECT `+logColumns+` FROM ethPrimeWebhookLog
 		WHERE publishedUTC IS NULL AND receivedUTC < ? ORDER BY id LIMIT ?`, formatTime(receivedBefore), limit)
 }
 
@@ -198,7 +185,7 @@ func (s *Store) ListWebhookLog(ctx context.Context, f store.LogFilter) ([]store.
 	if limit <= 0 {
 		limit = 100
 	}
-	return s.queryLogs(ctx, `SELECT `+logColumns+` FROM ethPrimeWebhookLog`+where+` ORDER BY id LIMIT ?`, append(args, limit)...)
+	return s.queryLogs(ctx, "list webhook log", `SELECT `+logColumns+` FROM ethPrimeWebhookLog`+where+` ORDER BY id LIMIT ?`, append(args, limit)...)
 }
 
 // CountWebhookLog counts the selected rows.
