@@ -261,22 +261,13 @@ func message(subject, msgID string, body any) (store.OutboxMessage, error) {
 // (prime.Config from PRIME_*) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	var pcfg prime.Config
 	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
-	if err := config.Parse(getenv, &pcfg); err != nil {
 		return err
 	}
 	if cfg.OutboxSweep <= 0 {
 		return errors.New("child-mirror: CHILD_MIRROR_OUTBOX_SWEEP must be above zero")
 	}
-	return service.Main(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
-		pc, err := prime.New(pcfg, prime.WithLogger(d.Log))
-		if err != nil {
-			return nil, err
-		}
-		d.Metrics.MustRegister(pc)
+	return prime.Main(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		cm, err := New(cfg, d, pc)
 		if err != nil {
 			return nil, err

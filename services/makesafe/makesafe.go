@@ -221,11 +221,7 @@ func retryAfter(err error) time.Duration {
 // sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	var pcfg prime.Config
 	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
-	if err := config.Parse(getenv, &pcfg); err != nil {
 		return err
 	}
 	if cfg.OutboxSweep <= 0 {
@@ -238,12 +234,7 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return service.Main(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
-		pc, err := prime.New(pcfg, prime.WithLogger(d.Log))
-		if err != nil {
-			return nil, err
-		}
-		d.Metrics.MustRegister(pc)
+	return prime.Main(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		d.Log.Info("sms sender", "config", cfg.SMS)
 		ms, err := New(cfg, d, pc, sender)
 		if err != nil {

@@ -85,19 +85,10 @@ func (r *Resolver) Run(ctx context.Context) error {
 // Main runs the resolver as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	var pcfg prime.Config
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if err := config.Parse(getenv, &pcfg); err != nil {
-		return err
-	}
-	return service.Main(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
-		pc, err := prime.New(pcfg, prime.WithLogger(d.Log))
-		if err != nil {
-			return nil, err
-		}
-		d.Metrics.MustRegister(pc)
+	return prime.Main(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		return New(cfg, d, pc)
 	})
 }

@@ -1,0 +1,79 @@
+package prime_test
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/matryer/is"
+)
+
+type runnerFunc func(ctx context.Context) error
+
+func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// Main builds the process's client from PRIME_* and hands it to the
+// service, its metrics in the process's registry; a configuration it cannot
+// read stops it before anything starts.
+func TestMainHandsTheServiceAClient(t *testing.T) {
+	ns := natstest.Server(t)
+	sim, err := primesim.New(primesim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	cfg := sim.ClientConfig(srv.URL)
+	vars := map[string]string{
+		"NATS_URL": ns.ClientURL(), "DATA_DIR": t.TempDir(), "HTTP_ADDR": "127.0.0.1:0",
+		"PRIME_API_URL": cfg.URL, "PRIME_CLIENT_ID": cfg.ClientID, "PRIME_CLIENT_SECRET": cfg.ClientSecret,
+		"PRIME_USERNAME": cfg.Username, "PRIME_PASSWORD": cfg.Password,
+	}
+
+	t.Run("a client for the service", func(t *testing.T) {
+		is := is.New(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		want := sim.NewJob()
+		var job prime.Job
+		var callErr error
+		registered := false
+		err := prime.Main(ctx, "prime-test", func(k string) string { return vars[k] }, io.Discard,
+			func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+				return runnerFunc(func(ctx context.Context) error {
+					job, callErr = pc.GetJob(ctx, want.ID)
+					mfs, err := d.Metrics.Gather()
+					for _, mf := range mfs {
+						registered = registered || mf.GetName() == "prime_client_requests_total"
+					}
+					cancel()
+					return err
+				}), nil
+			})
+		is.NoErr(err)             // Main ran the service and stopped with it
+		is.NoErr(callErr)         // the client reached Prime with the configuration from the environment
+		is.Equal(job.ID, want.ID) // and read the job
+		is.True(registered)       // its metrics are the process's
+	})
+
+	t.Run("a configuration it cannot read", func(t *testing.T) {
+		is := is.New(t)
+		built := false
+		err := prime.Main(context.Background(), "prime-test", func(k string) string {
+			if k == "PRIME_RATE_PER_MINUTE" {
+				return "sixty"
+			}
+			return vars[k]
+		}, io.Discard, func(context.Context, service.Deps, *prime.Client) (service.Runner, error) {
+			built = true
+			return nil, nil
+		})
+		is.True(err != nil) // refused
+		is.True(!built)     // before the service is built
+	})
+}
