@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/mirror"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -25,7 +26,7 @@ func (c *ChildMirror) allocation(ctx context.Context, ev events.Resolved) (pipel
 	if err != nil {
 		return pipeline.Finish{}, err
 	}
-	row := allocationRow(a)
+	row := mirror.Allocation(a)
 	jobID, err := c.childJob(ctx, ev, row.JobID)
 	if err != nil {
 		return pipeline.Finish{}, err

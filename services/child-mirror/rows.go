@@ -29,26 +29,6 @@ func appointmentRow(a prime.Appointment) store.Appointment {
 	}
 }
 
-// allocationRow is the allocation's row; IsMakeSafe is the verdict of the
-// one Make Safe rule, prime.Allocation.IsMakeSafe.
-func allocationRow(a prime.Allocation) store.Allocation {
-	return store.Allocation{
-		AllocationID:       strings.ToLower(a.ID),
-		JobID:              strings.ToLower(a.JobID),
-		AssignedID:         strings.ToLower(a.UserID),
-		AssignedContactID:  strings.ToLower(a.AssignedContactID),
-		AllocationType:     a.Type,
-		AllocationNumber:   a.AllocationNumber,
-		Label:              a.Label,
-		AllocationStatusID: strings.ToLower(a.StatusID),
-		IsMakeSafe:         a.IsMakeSafe(),
-		Version:            a.Version,
-		CreatedAt:          a.CreatedAt.Time,
-		UpdatedAt:          a.UpdatedAt.Time,
-		Attributes:         string(a.Raw),
-	}
-}
-
 func siteFormRows(jobID string, forms []prime.SiteForm) []store.SiteForm {
 	out := make([]store.SiteForm, len(forms))
 	for i, f := range forms {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/mirror"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
-	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
@@ -155,7 +155,11 @@ func (m *Makesafe) recheck(ctx context.Context, jobID string, rung int) (string,
 	detection.Now = now
 	err = m.store.InTx(ctx, func(tx store.Store) error {
 		for _, a := range allocs {
-			if _, err := tx.SaveAllocation(ctx, allocationRow(a, jobID)); err != nil {
+			row := mirror.Allocation(a) // as child-mirror writes it
+			if row.JobID == "" {
+				row.JobID = jobID // Prime reported no job
+			}
+			if _, err := tx.SaveAllocation(ctx, row); err != nil {
 				return err
 			}
 		}
@@ -183,28 +187,4 @@ func (m *Makesafe) fired(ctx context.Context, st store.Store, jobID string, rung
 		return nil
 	}
 	return err
-}
-
-// allocationRow is the mirror row of a Prime allocation (as child-mirror
-// writes it), under jobID when Prime reports no job.
-func allocationRow(a prime.Allocation, jobID string) store.Allocation {
-	job := strings.ToLower(a.JobID)
-	if job == "" {
-		job = jobID
-	}
-	return store.Allocation{
-		AllocationID:       strings.ToLower(a.ID),
-		JobID:              job,
-		AssignedID:         strings.ToLower(a.UserID),
-		AssignedContactID:  strings.ToLower(a.AssignedContactID),
-		AllocationType:     a.Type,
-		AllocationNumber:   a.AllocationNumber,
-		Label:              a.Label,
-		AllocationStatusID: strings.ToLower(a.StatusID),
-		IsMakeSafe:         a.IsMakeSafe(),
-		Version:            a.Version,
-		CreatedAt:          a.CreatedAt.Time,
-		UpdatedAt:          a.UpdatedAt.Time,
-		Attributes:         string(a.Raw),
-	}
 }

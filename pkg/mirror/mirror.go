@@ -1,0 +1,35 @@
+// Package mirror maps Prime's records onto their mirror rows: the main
+// attributes as columns, the raw attributes JSON as it came, GUIDs
+// lower-case. A row that more than one stage writes is mapped here, so every
+// stage writes it alike (child-mirror and makesafe both save allocations,
+// §5.5 and §6).
+package mirror
+
+import (
+	"strings"
+
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// Allocation is the primeAllocations row of a Prime allocation; IsMakeSafe
+// is the verdict of the one Make Safe rule, prime.Allocation.IsMakeSafe. A
+// blank JobID means Prime reported no job: the caller files the row under
+// the job it knows.
+func Allocation(a prime.Allocation) store.Allocation {
+	return store.Allocation{
+		AllocationID:       strings.ToLower(a.ID),
+		JobID:              strings.ToLower(a.JobID),
+		AssignedID:         strings.ToLower(a.UserID),
+		AssignedContactID:  strings.ToLower(a.AssignedContactID),
+		AllocationType:     a.Type,
+		AllocationNumber:   a.AllocationNumber,
+		Label:              a.Label,
+		AllocationStatusID: strings.ToLower(a.StatusID),
+		IsMakeSafe:         a.IsMakeSafe(),
+		Version:            a.Version,
+		CreatedAt:          a.CreatedAt.Time,
+		UpdatedAt:          a.UpdatedAt.Time,
+		Attributes:         string(a.Raw),
+	}
+}
