@@ -1,11 +1,13 @@
 package events
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 )
 
@@ -40,4 +42,19 @@ func LogID(h nats.Header) (int64, error) {
 		return 0, ErrNoLogID
 	}
 	return id, nil
+}
+
+// PayloadGUID is the lower-case canonical GUID a webhook payload property
+// holds as a JSON string, or "" when it holds anything else: jobId carries a
+// GUID or Prime's numeric reference (§4.1), and only a GUID is one.
+func PayloadGUID(raw json.RawMessage) string {
+	var s string
+	if raw == nil || json.Unmarshal(raw, &s) != nil || len(s) != 36 {
+		return ""
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return id.String()
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
+	"github.com/ethosbuilding/primeflow/pkg/events"
 )
 
 // maxActionLen is the width of ethPrimeWebhookLog.eventAction.
@@ -30,24 +30,11 @@ func promote(body []byte) (action, jobID string) {
 		}
 		action = clip(action, maxActionLen)
 	}
-	jobID = guid(obj["jobId"])
+	jobID = events.PayloadGUID(obj["jobId"])
 	if jobID == "" && action == "change-job-status" {
-		jobID = guid(obj["jobStatusId"])
+		jobID = events.PayloadGUID(obj["jobStatusId"])
 	}
 	return action, jobID
-}
-
-// guid returns the lower-case canonical GUID a JSON string holds, or "".
-func guid(raw json.RawMessage) string {
-	var s string
-	if raw == nil || json.Unmarshal(raw, &s) != nil || len(s) != 36 {
-		return ""
-	}
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return ""
-	}
-	return id.String()
 }
 
 // clip cuts s to at most n runes and makes it valid UTF-8.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
+	"github.com/ethosbuilding/primeflow/pkg/events"
 )
 
 // payload is a webhook body as the resolver reads it: top-level properties
@@ -50,7 +50,7 @@ func (p payload) guids(preferred ...string) []guidProp {
 	var out []guidProp
 	seen := map[string]bool{}
 	for _, name := range preferred {
-		if id := guidOf(p[name]); id != "" {
+		if id := events.PayloadGUID(p[name]); id != "" {
 			out = append(out, guidProp{name: name, id: id, preferred: true})
 			seen[name] = true
 		}
@@ -63,23 +63,11 @@ func (p payload) guids(preferred ...string) []guidProp {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if id := guidOf(p[name]); id != "" {
+		if id := events.PayloadGUID(p[name]); id != "" {
 			out = append(out, guidProp{name: name, id: id})
 		}
 	}
 	return out
-}
-
-func guidOf(raw json.RawMessage) string {
-	var s string
-	if raw == nil || json.Unmarshal(raw, &s) != nil || len(s) != 36 {
-		return ""
-	}
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return ""
-	}
-	return id.String()
 }
 
 // laneKey is the job an event is about, as far as the raw payload tells:
@@ -90,7 +78,7 @@ func laneKey(body []byte, logID string) string {
 	if ref := p.numericRef(); ref > 0 {
 		return "ref:" + strconv.FormatInt(ref, 10)
 	}
-	if id := guidOf(p["jobId"]); id != "" {
+	if id := events.PayloadGUID(p["jobId"]); id != "" {
 		return "job:" + id
 	}
 	return "log:" + logID
