@@ -52,13 +52,7 @@ func TestWebhookSubjects(t *testing.T) {
 // TestNatsCLIAcceptsStreamFiles proves the files in streams/ are what
 // `nats stream add --config` takes. The Makefile builds the CLI and sets NATS_CLI.
 func TestNatsCLIAcceptsStreamFiles(t *testing.T) {
-	cli := os.Getenv("NATS_CLI")
-	if cli == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("NATS_CLI is not set: run the tests through `make test`, which builds the nats CLI")
-		}
-		t.Skip("SKIPPED: NATS_CLI is not set (make test builds the nats CLI and sets it)")
-	}
+	cli := natstest.CLI(t)
 	is := is.New(t)
 	srv := natstest.Server(t)
 	files, err := filepath.Glob("../../streams/*.json")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -153,13 +153,7 @@ func TestEnsureJob(t *testing.T) {
 // TestNatsCLISeesTheService proves `nats micro ls` and `nats micro stats
 // job-mirror` show the service. The Makefile builds the CLI and sets NATS_CLI.
 func TestNatsCLISeesTheService(t *testing.T) {
-	cli := os.Getenv("NATS_CLI")
-	if cli == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("NATS_CLI is not set: run the tests through `make test`, which builds the nats CLI")
-		}
-		t.Skip("SKIPPED: NATS_CLI is not set (make test builds the nats CLI and sets it)")
-	}
+	cli := natstest.CLI(t)
 	is := is.New(t)
 	e := start(t, options{})
 	out, err := exec.Command(cli, "--server", e.NATS.ClientURL(), "micro", "ls").CombinedOutput()

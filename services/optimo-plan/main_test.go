@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -106,13 +105,7 @@ func TestMainFromTheEnvironment(t *testing.T) {
 // --jetstream optimo.plan.requested '{…}'` gets the NotPlanned dates planned.
 // The Makefile builds the nats CLI and sets NATS_CLI.
 func TestPortalCommandLine(t *testing.T) {
-	cli := os.Getenv("NATS_CLI")
-	if cli == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("NATS_CLI is not set: run the tests through `make test`, which builds the nats CLI")
-		}
-		t.Skip("SKIPPED: NATS_CLI is not set (make test builds the nats CLI and sets it)")
-	}
+	cli := natstest.CLI(t)
 	is := is.New(t)
 	e := newEnv(t, false)
 	e.order("A-1", dayOne)

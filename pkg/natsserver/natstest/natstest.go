@@ -4,6 +4,7 @@ package natstest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -58,4 +59,19 @@ func Connect(t testing.TB, srv *server.Server) (*nats.Conn, jetstream.JetStream)
 		t.Fatalf("ensure streams: %v", err)
 	}
 	return nc, js
+}
+
+// CLI is the nats CLI that `make test` builds and names in NATS_CLI, for
+// tests that prove the command line works with what primeflow makes. Without
+// it the test is skipped, except in CI (CI set), where it fails.
+func CLI(t testing.TB) string {
+	t.Helper()
+	cli := os.Getenv("NATS_CLI")
+	if cli == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("NATS_CLI is not set: run the tests through `make test`, which builds the nats CLI")
+		}
+		t.Skip("SKIPPED: NATS_CLI is not set (make test builds the nats CLI and sets it)")
+	}
+	return cli
 }
