@@ -143,7 +143,7 @@ func (s *Store) CompleteFirstSeen(ctx context.Context, jobID, status string) err
 	res, err := s.w().ExecContext(ctx, `UPDATE primeflowJobFirstSeen
 		SET pipelineCompletedUTC = COALESCE(pipelineCompletedUTC, ?), pipelineStatus = ?
 		WHERE jobId = ?`, formatTime(time.Now()), store.TruncateStatus(status), strings.ToLower(jobID))
-	return firstSeenAffected(res, err, "complete first seen", jobID)
+	return affectedOne(res, err, "complete first seen", "first seen "+jobID)
 }
 
 // FailFirstSeen records a failed attempt of a job's pipeline.
@@ -159,20 +159,6 @@ func (s *Store) FailFirstSeen(ctx context.Context, jobID, cause string) (int, er
 		return 0, fmt.Errorf("sqlite: fail first seen: %w", err)
 	}
 	return attempts, nil
-}
-
-func firstSeenAffected(res sql.Result, err error, what, jobID string) error {
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("first seen %s: %w", jobID, store.ErrNotFound)
-	}
-	return nil
 }
 
 // ListFirstSeen lists first-sight rows in a state, oldest first.

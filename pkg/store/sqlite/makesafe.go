@@ -136,13 +136,5 @@ func (s *Store) ListMakesafeChecks(ctx context.Context, jobID string) ([]store.M
 func (s *Store) SetMakesafeCheckFired(ctx context.Context, jobID string, rung int, outcome string, at time.Time) error {
 	res, err := s.w().ExecContext(ctx, `UPDATE makesafeAllocationCheck SET FiredUTC = ?, Outcome = ?
 		WHERE PrimeJobID = ? AND Rung = ?`, formatTime(at), store.TruncateStatus(outcome), strings.ToLower(jobID), rung)
-	if err != nil {
-		return fmt.Errorf("sqlite: set make-safe check fired: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: set make-safe check fired: %w", err)
-	} else if n == 0 {
-		return fmt.Errorf("sqlite: set make-safe check fired: job %s rung %d: %w", jobID, rung, store.ErrNotFound)
-	}
-	return nil
+	return affectedOne(res, err, "set make-safe check fired", fmt.Sprintf("job %s rung %d", jobID, rung))
 }

@@ -131,15 +131,7 @@ func (s *Store) SetSMSFailed(ctx context.Context, id int64, cause string, retryA
 
 func (s *Store) updateSMS(ctx context.Context, what, query string, args ...any) error {
 	res, err := s.w().ExecContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
-	} else if n == 0 {
-		return fmt.Errorf("sqlite: %s: sms %d: %w", what, args[len(args)-1], store.ErrNotFound)
-	}
-	return nil
+	return affectedOne(res, err, what, fmt.Sprintf("sms %d", args[len(args)-1]))
 }
 
 // GetSMS returns one message.

@@ -141,6 +141,22 @@ func queryAll[T any](ctx context.Context, q querier, what, query string, scan fu
 	return out, nil
 }
 
+// affectedOne checks the outcome of a statement that must change a row: its
+// error, or store.ErrNotFound naming the row when it changed none.
+func affectedOne(res sql.Result, err error, what, row string) error {
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: %s: %s: %w", what, row, store.ErrNotFound)
+	}
+	return nil
+}
+
 // scanText reads a row of one text column.
 func scanText(sc rowScanner) (string, error) {
 	var t string

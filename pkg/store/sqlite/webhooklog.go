@@ -124,7 +124,7 @@ func (s *Store) SetWebhookLogProcessed(ctx context.Context, id int64, jobID, sta
 	res, err := s.w().ExecContext(ctx, `UPDATE ethPrimeWebhookLog
 		SET processedUTC = ?, processStatus = ?, jobId = COALESCE(?, jobId) WHERE id = ?`,
 		formatTime(time.Now()), store.TruncateStatus(status), nullString(jobID), id)
-	return affectedOne(res, err, "set webhook log processed", id)
+	return affectedOne(res, err, "set webhook log processed", fmt.Sprintf("webhook log %d", id))
 }
 
 // IncrementWebhookLogAttempt records a failed attempt (spPrimeIncrementWebhookLogAttempt).
@@ -240,20 +240,6 @@ func logWhere(f store.LogFilter) (string, []any) {
 		return "", nil
 	}
 	return " WHERE " + strings.Join(conds, " AND "), args
-}
-
-func affectedOne(res sql.Result, err error, what string, id int64) error {
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("webhook log %d: %w", id, store.ErrNotFound)
-	}
-	return nil
 }
 
 // GetJobIDByReference reads the numeric reference map (spPrimeGetJobIDbyReference).
