@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -28,15 +27,10 @@ func (s *Store) QueueJobSummaryNow(ctx context.Context, jobID string, now time.T
 
 // GetJobSummaryQueue reads a job's AI summary queue row.
 func (s *Store) GetJobSummaryQueue(ctx context.Context, jobID string) (store.JobSummaryQueueRow, bool, error) {
-	var r store.JobSummaryQueueRow
-	err := s.r().QueryRowContext(ctx, `SELECT jobId, QueuedFor, createdUTC, updatedUTC
-		FROM ethAIJobSummaryQueue WHERE jobId = ?`, mirrorGUID(jobID)).Scan(
-		&r.JobID, scanTime{&r.QueuedFor}, scanTime{&r.CreatedUTC}, scanTime{&r.UpdatedUTC})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.JobSummaryQueueRow{}, false, nil
-	}
-	if err != nil {
-		return store.JobSummaryQueueRow{}, false, fmt.Errorf("sqlite: get job summary queue: %w", err)
-	}
-	return r, true, nil
+	return queryOne(ctx, s.r(), "get job summary queue", `SELECT jobId, QueuedFor, createdUTC, updatedUTC
+		FROM ethAIJobSummaryQueue WHERE jobId = ?`, func(sc rowScanner) (store.JobSummaryQueueRow, error) {
+		var r store.JobSummaryQueueRow
+		err := sc.Scan(&r.JobID, scanTime{&r.QueuedFor}, scanTime{&r.CreatedUTC}, scanTime{&r.UpdatedUTC})
+		return r, err
+	}, mirrorGUID(jobID))
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -51,15 +50,8 @@ func (s *Store) SaveAllocation(ctx context.Context, a store.Allocation) (bool, e
 
 // GetAllocation reads one allocation.
 func (s *Store) GetAllocation(ctx context.Context, id string) (store.Allocation, bool, error) {
-	a, err := scanAllocation(s.r().QueryRowContext(ctx, `SELECT `+allocationColumns+`
-		FROM primeAllocations WHERE allocationId = ?`, mirrorGUID(id)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Allocation{}, false, nil
-	}
-	if err != nil {
-		return store.Allocation{}, false, fmt.Errorf("sqlite: get allocation: %w", err)
-	}
-	return a, true, nil
+	return queryOne(ctx, s.r(), "get allocation", `SELECT `+allocationColumns+`
+		FROM primeAllocations WHERE allocationId = ?`, scanAllocation, mirrorGUID(id))
 }
 
 // ListJobAllocations reads a job's allocations, oldest first.

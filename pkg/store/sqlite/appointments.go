@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -41,21 +40,16 @@ func (s *Store) SaveAppointment(ctx context.Context, a store.Appointment) (bool,
 
 // GetAppointment reads one appointment.
 func (s *Store) GetAppointment(ctx context.Context, id string) (store.Appointment, bool, error) {
-	var a store.Appointment
-	err := s.r().QueryRowContext(ctx, `SELECT appointmentId, jobId, appointmentTypeId, startDate, endDate, status,
+	return queryOne(ctx, s.r(), "get appointment", `SELECT appointmentId, jobId, appointmentTypeId, startDate, endDate, status,
 		version, assignedId, description, notes, createdAt, updatedAt, attributes, syncedUTC
-		FROM primeAppointments WHERE appointmentId = ?`, mirrorGUID(id)).Scan(
-		&a.AppointmentID, scanString{&a.JobID}, scanString{&a.AppointmentTypeID}, scanTime{&a.StartDate},
-		scanTime{&a.EndDate}, scanString{&a.Status}, scanNullInt64{&a.Version}, scanString{&a.AssignedID},
-		scanString{&a.Description}, scanString{&a.Notes}, scanTime{&a.CreatedAt}, scanTime{&a.UpdatedAt},
-		scanString{&a.Attributes}, scanTime{&a.SyncedUTC})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Appointment{}, false, nil
-	}
-	if err != nil {
-		return store.Appointment{}, false, fmt.Errorf("sqlite: get appointment: %w", err)
-	}
-	return a, true, nil
+		FROM primeAppointments WHERE appointmentId = ?`, func(sc rowScanner) (store.Appointment, error) {
+		var a store.Appointment
+		err := sc.Scan(&a.AppointmentID, scanString{&a.JobID}, scanString{&a.AppointmentTypeID}, scanTime{&a.StartDate},
+			scanTime{&a.EndDate}, scanString{&a.Status}, scanNullInt64{&a.Version}, scanString{&a.AssignedID},
+			scanString{&a.Description}, scanString{&a.Notes}, scanTime{&a.CreatedAt}, scanTime{&a.UpdatedAt},
+			scanString{&a.Attributes}, scanTime{&a.SyncedUTC})
+		return a, err
+	}, mirrorGUID(id))
 }
 
 // mirrorGUID stores a GUID in its canonical lower-case text; "" is NULL.

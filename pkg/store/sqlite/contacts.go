@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -32,18 +31,13 @@ func (s *Store) SaveContact(ctx context.Context, c store.Contact) error {
 
 // GetContact reads one contact.
 func (s *Store) GetContact(ctx context.Context, id string) (store.Contact, bool, error) {
-	var c store.Contact
-	err := s.r().QueryRowContext(ctx, `SELECT contactId, name, firstName, lastName, email, mobile, phone,
-		attributes, syncedUTC FROM primeContacts WHERE contactId = ?`, mirrorGUID(id)).Scan(
-		&c.ContactID, scanString{&c.Name}, scanString{&c.FirstName}, scanString{&c.LastName}, scanString{&c.Email},
-		scanString{&c.Mobile}, scanString{&c.Phone}, scanString{&c.Attributes}, scanTime{&c.SyncedUTC})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Contact{}, false, nil
-	}
-	if err != nil {
-		return store.Contact{}, false, fmt.Errorf("sqlite: get contact: %w", err)
-	}
-	return c, true, nil
+	return queryOne(ctx, s.r(), "get contact", `SELECT contactId, name, firstName, lastName, email, mobile, phone,
+		attributes, syncedUTC FROM primeContacts WHERE contactId = ?`, func(sc rowScanner) (store.Contact, error) {
+		var c store.Contact
+		err := sc.Scan(&c.ContactID, scanString{&c.Name}, scanString{&c.FirstName}, scanString{&c.LastName}, scanString{&c.Email},
+			scanString{&c.Mobile}, scanString{&c.Phone}, scanString{&c.Attributes}, scanTime{&c.SyncedUTC})
+		return c, err
+	}, mirrorGUID(id))
 }
 
 // ReplaceJobContactRelationships makes the job's relationships exactly rels.

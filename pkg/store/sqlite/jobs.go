@@ -78,24 +78,19 @@ func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 
 // GetJob reads one primeJobs row.
 func (s *Store) GetJob(ctx context.Context, jobID string) (store.Job, bool, error) {
-	var j store.Job
-	var version sql.NullInt64
-	err := s.r().QueryRowContext(ctx, `SELECT `+jobColumns+` FROM primeJobs WHERE jobId = ?`, strings.ToLower(jobID)).Scan(
-		&j.JobID, scanString{&j.JobNumber}, scanString{&j.StatusID}, scanString{&j.ClientID},
-		scanString{&j.AssignedID}, scanString{&j.EstimatorID}, scanString{&j.CaseManagerID}, scanString{&j.SupervisorID},
-		scanString{&j.DivisionID}, scanString{&j.Region}, scanString{&j.Description}, scanTime{&j.IncidentDate},
-		scanTime{&j.CreatedAt}, scanTime{&j.UpdatedAt}, &version, scanString{&j.PrimeURL},
-		scanString{&j.AuthorisedTotalIncludingTax}, scanString{&j.AddressLine1}, scanString{&j.AddressLine2},
-		scanString{&j.Suburb}, scanString{&j.State}, scanString{&j.Postcode}, scanString{&j.PrimaryContactID},
-		scanString{&j.Attributes}, scanTime{&j.SyncedUTC})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Job{}, false, nil
-	}
-	if err != nil {
-		return store.Job{}, false, fmt.Errorf("sqlite: get job: %w", err)
-	}
-	j.Version = version.Int64
-	return j, true, nil
+	return queryOne(ctx, s.r(), "get job", `SELECT `+jobColumns+` FROM primeJobs WHERE jobId = ?`, func(sc rowScanner) (store.Job, error) {
+		var j store.Job
+		var version sql.NullInt64
+		err := sc.Scan(&j.JobID, scanString{&j.JobNumber}, scanString{&j.StatusID}, scanString{&j.ClientID},
+			scanString{&j.AssignedID}, scanString{&j.EstimatorID}, scanString{&j.CaseManagerID}, scanString{&j.SupervisorID},
+			scanString{&j.DivisionID}, scanString{&j.Region}, scanString{&j.Description}, scanTime{&j.IncidentDate},
+			scanTime{&j.CreatedAt}, scanTime{&j.UpdatedAt}, &version, scanString{&j.PrimeURL},
+			scanString{&j.AuthorisedTotalIncludingTax}, scanString{&j.AddressLine1}, scanString{&j.AddressLine2},
+			scanString{&j.Suburb}, scanString{&j.State}, scanString{&j.Postcode}, scanString{&j.PrimaryContactID},
+			scanString{&j.Attributes}, scanTime{&j.SyncedUTC})
+		j.Version = version.Int64
+		return j, err
+	}, strings.ToLower(jobID))
 }
 
 // ClaimFirstSeen records a job's first sight; the primary key lets one claim win.
@@ -128,14 +123,8 @@ func scanFirstSeen(sc rowScanner) (store.FirstSeen, error) {
 
 // GetFirstSeen reads a job's first-sight row.
 func (s *Store) GetFirstSeen(ctx context.Context, jobID string) (store.FirstSeen, bool, error) {
-	f, err := scanFirstSeen(s.r().QueryRowContext(ctx, `SELECT `+firstSeenColumns+` FROM primeflowJobFirstSeen WHERE jobId = ?`, strings.ToLower(jobID)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.FirstSeen{}, false, nil
-	}
-	if err != nil {
-		return store.FirstSeen{}, false, fmt.Errorf("sqlite: get first seen: %w", err)
-	}
-	return f, true, nil
+	return queryOne(ctx, s.r(), "get first seen", `SELECT `+firstSeenColumns+` FROM primeflowJobFirstSeen WHERE jobId = ?`,
+		scanFirstSeen, strings.ToLower(jobID))
 }
 
 // CompleteFirstSeen stamps a job's pipeline finished; a second stamp keeps the first.

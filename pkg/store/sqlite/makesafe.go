@@ -106,19 +106,15 @@ func (s *Store) queueChecks(ctx context.Context, jobID string, offsets []time.Du
 
 // GetMakesafePhoneCall returns the job's phone call.
 func (s *Store) GetMakesafePhoneCall(ctx context.Context, jobID string) (store.MakesafePhoneCall, bool, error) {
-	var c store.MakesafePhoneCall
-	var smsID sql.NullInt64
-	err := s.r().QueryRowContext(ctx, `SELECT ID, PrimeJobID, JobNumber, JobCreatedUTC, RaisedUTC, State, SmsQueueID
-		FROM makesafePhoneCall WHERE PrimeJobID = ?`, strings.ToLower(jobID)).Scan(&c.ID, &c.PrimeJobID,
-		scanString{&c.JobNumber}, scanTime{&c.JobCreatedUTC}, scanTime{&c.RaisedUTC}, &c.State, &smsID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, false, nil
-	}
-	if err != nil {
-		return c, false, fmt.Errorf("sqlite: get make-safe phone call: %w", err)
-	}
-	c.SMSID = smsID.Int64
-	return c, true, nil
+	return queryOne(ctx, s.r(), "get make-safe phone call", `SELECT ID, PrimeJobID, JobNumber, JobCreatedUTC, RaisedUTC, State, SmsQueueID
+		FROM makesafePhoneCall WHERE PrimeJobID = ?`, func(sc rowScanner) (store.MakesafePhoneCall, error) {
+		var c store.MakesafePhoneCall
+		var smsID sql.NullInt64
+		err := sc.Scan(&c.ID, &c.PrimeJobID, scanString{&c.JobNumber}, scanTime{&c.JobCreatedUTC}, scanTime{&c.RaisedUTC},
+			&c.State, &smsID)
+		c.SMSID = smsID.Int64
+		return c, err
+	}, strings.ToLower(jobID))
 }
 
 // ListMakesafeChecks returns the job's rungs in order.

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -56,15 +55,8 @@ func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType strin
 
 // GetSiteForm reads one site form.
 func (s *Store) GetSiteForm(ctx context.Context, id string) (store.SiteForm, bool, error) {
-	f, err := scanSiteForm(s.r().QueryRowContext(ctx, `SELECT `+siteFormColumns+` FROM primeSiteForms
-		WHERE siteFormId = ?`, mirrorGUID(id)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.SiteForm{}, false, nil
-	}
-	if err != nil {
-		return store.SiteForm{}, false, fmt.Errorf("sqlite: get site form: %w", err)
-	}
-	return f, true, nil
+	return queryOne(ctx, s.r(), "get site form", `SELECT `+siteFormColumns+` FROM primeSiteForms
+		WHERE siteFormId = ?`, scanSiteForm, mirrorGUID(id))
 }
 
 // ListJobSiteForms reads a job's forms, oldest first.

@@ -141,6 +141,20 @@ func queryAll[T any](ctx context.Context, q querier, what, query string, scan fu
 	return out, nil
 }
 
+// queryOne runs query on q for at most one row and reads it with scan;
+// found is false when there is none. what names the call in the error.
+func queryOne[T any](ctx context.Context, q querier, what, query string, scan func(rowScanner) (T, error), args ...any) (T, bool, error) {
+	v, err := scan(q.QueryRowContext(ctx, query, args...))
+	var zero T
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return zero, false, nil
+	case err != nil:
+		return zero, false, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return v, true, nil
+}
+
 // affectedOne checks the outcome of a statement that must change a row: its
 // error, or store.ErrNotFound naming the row when it changed none.
 func affectedOne(res sql.Result, err error, what, row string) error {

@@ -244,15 +244,8 @@ func logWhere(f store.LogFilter) (string, []any) {
 
 // GetJobIDByReference reads the numeric reference map (spPrimeGetJobIDbyReference).
 func (s *Store) GetJobIDByReference(ctx context.Context, numericReference int64) (string, bool, error) {
-	var jobID string
-	err := s.r().QueryRowContext(ctx, `SELECT jobId FROM ethPrimeJobReference WHERE numericReference = ?`, numericReference).Scan(&jobID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("sqlite: get job id by reference: %w", err)
-	}
-	return jobID, true, nil
+	return queryOne(ctx, s.r(), "get job id by reference", `SELECT jobId FROM ethPrimeJobReference WHERE numericReference = ?`,
+		scanText, numericReference)
 }
 
 // SaveJobReference maps a reference when absent (spPrimeSaveJobReference).
