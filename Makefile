@@ -10,7 +10,7 @@ NATSCLI_VERSION := v0.5.0
 # Every module of the workspace (go test ./... does not work across go.work).
 PKGS = $(shell $(GO) list -m -f '{{.Path}}/...')
 
-.PHONY: build run test test-short race bench vet fmt tidy tools clean
+.PHONY: build run test race bench vet fmt tidy tools clean
 
 ## build: one binary per service in bin/, plus bin/primeflow (all-in-one) and bin/primectl
 build:
@@ -48,7 +48,7 @@ fmt:
 
 ## tidy: go mod tidy in every module
 tidy:
-	@for m in $$($(GO) list -m -f '{{.Dir}}'); do (cd $$m && $(GO) mod tidy) || exit 1; done
+	@for m in $$($(GO) list -m -f "{{.Dir}}"); do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
 
 clean:
 	rm -rf bin data

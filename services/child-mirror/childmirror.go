@@ -267,7 +267,7 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	if cfg.OutboxSweep <= 0 {
 		return errors.New("child-mirror: CHILD_MIRROR_OUTBOX_SWEEP must be above zero")
 	}
-	return prime.Main(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	return service.MainWithPrime(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		cm, err := New(cfg, d, pc)
 		if err != nil {
 			return nil, err

@@ -234,7 +234,7 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return prime.Main(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	return service.MainWithPrime(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		d.Log.Info("sms sender", "config", cfg.SMS)
 		ms, err := New(cfg, d, pc, sender)
 		if err != nil {

@@ -88,7 +88,7 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	return prime.Main(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	return service.MainWithPrime(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		return New(cfg, d, pc)
 	})
 }

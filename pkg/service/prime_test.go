@@ -1,4 +1,4 @@
-package prime_test
+package service_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ type runnerFunc func(ctx context.Context) error
 
 func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
-// Main builds the process's client from PRIME_* and hands it to the
+// MainWithPrime builds the process's client from PRIME_* and hands it to the
 // service, its metrics in the process's registry; a configuration it cannot
 // read stops it before anything starts.
 func TestMainHandsTheServiceAClient(t *testing.T) {
@@ -43,7 +43,7 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 		var job prime.Job
 		var callErr error
 		registered := false
-		err := prime.Main(ctx, "prime-test", func(k string) string { return vars[k] }, io.Discard,
+		err := service.MainWithPrime(ctx, "prime-test", func(k string) string { return vars[k] }, io.Discard,
 			func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 				return runnerFunc(func(ctx context.Context) error {
 					job, callErr = pc.GetJob(ctx, want.ID)
@@ -64,7 +64,7 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 	t.Run("a configuration it cannot read", func(t *testing.T) {
 		is := is.New(t)
 		built := false
-		err := prime.Main(context.Background(), "prime-test", func(k string) string {
+		err := service.MainWithPrime(context.Background(), "prime-test", func(k string) string {
 			if k == "PRIME_RATE_PER_MINUTE" {
 				return "sixty"
 			}
