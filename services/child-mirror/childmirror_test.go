@@ -405,8 +405,14 @@ func TestAISummaryNudgeIsBestEffort(t *testing.T) {
 			is.NoErr(err)
 			is.True(found)                                                  // the queue row is what counts
 			is.True(!strings.Contains(e.Logs.String(), "s3cret-nudge-key")) // the URL's key is never logged
-			failures := flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "ai_summary_nudge"})
-			is.Equal(failures == 1, !tc.o.noNudge) // a failed nudge is counted, an absent one is not
+			failures := func() float64 {
+				return flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "ai_summary_nudge"})
+			}
+			if !tc.o.noNudge {
+				// The nudge runs after the commit: wait for its failure to be counted.
+				flowtest.Eventually(t, "the failed nudge counted", func() bool { return failures() == 1 })
+			}
+			is.Equal(failures() == 1, !tc.o.noNudge) // a failed nudge is counted, an absent one is not
 		})
 	}
 }
