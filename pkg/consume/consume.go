@@ -102,9 +102,11 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", spec.Durable, err)
 	}
+	// On the way down, messages already fetched are handed back (Nak) rather
+	// than left to the server's AckWait, so another instance takes them now.
 	go func() {
 		<-ctx.Done()
-		msgs.Stop()
+		msgs.Drain()
 	}()
 
 	lanes := make([]chan jetstream.Msg, spec.Workers)
@@ -118,6 +120,11 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 		lanes[i] = lane
 		wg.Go(func() {
 			for msg := range lane {
+				if ctx.Err() != nil {
+					m.result("interrupted")
+					msg.Nak()
+					continue
+				}
 				handle(ctx, spec, log, m, h, msg)
 			}
 		})
@@ -141,6 +148,11 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 			log.Warn("fetching messages", "err", err)
 			continue
 		}
+		if ctx.Err() != nil {
+			m.result("interrupted")
+			msg.Nak()
+			continue
+		}
 		lane := shared
 		if spec.Key != nil {
 			lane = lanes[laneOf(spec.Key(msg), len(lanes))]
@@ -148,7 +160,8 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 		select {
 		case lane <- msg:
 		case <-ctx.Done():
-			return nil // not acked: the server redelivers it
+			m.result("interrupted")
+			msg.Nak()
 		}
 	}
 }

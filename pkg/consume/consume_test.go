@@ -174,3 +174,35 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	is.Equal(calls.Load(), int32(1)) // handled once
 }
+
+// TestStoppedConsumerHandsBackWhatItFetched: messages a stopping consumer
+// had fetched but not handled go to the next instance at once, not after
+// the server's AckWait.
+func TestStoppedConsumerHandsBackWhatItFetched(t *testing.T) {
+	is := is.New(t)
+	js := setup(t)
+	const n = 50
+	publish(t, js, "t.x", n)
+	spec := consume.Spec{Stream: stream, Durable: "handover", Workers: 1, AckWait: time.Hour}
+	started := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		done <- consume.Run(ctx, js, spec, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func(ctx context.Context, _ jetstream.Msg) error {
+			once.Do(func() { close(started) })
+			<-ctx.Done() // the first message is in hand when the process stops
+			return ctx.Err()
+		})
+	}()
+	<-started
+	cancel()
+	is.NoErr(<-done)
+
+	var handled atomic.Int32
+	run(t, js, consume.Spec{Durable: "handover", Workers: 4, AckWait: time.Hour}, func(context.Context, jetstream.Msg) error {
+		handled.Add(1)
+		return nil
+	})
+	wait(t, "every message taken by the next instance", func() bool { return handled.Load() == n }) // well before an hour's AckWait
+}
