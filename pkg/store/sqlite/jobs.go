@@ -19,13 +19,22 @@ const jobColumns = `jobId, jobNumber, statusId, clientId, assignedId, estimatorI
 
 const jobColumnCount = 25
 
-// updateJob sets every column but jobId, in jobColumns order, then the id.
-const updateJob = `UPDATE primeJobs SET jobNumber = ?, statusId = ?, clientId = ?, assignedId = ?,
+// The statements every job event runs, prepared once (see prepare).
+var (
+	getJobVersionSQL  = prepare(`SELECT version FROM primeJobs WHERE jobId = ?`)
+	insertJobSQL      = prepare(`INSERT INTO primeJobs (` + jobColumns + `) VALUES (` + placeholders(jobColumnCount) + `)`)
+	getJobSQL         = prepare(`SELECT ` + jobColumns + ` FROM primeJobs WHERE jobId = ?`)
+	claimFirstSeenSQL = prepare(`INSERT INTO primeflowJobFirstSeen (jobId, logId, firstSeenUTC) VALUES (?, ?, ?)
+		ON CONFLICT (jobId) DO NOTHING`)
+)
+
+// updateJobSQL sets every column but jobId, in jobColumns order, then the id.
+var updateJobSQL = prepare(`UPDATE primeJobs SET jobNumber = ?, statusId = ?, clientId = ?, assignedId = ?,
 	estimatorId = ?, caseManagerId = ?, supervisorId = ?, divisionId = ?, region = ?, description = ?,
 	incidentDate = ?, createdAt = ?, updatedAt = ?, version = ?, primeUrl = ?,
 	authorisedTotalIncludingTax = ?, addressLine1 = ?, addressLine2 = ?, suburb = ?, state = ?,
 	postcode = ?, primaryContactId = ?, attributes = ?, syncedUTC = ?
-	WHERE jobId = ?`
+	WHERE jobId = ?`)
 
 func jobArgs(j store.Job) []any {
 	var version any
@@ -56,10 +65,10 @@ func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 	var created bool
 	err := s.inTx(ctx, func(tx *Store) error {
 		var stored sql.NullInt64
-		err := tx.tx.QueryRowContext(ctx, `SELECT version FROM primeJobs WHERE jobId = ?`, strings.ToLower(j.JobID)).Scan(&stored)
+		err := tx.r().QueryRowContext(ctx, getJobVersionSQL, strings.ToLower(j.JobID)).Scan(&stored)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.tx.ExecContext(ctx, `INSERT INTO primeJobs (`+jobColumns+`) VALUES (`+placeholders(jobColumnCount)+`)`, jobArgs(j)...)
+			_, err = tx.w().ExecContext(ctx, insertJobSQL, jobArgs(j)...)
 			created = err == nil
 			return err
 		case err != nil:
@@ -67,7 +76,7 @@ func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 		case stored.Valid && j.Version != 0 && stored.Int64 > j.Version:
 			return nil // the mirror holds a newer version
 		}
-		_, err = tx.tx.ExecContext(ctx, updateJob, append(jobArgs(j)[1:], strings.ToLower(j.JobID))...)
+		_, err = tx.w().ExecContext(ctx, updateJobSQL, append(jobArgs(j)[1:], strings.ToLower(j.JobID))...)
 		return err
 	})
 	if err != nil {
@@ -78,7 +87,7 @@ func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 
 // GetJob reads one primeJobs row.
 func (s *Store) GetJob(ctx context.Context, jobID string) (store.Job, bool, error) {
-	return queryOne(ctx, s.r(), "get job", `SELECT `+jobColumns+` FROM primeJobs WHERE jobId = ?`, func(sc rowScanner) (store.Job, error) {
+	return queryOne(ctx, s.r(), "get job", getJobSQL, func(sc rowScanner) (store.Job, error) {
 		var j store.Job
 		var version sql.NullInt64
 		err := sc.Scan(&j.JobID, scanString{&j.JobNumber}, scanString{&j.StatusID}, scanString{&j.ClientID},
@@ -99,8 +108,7 @@ func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (
 	if logID > 0 {
 		log = logID
 	}
-	res, err := s.w().ExecContext(ctx, `INSERT INTO primeflowJobFirstSeen (jobId, logId, firstSeenUTC) VALUES (?, ?, ?)
-		ON CONFLICT (jobId) DO NOTHING`, strings.ToLower(jobID), log, formatTime(time.Now()))
+	res, err := s.w().ExecContext(ctx, claimFirstSeenSQL, strings.ToLower(jobID), log, formatTime(time.Now()))
 	if err != nil {
 		return false, fmt.Errorf("sqlite: claim first seen: %w", err)
 	}

@@ -9,6 +9,14 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
+// The statements every outbox message runs, prepared once (see prepare).
+var (
+	insertOutboxSQL = prepare(`INSERT INTO primeflowOutbox (subject, msgId, headers, data, createdUTC)
+		VALUES (?, ?, ?, ?, ?) RETURNING id`)
+	// setOutboxPublishedSQL takes the ids as one JSON array.
+	setOutboxPublishedSQL = prepare(`UPDATE primeflowOutbox SET publishedUTC = ? WHERE id IN (SELECT value FROM json_each(?))`)
+)
+
 // InsertOutbox stores messages to publish after the commit.
 func (s *Store) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([]store.OutboxMessage, error) {
 	out := make([]store.OutboxMessage, len(msgs))
@@ -24,8 +32,7 @@ func (s *Store) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([
 				header = string(b)
 			}
 			m.CreatedUTC = now
-			if err := tx.tx.QueryRowContext(ctx, `INSERT INTO primeflowOutbox (subject, msgId, headers, data, createdUTC)
-				VALUES (?, ?, ?, ?, ?) RETURNING id`, m.Subject, m.MsgID, header, string(m.Data), formatTime(now)).Scan(&m.ID); err != nil {
+			if err := tx.w().QueryRowContext(ctx, insertOutboxSQL, m.Subject, m.MsgID, header, string(m.Data), formatTime(now)).Scan(&m.ID); err != nil {
 				return err
 			}
 			out[i] = m
@@ -62,11 +69,11 @@ func (s *Store) SetOutboxPublished(ctx context.Context, ids []int64, at time.Tim
 	if len(ids) == 0 {
 		return nil
 	}
-	args := []any{formatTime(at)}
-	for _, id := range ids {
-		args = append(args, id)
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
 	}
-	if _, err := s.w().ExecContext(ctx, `UPDATE primeflowOutbox SET publishedUTC = ? WHERE id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+	if _, err := s.w().ExecContext(ctx, setOutboxPublishedSQL, formatTime(at), string(list)); err != nil {
 		return fmt.Errorf("sqlite: set outbox published: %w", err)
 	}
 	return nil

@@ -31,6 +31,38 @@ type Store struct {
 	write *sql.DB // one connection: every write and every transaction
 	read  *sql.DB // read-only connections
 	tx    *sql.Tx // set on a Store bound to a transaction by InTx
+	// writeStmts and readStmts are the registered statements (see
+	// prepared) prepared on write and read.
+	writeStmts, readStmts map[string]*sql.Stmt
+}
+
+// prepared holds the statements the hot paths run, registered by prepare
+// when the package initialises. Open prepares each once on every
+// connection: modernc.org/sqlite parses a statement on every call
+// otherwise, which costs about as much as inserting a row. Statements not
+// registered run as they are.
+var prepared = map[string]bool{}
+
+// prepare registers query (a package-level constant) for preparing.
+func prepare(query string) string {
+	prepared[query] = true
+	return query
+}
+
+// prepareAll prepares every registered statement on db.
+func prepareAll(ctx context.Context, db *sql.DB) (map[string]*sql.Stmt, error) {
+	stmts := make(map[string]*sql.Stmt, len(prepared))
+	for q := range prepared {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			for _, st := range stmts {
+				st.Close()
+			}
+			return nil, fmt.Errorf("sqlite: prepare %q: %w", q, err)
+		}
+		stmts[q] = st
+	}
+	return stmts, nil
 }
 
 var _ store.Store = (*Store)(nil)
@@ -59,6 +91,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	s.read = read
+	if s.writeStmts, err = prepareAll(ctx, write); err == nil {
+		s.readStmts, err = prepareAll(ctx, read)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -79,7 +118,7 @@ func dsn(path string, readOnly bool) string {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.read.PingContext(ctx) }
 
-// Close closes both pools.
+// Close closes both pools (and with them the prepared statements).
 func (s *Store) Close() error {
 	return errors.Join(s.read.Close(), s.write.Close())
 }
@@ -93,7 +132,7 @@ func (s *Store) InTx(ctx context.Context, fn func(store.Store) error) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	if err := fn(&Store{write: s.write, read: s.read, tx: tx}); err != nil {
+	if err := fn(&Store{write: s.write, read: s.read, tx: tx, writeStmts: s.writeStmts, readStmts: s.readStmts}); err != nil {
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
 	if err := tx.Commit(); err != nil {
@@ -181,17 +220,54 @@ func scanText(sc rowScanner) (string, error) {
 // w is where writes go: the transaction, or the write connection.
 func (s *Store) w() querier {
 	if s.tx != nil {
-		return s.tx
+		return stmtQuerier{s.tx, s.tx, s.writeStmts}
 	}
-	return s.write
+	return stmtQuerier{s.write, nil, s.writeStmts}
 }
 
 // r is where reads go: the transaction (to see its own writes), or the read pool.
 func (s *Store) r() querier {
 	if s.tx != nil {
-		return s.tx
+		return stmtQuerier{s.tx, s.tx, s.writeStmts}
 	}
-	return s.read
+	return stmtQuerier{s.read, nil, s.readStmts}
+}
+
+// stmtQuerier runs a registered statement prepared (in tx, when set) and
+// any other on q.
+type stmtQuerier struct {
+	q     querier
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (sq stmtQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
+	st := sq.stmts[query]
+	if st != nil && sq.tx != nil {
+		return sq.tx.StmtContext(ctx, st) // the statement prepared on the tx's connection
+	}
+	return st
+}
+
+func (sq stmtQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := sq.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return sq.q.ExecContext(ctx, query, args...)
+}
+
+func (sq stmtQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := sq.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return sq.q.QueryContext(ctx, query, args...)
+}
+
+func (sq stmtQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := sq.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return sq.q.QueryRowContext(ctx, query, args...)
 }
 
 // inTx runs fn in the current transaction, or a new one.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,9 +29,23 @@ func (s *Store) queryLogs(ctx context.Context, what, query string, args ...any) 
 	return queryAll(ctx, s.r(), what, query, scanLog, args...)
 }
 
-const insertLogSQL = `INSERT INTO ethPrimeWebhookLog
+// The statements every event runs, prepared once (see prepare).
+var (
+	insertLogSQL = prepare(`INSERT INTO ethPrimeWebhookLog
 	(receivedUTC, eventAction, jobId, payload, headers, remoteIP, isAuthenticated)
-	VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+	getLogSQL       = prepare(`SELECT ` + logColumns + ` FROM ethPrimeWebhookLog WHERE id = ?`)
+	setProcessedSQL = prepare(`UPDATE ethPrimeWebhookLog
+		SET processedUTC = ?, processStatus = ?, jobId = COALESCE(?, jobId) WHERE id = ?`)
+	incrementAttemptSQL = prepare(`UPDATE ethPrimeWebhookLog
+		SET processAttempts = processAttempts + 1, processStatus = ?, jobId = COALESCE(?, jobId)
+		WHERE id = ? RETURNING processAttempts`)
+	// setPublishedSQL takes the ids as one JSON array: one statement for any
+	// number of rows, never over SQLite's limit on parameters.
+	setPublishedSQL  = prepare(`UPDATE ethPrimeWebhookLog SET publishedUTC = ? WHERE id IN (SELECT value FROM json_each(?))`)
+	getReferenceSQL  = prepare(`SELECT jobId FROM ethPrimeJobReference WHERE numericReference = ?`)
+	saveReferenceSQL = prepare(`INSERT INTO ethPrimeJobReference (numericReference, jobId, firstSeenUTC) VALUES (?, ?, ?)`)
+)
 
 func insertLogArgs(r store.NewWebhookLogRow) []any {
 	return []any{formatTime(r.ReceivedUTC), nullString(r.EventAction), nullString(r.JobID),
@@ -97,7 +112,7 @@ func (s *Store) InsertWebhookLogs(ctx context.Context, rows []store.NewWebhookLo
 
 // GetWebhookLog returns one row.
 func (s *Store) GetWebhookLog(ctx context.Context, id int64) (store.WebhookLogRow, error) {
-	r, err := scanLog(s.r().QueryRowContext(ctx, `SELECT `+logColumns+` FROM ethPrimeWebhookLog WHERE id = ?`, id))
+	r, err := scanLog(s.r().QueryRowContext(ctx, getLogSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("webhook log %d: %w", id, store.ErrNotFound)
 	}
@@ -121,19 +136,14 @@ func (s *Store) GetWebhookLogUnprocessed(ctx context.Context, top, maxAttempts i
 
 // SetWebhookLogProcessed stamps a row processed (spPrimeSetWebhookLogProcessed).
 func (s *Store) SetWebhookLogProcessed(ctx context.Context, id int64, jobID, status string) error {
-	res, err := s.w().ExecContext(ctx, `UPDATE ethPrimeWebhookLog
-		SET processedUTC = ?, processStatus = ?, jobId = COALESCE(?, jobId) WHERE id = ?`,
-		formatTime(time.Now()), store.TruncateStatus(status), nullString(jobID), id)
+	res, err := s.w().ExecContext(ctx, setProcessedSQL, formatTime(time.Now()), store.TruncateStatus(status), nullString(jobID), id)
 	return affectedOne(res, err, "set webhook log processed", fmt.Sprintf("webhook log %d", id))
 }
 
 // IncrementWebhookLogAttempt records a failed attempt (spPrimeIncrementWebhookLogAttempt).
 func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID, status string) (int, error) {
 	var attempts int
-	err := s.w().QueryRowContext(ctx, `UPDATE ethPrimeWebhookLog
-		SET processAttempts = processAttempts + 1, processStatus = ?, jobId = COALESCE(?, jobId)
-		WHERE id = ? RETURNING processAttempts`,
-		store.TruncateStatus(status), nullString(jobID), id).Scan(&attempts)
+	err := s.w().QueryRowContext(ctx, incrementAttemptSQL, store.TruncateStatus(status), nullString(jobID), id).Scan(&attempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("webhook log %d: %w", id, store.ErrNotFound)
 	}
@@ -154,12 +164,11 @@ func (s *Store) SetWebhookLogPublished(ctx context.Context, ids []int64, at time
 	if len(ids) == 0 {
 		return nil
 	}
-	args := []any{formatTime(at)}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	_, err := s.w().ExecContext(ctx, `UPDATE ethPrimeWebhookLog SET publishedUTC = ? WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	list, err := json.Marshal(ids)
 	if err != nil {
+		return err
+	}
+	if _, err := s.w().ExecContext(ctx, setPublishedSQL, formatTime(at), string(list)); err != nil {
 		return fmt.Errorf("sqlite: set webhook log published: %w", err)
 	}
 	return nil
@@ -244,8 +253,7 @@ func logWhere(f store.LogFilter) (string, []any) {
 
 // GetJobIDByReference reads the numeric reference map (spPrimeGetJobIDbyReference).
 func (s *Store) GetJobIDByReference(ctx context.Context, numericReference int64) (string, bool, error) {
-	return queryOne(ctx, s.r(), "get job id by reference", `SELECT jobId FROM ethPrimeJobReference WHERE numericReference = ?`,
-		scanText, numericReference)
+	return queryOne(ctx, s.r(), "get job id by reference", getReferenceSQL, scanText, numericReference)
 }
 
 // SaveJobReference maps a reference when absent (spPrimeSaveJobReference).
@@ -254,11 +262,10 @@ func (s *Store) SaveJobReference(ctx context.Context, numericReference int64, jo
 	var inserted bool
 	err := s.inTx(ctx, func(tx *Store) error {
 		var existing string
-		err := tx.tx.QueryRowContext(ctx, `SELECT jobId FROM ethPrimeJobReference WHERE numericReference = ?`, numericReference).Scan(&existing)
+		err := tx.r().QueryRowContext(ctx, getReferenceSQL, numericReference).Scan(&existing)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.tx.ExecContext(ctx, `INSERT INTO ethPrimeJobReference (numericReference, jobId, firstSeenUTC) VALUES (?, ?, ?)`,
-				numericReference, jobID, formatTime(time.Now()))
+			_, err = tx.w().ExecContext(ctx, saveReferenceSQL, numericReference, jobID, formatTime(time.Now()))
 			inserted = err == nil
 			return err
 		case err != nil:
