@@ -2,12 +2,14 @@ package ingest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
@@ -24,6 +26,8 @@ var secretHeaders = []string{"Api-Key", "Authorization", "Cookie", "Proxy-Author
 // handleWebhook is POST /api/prime/webhook (§2): authenticate by API-Key,
 // store the raw event, answer 200 only after the row is committed, then
 // publish it without making Prime wait.
+var DbgWait, DbgN atomic.Int64
+
 func (in *Ingest) handleWebhook() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received := time.Now().UTC()
@@ -62,13 +66,20 @@ func (in *Ingest) handleWebhook() http.Handler {
 		}
 		// §2: 200 only after the row is committed. Concurrent webhooks share
 		// commits (the store groups transactions).
+		// A body received in full is stored even if Prime hangs up before
+		// the answer: nothing it sent is dropped (a retry stores it again).
+		// With no cancellation the driver also runs the insert without a
+		// watcher goroutine.
+		ctx := context.WithoutCancel(r.Context())
 		var id int64
-		err = in.store.InTx(r.Context(), func(tx store.Store) error {
+		err = in.store.InTx(ctx, func(tx store.Store) error {
 			var err error
-			id, err = tx.InsertWebhookLog(r.Context(), row)
+			id, err = tx.InsertWebhookLog(ctx, row)
 			return err
 		})
 		in.metrics.insertSeconds.Observe(time.Since(received).Seconds())
+		DbgWait.Add(int64(time.Since(received)))
+		DbgN.Add(1)
 		if err != nil {
 			in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStoreError).Inc()
 			in.log.Error("webhook insert failed: answered 500 so Prime retries", "action", action, "err", err)

@@ -173,6 +173,51 @@ func TestDatabaseFailureIs500AndNothingPublished(t *testing.T) {
 	is.Equal(h.streamMsgs(), uint64(0))                      // and nothing published
 }
 
+// stallingStore holds each transaction until its context ends or a second
+// has passed, and says when one arrived.
+type stallingStore struct {
+	store.Store
+	arrived chan struct{}
+}
+
+func (s stallingStore) InTx(ctx context.Context, fn func(store.Store) error) error {
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+	}
+	return s.Store.InTx(ctx, fn)
+}
+
+// A webhook received in full is stored and published even when Prime hangs
+// up before the answer.
+func TestStoredWhenPrimeHangsUpBeforeTheAnswer(t *testing.T) {
+	is := is.New(t)
+	arrived := make(chan struct{}, 1)
+	h := start(t, withStore(func(s store.Store) store.Store { return stallingStore{Store: s, arrived: arrived} }))
+	ctx, hangUp := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url+ingest.WebhookPath,
+		strings.NewReader(`{"eventAction":"change-job-status","jobId":259047}`))
+	is.NoErr(err)
+	req.Header.Set("API-Key", apiKey)
+	done := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-arrived // the body is read; the insert is under way
+	hangUp()
+	is.True(<-done != nil) // the client gave up on the answer
+	flowtest.Eventually(t, "the row stored", func() bool { return h.rows() == 1 })
+	flowtest.Eventually(t, "the row published", func() bool { return h.streamMsgs() == 1 })
+}
+
 func TestConcurrentPostsAreStoredExactlyOnce(t *testing.T) {
 	is := is.New(t)
 	h := start(t)
