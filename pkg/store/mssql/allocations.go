@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 func allocationDest(a *store.Allocation) []any {
@@ -59,7 +60,7 @@ func (s *Store) ListJobAllocations(ctx context.Context, jobID string) ([]store.A
 	if !ok {
 		return nil, nil
 	}
-	return queryAll(ctx, s.q(), "list job allocations", procListJobAllocations, func(sc rowScanner) (store.Allocation, error) {
+	return queryAll(ctx, s.q(), "list job allocations", procListJobAllocations, func(sc sqlrows.Scanner) (store.Allocation, error) {
 		var a store.Allocation
 		err := sc.Scan(allocationDest(&a)...)
 		return a, err

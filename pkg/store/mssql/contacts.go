@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // relationshipJSON is one relationship as
@@ -102,7 +103,7 @@ func (s *Store) ListJobContactRelationships(ctx context.Context, jobID string) (
 		return nil, nil
 	}
 	return queryAll(ctx, s.q(), "list job contact relationships", procListJobContactRelationships,
-		func(sc rowScanner) (store.ContactRelationship, error) {
+		func(sc sqlrows.Scanner) (store.ContactRelationship, error) {
 			var r store.ContactRelationship
 			err := sc.Scan(scanGUID{&r.ContactRelationshipID}, scanGUID{&r.JobID}, scanGUID{&r.ContactID},
 				scanString{&r.RelationshipType}, scanString{&r.Attributes}, scanTime{&r.SyncedUTC})

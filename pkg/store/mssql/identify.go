@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // procIdentifyGuid is the procedure behind IdentifyGuid (sql/mssql/004_identify.sql).
@@ -29,6 +30,6 @@ func (s *Store) IdentifyGuid(ctx context.Context, id, expected string) ([]string
 	if err != nil {
 		return nil, err
 	}
-	return queryAll(ctx, s.q(), "identify guid", procIdentifyGuid, scanText,
+	return queryAll(ctx, s.q(), "identify guid", procIdentifyGuid, sqlrows.Text,
 		sql.Named("Id", guid), sql.Named("ExpectedEntity", sqlString(expected)))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 	mssql "github.com/microsoft/go-mssqldb"
 )
 
@@ -118,7 +119,7 @@ func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (
 	return claimed, nil
 }
 
-func scanFirstSeen(sc rowScanner) (store.FirstSeen, error) {
+func scanFirstSeen(sc sqlrows.Scanner) (store.FirstSeen, error) {
 	var f store.FirstSeen
 	var logID sql.NullInt64
 	err := sc.Scan(scanGUID{&f.JobID}, &logID, scanTime{&f.FirstSeenUTC}, scanTime{&f.PipelineCompletedUTC},

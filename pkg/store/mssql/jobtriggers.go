@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // The procedures behind the ClientWIPTriggers and TriageInvites methods
@@ -42,7 +43,7 @@ func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]stor
 	if !ok {
 		return nil, nil
 	}
-	return queryAll(ctx, s.q(), "list client wip triggers", procListClientWIPTriggers, func(sc rowScanner) (store.ClientWIPTrigger, error) {
+	return queryAll(ctx, s.q(), "list client wip triggers", procListClientWIPTriggers, func(sc sqlrows.Scanner) (store.ClientWIPTrigger, error) {
 		var t store.ClientWIPTrigger
 		err := sc.Scan(&t.ID, scanGUID{&t.JobID}, &t.TriggerType, &t.Source, scanTime{&t.QueuedUTC}, scanTime{&t.ProcessedUTC})
 		return t, err
@@ -77,7 +78,7 @@ func (s *Store) ListTriageInvites(ctx context.Context, jobID string) ([]store.Tr
 	if !ok {
 		return nil, nil
 	}
-	return queryAll(ctx, s.q(), "list triage invites", procListTriageInvites, func(sc rowScanner) (store.TriageInvite, error) {
+	return queryAll(ctx, s.q(), "list triage invites", procListTriageInvites, func(sc sqlrows.Scanner) (store.TriageInvite, error) {
 		var t store.TriageInvite
 		err := sc.Scan(&t.ID, scanGUID{&t.JobID}, scanGUID{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC})
 		return t, err

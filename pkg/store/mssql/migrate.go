@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 	schema "github.com/ethosbuilding/primeflow/sql"
 )
 
@@ -148,7 +149,7 @@ func applyScript(ctx context.Context, conn *sql.Conn, sc script) error {
 		_, err = tx.ExecContext(ctx, record, sql.Named("name", sc.name))
 	}
 	if err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
+		return errors.Join(err, sqlrows.Rollback(tx))
 	}
 	return tx.Commit()
 }

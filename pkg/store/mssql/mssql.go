@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/microsoft/go-mssqldb/msdsn"
 )
@@ -74,7 +75,7 @@ func (s *Store) InTx(ctx context.Context, fn func(store.Store) error) error {
 		return fmt.Errorf("mssql: begin: %w", err)
 	}
 	if err := fn(&Store{db: s.db, tx: tx}); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
+		return errors.Join(err, sqlrows.Rollback(tx))
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("mssql: commit: %w", err)
@@ -82,59 +83,23 @@ func (s *Store) InTx(ctx context.Context, fn func(store.Store) error) error {
 	return nil
 }
 
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
-}
-
 // inTx runs fn in the current transaction, or a new one.
 func (s *Store) inTx(ctx context.Context, fn func(*Store) error) error {
 	return s.InTx(ctx, func(tx store.Store) error { return fn(tx.(*Store)) })
 }
 
-// querier is what *sql.DB and *sql.Tx share.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
-
 // queryAll calls proc (or runs a query) on q and reads every row with scan;
 // what names the call in the errors. No rows is a nil list.
-func queryAll[T any](ctx context.Context, q querier, what, proc string, scan func(rowScanner) (T, error), args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, proc, args...)
+func queryAll[T any](ctx context.Context, q sqlrows.Querier, what, proc string, scan func(sqlrows.Scanner) (T, error), args ...any) ([]T, error) {
+	out, err := sqlrows.All(ctx, q, proc, scan, args...)
 	if err != nil {
-		return nil, fmt.Errorf("mssql: %s: %w", what, err)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("mssql: %s: %w", what, err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("mssql: %s: %w", what, err)
 	}
 	return out, nil
 }
 
-// scanText reads a row of one text column.
-func scanText(sc rowScanner) (string, error) {
-	var t string
-	err := sc.Scan(&t)
-	return t, err
-}
-
 // q is where statements go: the transaction, or the pool.
-func (s *Store) q() querier {
+func (s *Store) q() sqlrows.Querier {
 	if s.tx != nil {
 		return s.tx
 	}

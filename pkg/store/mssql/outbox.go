@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // The procedures behind the Outbox methods (sql/mssql/003_outbox.sql).
@@ -75,7 +76,7 @@ func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Tim
 	if limit <= 0 {
 		return nil, nil
 	}
-	return queryAll(ctx, s.q(), "get outbox", procOutboxGetUnpublished, func(sc rowScanner) (store.OutboxMessage, error) {
+	return queryAll(ctx, s.q(), "get outbox", procOutboxGetUnpublished, func(sc sqlrows.Scanner) (store.OutboxMessage, error) {
 		var m store.OutboxMessage
 		var headers, data string
 		if err := sc.Scan(&m.ID, &m.Subject, &m.MsgID, scanString{&headers}, &data, scanTime{&m.CreatedUTC}); err != nil {

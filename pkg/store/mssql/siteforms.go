@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // siteFormJSON is one form as spPrimeflowReplaceJobSiteForms reads it.
@@ -91,7 +92,7 @@ func (s *Store) ListJobSiteForms(ctx context.Context, jobID string) ([]store.Sit
 	if !ok {
 		return nil, nil
 	}
-	return queryAll(ctx, s.q(), "list job site forms", procListJobSiteForms, func(sc rowScanner) (store.SiteForm, error) {
+	return queryAll(ctx, s.q(), "list job site forms", procListJobSiteForms, func(sc sqlrows.Scanner) (store.SiteForm, error) {
 		var f store.SiteForm
 		err := sc.Scan(siteFormDest(&f)...)
 		return f, err

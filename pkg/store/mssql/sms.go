@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // The procedures behind the SMSQueue methods (sql/mssql/030_sms.sql).
@@ -22,7 +23,7 @@ const (
 )
 
 // scanSMS reads the columns the SMS procedures return, in their order.
-func scanSMS(r rowScanner) (store.SMSMessage, error) {
+func scanSMS(r sqlrows.Scanner) (store.SMSMessage, error) {
 	var m store.SMSMessage
 	var state string
 	err := r.Scan(&m.ID, scanString{&m.Recipient}, scanString{&m.Body}, scanString{&m.Source},

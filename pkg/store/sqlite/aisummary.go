@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // QueueJobSummaryNow makes the job's AI summary due at now (§5.3 step 4).
@@ -28,7 +29,7 @@ func (s *Store) QueueJobSummaryNow(ctx context.Context, jobID string, now time.T
 // GetJobSummaryQueue reads a job's AI summary queue row.
 func (s *Store) GetJobSummaryQueue(ctx context.Context, jobID string) (store.JobSummaryQueueRow, bool, error) {
 	return queryOne(ctx, s.r(), "get job summary queue", `SELECT jobId, QueuedFor, createdUTC, updatedUTC
-		FROM ethAIJobSummaryQueue WHERE jobId = ?`, func(sc rowScanner) (store.JobSummaryQueueRow, error) {
+		FROM ethAIJobSummaryQueue WHERE jobId = ?`, func(sc sqlrows.Scanner) (store.JobSummaryQueueRow, error) {
 		var r store.JobSummaryQueueRow
 		err := sc.Scan(&r.JobID, scanTime{&r.QueuedFor}, scanTime{&r.CreatedUTC}, scanTime{&r.UpdatedUTC})
 		return r, err

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 const allocationColumns = `allocationId, jobId, assignedId, assignedContactId, allocationType, allocationNumber,
 	label, allocationStatusId, isMakeSafe, version, createdAt, updatedAt, attributes, syncedUTC`
 
-func scanAllocation(sc rowScanner) (store.Allocation, error) {
+func scanAllocation(sc sqlrows.Scanner) (store.Allocation, error) {
 	var a store.Allocation
 	err := sc.Scan(&a.AllocationID, scanString{&a.JobID}, scanString{&a.AssignedID}, scanString{&a.AssignedContactID},
 		scanString{&a.AllocationType}, scanString{&a.AllocationNumber}, scanString{&a.Label},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // SaveAppointment upserts an appointment unless the stored row is newer.
@@ -42,7 +43,7 @@ func (s *Store) SaveAppointment(ctx context.Context, a store.Appointment) (bool,
 func (s *Store) GetAppointment(ctx context.Context, id string) (store.Appointment, bool, error) {
 	return queryOne(ctx, s.r(), "get appointment", `SELECT appointmentId, jobId, appointmentTypeId, startDate, endDate, status,
 		version, assignedId, description, notes, createdAt, updatedAt, attributes, syncedUTC
-		FROM primeAppointments WHERE appointmentId = ?`, func(sc rowScanner) (store.Appointment, error) {
+		FROM primeAppointments WHERE appointmentId = ?`, func(sc sqlrows.Scanner) (store.Appointment, error) {
 		var a store.Appointment
 		err := sc.Scan(&a.AppointmentID, scanString{&a.JobID}, scanString{&a.AppointmentTypeID}, scanTime{&a.StartDate},
 			scanTime{&a.EndDate}, scanString{&a.Status}, scanNullInt64{&a.Version}, scanString{&a.AssignedID},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // SaveContact upserts a contact.
@@ -32,7 +33,7 @@ func (s *Store) SaveContact(ctx context.Context, c store.Contact) error {
 // GetContact reads one contact.
 func (s *Store) GetContact(ctx context.Context, id string) (store.Contact, bool, error) {
 	return queryOne(ctx, s.r(), "get contact", `SELECT contactId, name, firstName, lastName, email, mobile, phone,
-		attributes, syncedUTC FROM primeContacts WHERE contactId = ?`, func(sc rowScanner) (store.Contact, error) {
+		attributes, syncedUTC FROM primeContacts WHERE contactId = ?`, func(sc sqlrows.Scanner) (store.Contact, error) {
 		var c store.Contact
 		err := sc.Scan(&c.ContactID, scanString{&c.Name}, scanString{&c.FirstName}, scanString{&c.LastName}, scanString{&c.Email},
 			scanString{&c.Mobile}, scanString{&c.Phone}, scanString{&c.Attributes}, scanTime{&c.SyncedUTC})
@@ -78,7 +79,7 @@ func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string
 func (s *Store) ListJobContactRelationships(ctx context.Context, jobID string) ([]store.ContactRelationship, error) {
 	return queryAll(ctx, s.r(), "list job contact relationships", `SELECT contactRelationshipId, jobId, contactId,
 		relationshipType, attributes, syncedUTC FROM primeContactRelationships WHERE jobId = ? ORDER BY contactRelationshipId`,
-		func(sc rowScanner) (store.ContactRelationship, error) {
+		func(sc sqlrows.Scanner) (store.ContactRelationship, error) {
 			var r store.ContactRelationship
 			err := sc.Scan(&r.ContactRelationshipID, scanString{&r.JobID}, scanString{&r.ContactID},
 				scanString{&r.RelationshipType}, scanString{&r.Attributes}, scanTime{&r.SyncedUTC})

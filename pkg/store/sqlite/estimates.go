@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // ReplaceJobEstimates sweeps the job's estimates, categories and items and
@@ -79,7 +80,7 @@ func (s *Store) ReplaceJobEstimates(ctx context.Context, jobID string, estimates
 func (s *Store) ListJobEstimates(ctx context.Context, jobID string) ([]store.Estimate, error) {
 	var out []store.Estimate
 	// One read transaction, so the three reads see one state of the sweep.
-	err := s.readSnapshot(ctx, func(q querier) error {
+	err := s.readSnapshot(ctx, func(q sqlrows.Querier) error {
 		job := mirrorGUID(jobID)
 		rows, err := q.QueryContext(ctx, `SELECT estimateId, jobId, status, total, createdAt, updatedAt, attributes, syncedUTC
 			FROM primeEstimates WHERE jobId = ? ORDER BY createdAt, estimateId`, job)
@@ -166,7 +167,7 @@ func finishRows(rows interface {
 
 // readSnapshot runs fn with one read transaction, so several reads see one state
 // of the database; on a Store already in a transaction it reads there.
-func (s *Store) readSnapshot(ctx context.Context, fn func(q querier) error) error {
+func (s *Store) readSnapshot(ctx context.Context, fn func(q sqlrows.Querier) error) error {
 	if s.tx != nil {
 		return fn(s.tx)
 	}

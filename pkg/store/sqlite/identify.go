@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // identifySweep probes every mirror table in one statement.
@@ -35,7 +36,7 @@ func (s *Store) IdentifyGuid(ctx context.Context, id, expected string) ([]string
 			return []string{expected}, nil
 		}
 	}
-	return queryAll(ctx, s.r(), "identify guid", identifySweep, scanText, id)
+	return queryAll(ctx, s.r(), "identify guid", identifySweep, sqlrows.Text, id)
 }
 
 func identifyKey(table string) (string, bool) {

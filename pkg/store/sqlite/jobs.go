@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // jobColumns are primeJobs' columns in the order jobArgs and scanJob use.
@@ -87,7 +88,7 @@ func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 
 // GetJob reads one primeJobs row.
 func (s *Store) GetJob(ctx context.Context, jobID string) (store.Job, bool, error) {
-	return queryOne(ctx, s.r(), "get job", getJobSQL, func(sc rowScanner) (store.Job, error) {
+	return queryOne(ctx, s.r(), "get job", getJobSQL, func(sc sqlrows.Scanner) (store.Job, error) {
 		var j store.Job
 		var version sql.NullInt64
 		err := sc.Scan(&j.JobID, scanString{&j.JobNumber}, scanString{&j.StatusID}, scanString{&j.ClientID},
@@ -121,7 +122,7 @@ func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (
 
 const firstSeenColumns = `jobId, logId, firstSeenUTC, pipelineCompletedUTC, pipelineAttempts, pipelineStatus`
 
-func scanFirstSeen(sc rowScanner) (store.FirstSeen, error) {
+func scanFirstSeen(sc sqlrows.Scanner) (store.FirstSeen, error) {
 	var f store.FirstSeen
 	var logID sql.NullInt64
 	err := sc.Scan(&f.JobID, &logID, scanTime{&f.FirstSeenUTC}, scanTime{&f.PipelineCompletedUTC}, &f.PipelineAttempts, scanString{&f.PipelineStatus})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // QueueClientWIPStatusChange queues a StatusChange trigger unless the job
@@ -32,7 +33,7 @@ func (s *Store) QueueClientWIPStatusChange(ctx context.Context, jobID, source st
 // ListClientWIPTriggers lists a job's triggers, oldest first.
 func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]store.ClientWIPTrigger, error) {
 	return queryAll(ctx, s.r(), "list client wip triggers", `SELECT id, jobId, triggerType, source, queuedUTC, processedUTC
-		FROM ethClientWIPTrigger WHERE jobId = ? ORDER BY id`, func(sc rowScanner) (store.ClientWIPTrigger, error) {
+		FROM ethClientWIPTrigger WHERE jobId = ? ORDER BY id`, func(sc sqlrows.Scanner) (store.ClientWIPTrigger, error) {
 		var t store.ClientWIPTrigger
 		err := sc.Scan(&t.ID, &t.JobID, &t.TriggerType, &t.Source, scanTime{&t.QueuedUTC}, scanTime{&t.ProcessedUTC})
 		return t, err
@@ -64,7 +65,7 @@ func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMade
 // ListTriageInvites lists a job's invites, oldest first.
 func (s *Store) ListTriageInvites(ctx context.Context, jobID string) ([]store.TriageInvite, error) {
 	return queryAll(ctx, s.r(), "list triage invites", `SELECT id, jobId, statusId, queuedUTC, sentUTC
-		FROM ethTriageInviteQueue WHERE jobId = ? ORDER BY id`, func(sc rowScanner) (store.TriageInvite, error) {
+		FROM ethTriageInviteQueue WHERE jobId = ? ORDER BY id`, func(sc sqlrows.Scanner) (store.TriageInvite, error) {
 		var t store.TriageInvite
 		err := sc.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC})
 		return t, err

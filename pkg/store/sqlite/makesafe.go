@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // UpsertMakeSafePhoneCallFromJob is the rule of
@@ -107,7 +108,7 @@ func (s *Store) queueChecks(ctx context.Context, jobID string, offsets []time.Du
 // GetMakesafePhoneCall returns the job's phone call.
 func (s *Store) GetMakesafePhoneCall(ctx context.Context, jobID string) (store.MakesafePhoneCall, bool, error) {
 	return queryOne(ctx, s.r(), "get make-safe phone call", `SELECT ID, PrimeJobID, JobNumber, JobCreatedUTC, RaisedUTC, State, SmsQueueID
-		FROM makesafePhoneCall WHERE PrimeJobID = ?`, func(sc rowScanner) (store.MakesafePhoneCall, error) {
+		FROM makesafePhoneCall WHERE PrimeJobID = ?`, func(sc sqlrows.Scanner) (store.MakesafePhoneCall, error) {
 		var c store.MakesafePhoneCall
 		var smsID sql.NullInt64
 		err := sc.Scan(&c.ID, &c.PrimeJobID, scanString{&c.JobNumber}, scanTime{&c.JobCreatedUTC}, scanTime{&c.RaisedUTC},
@@ -120,7 +121,7 @@ func (s *Store) GetMakesafePhoneCall(ctx context.Context, jobID string) (store.M
 // ListMakesafeChecks returns the job's rungs in order.
 func (s *Store) ListMakesafeChecks(ctx context.Context, jobID string) ([]store.MakesafeCheck, error) {
 	return queryAll(ctx, s.r(), "list make-safe checks", `SELECT PrimeJobID, Rung, DueUTC, QueuedUTC, FiredUTC, Outcome
-		FROM makesafeAllocationCheck WHERE PrimeJobID = ? ORDER BY Rung`, func(sc rowScanner) (store.MakesafeCheck, error) {
+		FROM makesafeAllocationCheck WHERE PrimeJobID = ? ORDER BY Rung`, func(sc sqlrows.Scanner) (store.MakesafeCheck, error) {
 		var c store.MakesafeCheck
 		err := sc.Scan(&c.PrimeJobID, &c.Rung, scanTime{&c.DueUTC}, scanTime{&c.QueuedUTC},
 			scanTime{&c.FiredUTC}, scanString{&c.Outcome})

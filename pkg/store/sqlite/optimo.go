@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // optMaxErrorText is how much of an error optimoRouteOrder and optimoRoutePlan
@@ -59,7 +60,7 @@ func orderDest(o *store.OptimoOrder, duration *int64) []any {
 }
 
 func (s *Store) queryOrders(ctx context.Context, what, query string, args ...any) ([]store.OptimoOrder, error) {
-	return queryAll(ctx, s.r(), what, query, func(sc rowScanner) (store.OptimoOrder, error) {
+	return queryAll(ctx, s.r(), what, query, func(sc sqlrows.Scanner) (store.OptimoOrder, error) {
 		var o store.OptimoOrder
 		var duration int64
 		err := sc.Scan(orderDest(&o, &duration)...)
@@ -199,7 +200,7 @@ func (s *Store) GetRoutesRefreshQueue(ctx context.Context) ([]string, error) {
 
 func (s *Store) planDates(ctx context.Context, what, status string) ([]string, error) {
 	return queryAll(ctx, s.r(), what, `SELECT PlanDate FROM optimoRoutePlan WHERE PlanStatus = ? ORDER BY PlanDate`,
-		scanText, status)
+		sqlrows.Text, status)
 }
 
 // SetPlanStatus writes a date's status, guarded by OnlyIfStatus (§8.4).
@@ -241,7 +242,7 @@ func (s *Store) SetPlanStatus(ctx context.Context, w store.PlanStatusWrite) (boo
 const planColumns = `PlanDate, PlanStatus, PlanningId, ErrorText, QueuedUTC, StartedUTC, FinishedUTC, UpdatedUTC`
 
 func (s *Store) queryPlans(ctx context.Context, what, query string, args ...any) ([]store.OptimoPlan, error) {
-	return queryAll(ctx, s.r(), what, query, func(sc rowScanner) (store.OptimoPlan, error) {
+	return queryAll(ctx, s.r(), what, query, func(sc sqlrows.Scanner) (store.OptimoPlan, error) {
 		var p store.OptimoPlan
 		err := sc.Scan(&p.PlanDate, &p.PlanStatus, scanOptInt{&p.PlanningID}, scanString{&p.ErrorText},
 			scanTime{&p.QueuedUTC}, scanTime{&p.StartedUTC}, scanTime{&p.FinishedUTC}, scanTime{&p.UpdatedUTC})
@@ -359,7 +360,7 @@ func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, limi
 		FROM optimoRouteOrder o
 		WHERE o.appointmentId IS NOT NULL AND o.state = 'Active'
 		  AND NOT EXISTS (SELECT 1 FROM primeAppointments a WHERE a.appointmentId = o.appointmentId)
-	) ORDER BY appointmentId LIMIT ?`, func(sc rowScanner) (store.AppointmentQueueItem, error) {
+	) ORDER BY appointmentId LIMIT ?`, func(sc sqlrows.Scanner) (store.AppointmentQueueItem, error) {
 		var it store.AppointmentQueueItem
 		err := sc.Scan(append([]any{&it.AppointmentID, scanString{&it.JobID}, scanTime{&it.StartDate}, scanTime{&it.EndDate},
 			scanString{&it.Status}, scanOptInt{&it.Version}, scanString{&it.AssignedID}, scanString{&it.Description},
@@ -386,7 +387,7 @@ func (s *Store) GetWorkOrderQueue(ctx context.Context, limit int) ([]store.WorkO
 		FROM optimoRouteOrder o
 		WHERE o.workOrderId IS NOT NULL AND o.state = 'Active'
 		  AND NOT EXISTS (SELECT 1 FROM primeWorkOrders w WHERE w.workOrderId = o.workOrderId)
-	) ORDER BY workOrderId LIMIT ?`, func(sc rowScanner) (store.WorkOrderQueueItem, error) {
+	) ORDER BY workOrderId LIMIT ?`, func(sc sqlrows.Scanner) (store.WorkOrderQueueItem, error) {
 		var it store.WorkOrderQueueItem
 		err := sc.Scan(append([]any{&it.WorkOrderID, scanString{&it.JobID}, scanString{&it.Status}, scanOptInt{&it.Version},
 			scanString{&it.Attributes}, &it.Gone}, queueDest(&it.Job, &it.Order)...)...)

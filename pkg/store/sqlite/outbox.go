@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // The statements every outbox message runs, prepared once (see prepare).
@@ -48,7 +49,7 @@ func (s *Store) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([
 // GetOutboxUnpublished returns messages still to publish, oldest first.
 func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Time, limit int) ([]store.OutboxMessage, error) {
 	return queryAll(ctx, s.r(), "get outbox", `SELECT id, subject, msgId, headers, data, createdUTC FROM primeflowOutbox
-		WHERE publishedUTC IS NULL AND createdUTC < ? ORDER BY id LIMIT ?`, func(sc rowScanner) (store.OutboxMessage, error) {
+		WHERE publishedUTC IS NULL AND createdUTC < ? ORDER BY id LIMIT ?`, func(sc sqlrows.Scanner) (store.OutboxMessage, error) {
 		var m store.OutboxMessage
 		var header, data string
 		if err := sc.Scan(&m.ID, &m.Subject, &m.MsgID, scanString{&header}, &data, scanTime{&m.CreatedUTC}); err != nil {

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 const siteFormColumns = `siteFormId, jobId, objectType, objectId, name, status, createdAt, updatedAt, attributes, syncedUTC`
 
-func scanSiteForm(sc rowScanner) (store.SiteForm, error) {
+func scanSiteForm(sc sqlrows.Scanner) (store.SiteForm, error) {
 	var f store.SiteForm
 	err := sc.Scan(&f.SiteFormID, scanString{&f.JobID}, scanString{&f.ObjectType}, scanString{&f.ObjectID},
 		scanString{&f.Name}, scanString{&f.Status}, scanTime{&f.CreatedAt}, scanTime{&f.UpdatedAt},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // smsColumns are the smsQueue columns scanSMS reads, in its order.
@@ -18,7 +19,7 @@ const smsColumns = `ID, Recipient, Body, Source, DedupeKey, State, Attempts, Nex
 // lapsedOnLastAttempt is LastError of a message whose last claim lapsed.
 const lapsedOnLastAttempt = "the claim of the last attempt lapsed: the sender stopped before it recorded the outcome"
 
-func scanSMS(r rowScanner) (store.SMSMessage, error) {
+func scanSMS(r sqlrows.Scanner) (store.SMSMessage, error) {
 	var m store.SMSMessage
 	var state string
 	err := r.Scan(&m.ID, &m.Recipient, &m.Body, scanString{&m.Source}, scanString{&m.DedupeKey}, &state, &m.Attempts,

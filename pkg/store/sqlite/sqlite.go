@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 	schema "github.com/ethosbuilding/primeflow/sql"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -133,7 +134,7 @@ func (s *Store) InTx(ctx context.Context, fn func(store.Store) error) error {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	if err := fn(&Store{write: s.write, read: s.read, tx: tx, writeStmts: s.writeStmts, readStmts: s.readStmts}); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
+		return errors.Join(err, sqlrows.Rollback(tx))
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
@@ -141,40 +142,11 @@ func (s *Store) InTx(ctx context.Context, fn func(store.Store) error) error {
 	return nil
 }
 
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
-}
-
-// querier is what *sql.DB and *sql.Tx share.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
-
 // queryAll runs query on q and reads every row with scan; what names the
 // call in the errors. No rows is a nil list.
-func queryAll[T any](ctx context.Context, q querier, what, query string, scan func(rowScanner) (T, error), args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+func queryAll[T any](ctx context.Context, q sqlrows.Querier, what, query string, scan func(sqlrows.Scanner) (T, error), args ...any) ([]T, error) {
+	out, err := sqlrows.All(ctx, q, query, scan, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return out, nil
@@ -182,7 +154,7 @@ func queryAll[T any](ctx context.Context, q querier, what, query string, scan fu
 
 // queryOne runs query on q for at most one row and reads it with scan;
 // found is false when there is none. what names the call in the error.
-func queryOne[T any](ctx context.Context, q querier, what, query string, scan func(rowScanner) (T, error), args ...any) (T, bool, error) {
+func queryOne[T any](ctx context.Context, q sqlrows.Querier, what, query string, scan func(sqlrows.Scanner) (T, error), args ...any) (T, bool, error) {
 	v, err := scan(q.QueryRowContext(ctx, query, args...))
 	var zero T
 	switch {
@@ -210,41 +182,33 @@ func affectedOne(res sql.Result, err error, what, row string) error {
 	return nil
 }
 
-// scanText reads a row of one text column.
-func scanText(sc rowScanner) (string, error) {
-	var t string
-	err := sc.Scan(&t)
-	return t, err
-}
-
 // w is where writes go: the transaction, or the write connection.
-func (s *Store) w() querier {
+func (s *Store) w() sqlrows.Querier {
 	if s.tx != nil {
-		return stmtQuerier{s.tx, s.tx, s.writeStmts}
+		return stmtQuerier{s.tx, s.writeStmts}
 	}
-	return stmtQuerier{s.write, nil, s.writeStmts}
+	return stmtQuerier{s.write, s.writeStmts}
 }
 
 // r is where reads go: the transaction (to see its own writes), or the read pool.
-func (s *Store) r() querier {
+func (s *Store) r() sqlrows.Querier {
 	if s.tx != nil {
-		return stmtQuerier{s.tx, s.tx, s.writeStmts}
+		return s.w()
 	}
-	return stmtQuerier{s.read, nil, s.readStmts}
+	return stmtQuerier{s.read, s.readStmts}
 }
 
-// stmtQuerier runs a registered statement prepared (in tx, when set) and
-// any other on q.
+// stmtQuerier runs a registered statement prepared, and any other as it is,
+// on a pool or a transaction.
 type stmtQuerier struct {
-	q     querier
-	tx    *sql.Tx
+	sqlrows.Querier
 	stmts map[string]*sql.Stmt
 }
 
 func (sq stmtQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
 	st := sq.stmts[query]
-	if st != nil && sq.tx != nil {
-		return sq.tx.StmtContext(ctx, st) // the statement prepared on the tx's connection
+	if tx, ok := sq.Querier.(*sql.Tx); ok && st != nil {
+		return tx.StmtContext(ctx, st) // the statement prepared on the tx's connection
 	}
 	return st
 }
@@ -253,21 +217,21 @@ func (sq stmtQuerier) ExecContext(ctx context.Context, query string, args ...any
 	if st := sq.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return sq.q.ExecContext(ctx, query, args...)
+	return sq.Querier.ExecContext(ctx, query, args...)
 }
 
 func (sq stmtQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := sq.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return sq.q.QueryContext(ctx, query, args...)
+	return sq.Querier.QueryContext(ctx, query, args...)
 }
 
 func (sq stmtQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := sq.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return sq.q.QueryRowContext(ctx, query, args...)
+	return sq.Querier.QueryRowContext(ctx, query, args...)
 }
 
 // inTx runs fn in the current transaction, or a new one.

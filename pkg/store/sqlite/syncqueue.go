@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // QueueMissingObjectsByJob queues the job's missing objects
@@ -132,7 +133,7 @@ func (s *Store) ClaimSyncQueue(ctx context.Context, f store.SyncQueueFilter, sta
 	return items, nil
 }
 
-func querySyncQueue(ctx context.Context, q querier, where string, args []any) ([]store.SyncQueueItem, error) {
+func querySyncQueue(ctx context.Context, q sqlrows.Querier, where string, args []any) ([]store.SyncQueueItem, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, objectName, jobId, queuedUTC, claimedUTC FROM ethSyncQueue`+where+
 		` ORDER BY queuedUTC, id LIMIT ?`, args...)
 	if err != nil {

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 const logColumns = `id, receivedUTC, eventAction, jobId, payload, headers, remoteIP, isAuthenticated,
 	processedUTC, processAttempts, processStatus, publishedUTC, replayCount`
 
-func scanLog(sc rowScanner) (store.WebhookLogRow, error) {
+func scanLog(sc sqlrows.Scanner) (store.WebhookLogRow, error) {
 	var r store.WebhookLogRow
 	err := sc.Scan(&r.ID, scanTime{&r.ReceivedUTC}, scanString{&r.EventAction}, scanString{&r.JobID},
 		&r.Payload, scanString{&r.Headers}, scanString{&r.RemoteIP}, &r.IsAuthenticated,
@@ -253,7 +254,7 @@ func logWhere(f store.LogFilter) (string, []any) {
 
 // GetJobIDByReference reads the numeric reference map (spPrimeGetJobIDbyReference).
 func (s *Store) GetJobIDByReference(ctx context.Context, numericReference int64) (string, bool, error) {
-	return queryOne(ctx, s.r(), "get job id by reference", getReferenceSQL, scanText, numericReference)
+	return queryOne(ctx, s.r(), "get job id by reference", getReferenceSQL, sqlrows.Text, numericReference)
 }
 
 // SaveJobReference maps a reference when absent (spPrimeSaveJobReference).
