@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
@@ -26,8 +25,6 @@ var secretHeaders = []string{"Api-Key", "Authorization", "Cookie", "Proxy-Author
 // handleWebhook is POST /api/prime/webhook (§2): authenticate by API-Key,
 // store the raw event, answer 200 only after the row is committed, then
 // publish it without making Prime wait.
-var DbgWait, DbgN atomic.Int64
-
 func (in *Ingest) handleWebhook() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received := time.Now().UTC()
@@ -78,8 +75,6 @@ func (in *Ingest) handleWebhook() http.Handler {
 			return err
 		})
 		in.metrics.insertSeconds.Observe(time.Since(received).Seconds())
-		DbgWait.Add(int64(time.Since(received)))
-		DbgN.Add(1)
 		if err != nil {
 			in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStoreError).Inc()
 			in.log.Error("webhook insert failed: answered 500 so Prime retries", "action", action, "err", err)
