@@ -45,14 +45,29 @@ type harness struct {
 	router *service.Router
 }
 
-type option func(*ingest.Config, *service.Deps)
+// option changes what ingest is built with, or ingest itself before it
+// starts.
+type option func(*setup)
+
+type setup struct {
+	cfg     *ingest.Config
+	deps    *service.Deps
+	prepare []func(*ingest.Ingest)
+}
 
 func withStore(wrap func(store.Store) store.Store) option {
-	return func(_ *ingest.Config, d *service.Deps) { d.Store = wrap(d.Store) }
+	return func(s *setup) { s.deps.Store = wrap(s.deps.Store) }
 }
 
 func withConfig(f func(*ingest.Config)) option {
-	return func(c *ingest.Config, _ *service.Deps) { f(c) }
+	return func(s *setup) { f(s.cfg) }
+}
+
+// withJetStream wraps the JetStream ingest publishes through.
+func withJetStream(wrap func(jetstream.JetStream) jetstream.JetStream) option {
+	return func(s *setup) {
+		s.prepare = append(s.prepare, func(in *ingest.Ingest) { in.WrapJetStream(wrap) })
+	}
 }
 
 func start(t testing.TB, opts ...option) *harness {
@@ -76,14 +91,18 @@ func startOn(t testing.TB, ns *server.Server, opts ...option) *harness {
 		RelayInterval: time.Hour, RelayGrace: 0, PublishTimeout: time.Second,
 	}
 	d := service.Deps{Log: slog.New(slog.NewTextHandler(h.logs, nil)), NC: nc, JS: js, Store: st, Metrics: opshttp.NewRegistry()}
+	su := setup{cfg: &cfg, deps: &d}
 	for _, o := range opts {
-		o(&cfg, &d)
+		o(&su)
 	}
 	r := service.NewRouter(admin)
 	h.router = r
 	in, err := ingest.New(cfg, d, r)
 	if err != nil {
 		t.Fatalf("new ingest: %v", err)
+	}
+	for _, p := range su.prepare {
+		p(in)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -82,8 +82,13 @@ func (in *Ingest) handleWebhook() http.Handler {
 			return
 		}
 		in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStored).Inc()
+		answer := []byte(`{"id":` + strconv.FormatInt(id, 10) + `}`)
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"id":` + strconv.FormatInt(id, 10) + `}`))
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		w.Write(answer)
+		// The 200 leaves now, before the publish: publishing never delays
+		// it (a publish can wait for room among the unacknowledged ones).
+		http.NewResponseController(w).Flush()
 		in.publisher.publishAsync(publication{id: id, action: action, payload: row.Payload})
 	})
 }

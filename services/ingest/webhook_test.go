@@ -16,6 +16,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -152,6 +153,42 @@ func TestPublishesAfterCommit(t *testing.T) {
 			})
 		})
 	}
+}
+
+// heldJetStream holds every async publish until release is closed, as a
+// JetStream whose acknowledgements are all outstanding does.
+type heldJetStream struct {
+	jetstream.JetStream
+	release chan struct{}
+}
+
+func (j heldJetStream) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	<-j.release
+	return j.JetStream.PublishMsgAsync(m, opts...)
+}
+
+func TestThe200DoesNotWaitForThePublish(t *testing.T) {
+	is := is.New(t)
+	held := heldJetStream{release: make(chan struct{})}
+	h := start(t, withJetStream(func(js jetstream.JetStream) jetstream.JetStream { held.JetStream = js; return held }))
+	answered := make(chan struct{})
+	go func() {
+		select {
+		case <-answered:
+		case <-time.After(30 * time.Second):
+			t.Error("no answer while the publish was held: the 200 waited for NATS")
+		}
+		close(held.release)
+	}()
+	res := h.post(`{"eventAction":"new-job"}`, "API-Key", apiKey)
+	close(answered)
+	is.Equal(res.StatusCode, http.StatusOK)
+	row := h.stored(res)
+	flowtest.Eventually(t, "the held publish goes out once released", func() bool {
+		r, err := h.store.GetWebhookLog(context.Background(), row.ID)
+		return err == nil && !r.PublishedUTC.IsZero()
+	})
+	is.Equal(h.streamMsgs(), uint64(1))
 }
 
 // failingStore fails every transaction, as a database that is down does.
