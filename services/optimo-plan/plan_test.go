@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,14 +116,16 @@ func TestGuardedOutcomes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
 			e := newEnv(t, true)
+			override := &statusOverride{sim: e.sim, status: tc.status}
 			if tc.status != "" {
-				e.serve(statusOverride(e.sim, tc.status))
+				e.serve(override)
 			}
 			e.sim.SetPlanningMode(tc.mode)
 			e.order("A-1", dayOne)
 			p := e.planner(testConfig())
 			run := goPlan(e.ctx, p)
 			id := e.planning(dayOne)
+			override.armed.Store(true)
 			if tc.requeue {
 				e.order("A-2", dayOne)
 			}
@@ -141,17 +144,23 @@ func TestGuardedOutcomes(t *testing.T) {
 	}
 }
 
-// statusOverride answers get_planning_status with a status OptimoRoute does
-// not document, and passes everything else to the simulator.
-func statusOverride(sim http.Handler, status string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/"+optimoroute.OpGetPlanningStatus) {
-			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(map[string]any{"success": true, "status": status, "percentageComplete": 50})
-			return
-		}
-		sim.ServeHTTP(w, r)
-	})
+// statusOverride, once armed, answers get_planning_status with a status
+// OptimoRoute does not document; everything else, and every status before
+// it is armed (so the test sees the date planning first), the simulator
+// answers.
+type statusOverride struct {
+	sim    http.Handler
+	status string
+	armed  atomic.Bool
+}
+
+func (o *statusOverride) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o.armed.Load() && strings.HasSuffix(r.URL.Path, "/"+optimoroute.OpGetPlanningStatus) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"success": true, "status": o.status, "percentageComplete": 50})
+		return
+	}
+	o.sim.ServeHTTP(w, r)
 }
 
 // A request OptimoRoute refuses records E:<code> without a guard and parks
