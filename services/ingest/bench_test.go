@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/cputime"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/services/ingest"
@@ -35,7 +36,7 @@ func fire(b *testing.B, url string, n, c int) load {
 	lat := make([]time.Duration, n)
 	var next sync.Mutex
 	i := 0
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range c {
@@ -69,7 +70,7 @@ func fire(b *testing.B, url string, n, c int) load {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
+	cpu := cputime.Process() - cpu0
 	slices.Sort(lat)
 	return load{rate: float64(n) / elapsed.Seconds(), p50: lat[n/2], p99: lat[n*99/100], cpu: cpu / time.Duration(n)}
 }

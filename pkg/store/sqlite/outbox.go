@@ -13,7 +13,7 @@ import (
 // The statements every outbox message runs, prepared once (see prepare).
 var (
 	insertOutboxSQL = prepare(`INSERT INTO primeflowOutbox (subject, msgId, headers, data, createdUTC)
-		VALUES (?, ?, ?, ?, ?) RETURNING id`)
+		VALUES (?, ?, ?, ?, ?)`)
 	// setOutboxPublishedSQL takes the ids as one JSON array.
 	setOutboxPublishedSQL = prepare(`UPDATE primeflowOutbox SET publishedUTC = ? WHERE id IN (SELECT value FROM json_each(?))`)
 )
@@ -33,9 +33,11 @@ func (s *Store) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([
 				header = string(b)
 			}
 			m.CreatedUTC = now
-			if err := tx.w().QueryRowContext(ctx, insertOutboxSQL, m.Subject, m.MsgID, header, string(m.Data), formatTime(now)).Scan(&m.ID); err != nil {
+			id, err := insertRow(ctx, tx.w(), insertOutboxSQL, m.Subject, m.MsgID, header, string(m.Data), formatTime(now))
+			if err != nil {
 				return err
 			}
+			m.ID = id
 			out[i] = m
 		}
 		return nil

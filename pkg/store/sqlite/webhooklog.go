@@ -34,7 +34,7 @@ func (s *Store) queryLogs(ctx context.Context, what, query string, args ...any) 
 var (
 	insertLogSQL = prepare(`INSERT INTO ethPrimeWebhookLog
 	(receivedUTC, eventAction, jobId, payload, headers, remoteIP, isAuthenticated)
-	VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+	VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	getLogSQL       = prepare(`SELECT ` + logColumns + ` FROM ethPrimeWebhookLog WHERE id = ?`)
 	setProcessedSQL = prepare(`UPDATE ethPrimeWebhookLog
 		SET processedUTC = ?, processStatus = ?, jobId = COALESCE(?, jobId) WHERE id = ?`)
@@ -55,8 +55,8 @@ func insertLogArgs(r store.NewWebhookLogRow) []any {
 
 // InsertWebhookLog inserts one row (spPrimeInsertWebhookLog).
 func (s *Store) InsertWebhookLog(ctx context.Context, row store.NewWebhookLogRow) (int64, error) {
-	var id int64
-	if err := s.w().QueryRowContext(ctx, insertLogSQL, insertLogArgs(row)...).Scan(&id); err != nil {
+	id, err := insertRow(ctx, s.w(), insertLogSQL, insertLogArgs(row)...)
+	if err != nil {
 		return 0, fmt.Errorf("sqlite: insert webhook log: %w", err)
 	}
 	return id, nil

@@ -1,0 +1,19 @@
+//go:build unix
+
+// Package cputime reads the CPU time the process has used, for benchmarks
+// that report CPU per operation next to throughput.
+package cputime
+
+import (
+	"syscall"
+	"time"
+)
+
+// Process is the CPU time (user and system) the process has used.
+func Process() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
