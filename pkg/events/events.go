@@ -4,7 +4,6 @@
 package events
 
 import (
-	"regexp"
 	"strconv"
 )
 
@@ -64,20 +63,37 @@ const (
 	ActionInvalid = "_invalid"
 )
 
-var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+// maxTokenLen is the longest eventAction used as a subject token.
+const maxTokenLen = 100
 
 // ActionToken is the subject token for an eventAction: the action itself when
-// it is a plain token, otherwise ActionNone or ActionInvalid, so that every
-// event is published on a defined subject.
+// it is a plain token (1 to 100 of A-Z, a-z, 0-9, _ and -), otherwise
+// ActionNone or ActionInvalid, so that every event is published on a defined
+// subject.
 func ActionToken(action string) string {
 	switch {
 	case action == "":
 		return ActionNone
-	case tokenRE.MatchString(action) && action != ActionNone && action != ActionInvalid:
+	case isToken(action) && action != ActionNone && action != ActionInvalid:
 		return action
 	default:
 		return ActionInvalid
 	}
+}
+
+// isToken reports whether s is 1 to maxTokenLen of A-Z, a-z, 0-9, _ and -.
+func isToken(s string) bool {
+	if len(s) == 0 || len(s) > maxTokenLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // WebhookSubject is the subject a raw event of this eventAction is published on.

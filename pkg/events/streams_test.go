@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,29 @@ func TestWebhookSubjects(t *testing.T) {
 			t.Errorf("WebhookSubject(%q) = %q, want %q", action, got, want)
 		}
 	}
+}
+
+// FuzzActionToken holds ActionToken to its documented rule: the action when
+// it is 1 to 100 of A-Z, a-z, 0-9, _ and - (and not one of the two reserved
+// tokens), _none when empty, _invalid otherwise.
+func FuzzActionToken(f *testing.F) {
+	plain := regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+	for _, seed := range []string{"", "change-job-status", "a.b", "has space", ">", "_none", "_invalid",
+		strings.Repeat("x", 100), strings.Repeat("x", 101), "é", "a\x00"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, action string) {
+		want := events.ActionInvalid
+		switch {
+		case action == "":
+			want = events.ActionNone
+		case plain.MatchString(action) && action != events.ActionNone && action != events.ActionInvalid:
+			want = action
+		}
+		if got := events.ActionToken(action); got != want {
+			t.Fatalf("ActionToken(%q) = %q, want %q", action, got, want)
+		}
+	})
 }
 
 // TestNatsCLIAcceptsStreamFiles proves the files in streams/ are what
