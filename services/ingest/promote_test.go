@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/google/uuid"
 )
 
@@ -19,12 +20,17 @@ func FuzzPromote(f *testing.F) {
 		`{"eventAction":["x"],"jobStatusId":7}`,
 		`{"eventAction":"` + strings.Repeat("x", 150) + `"}`,
 		`{"eventAction":"\xff\xfe"}`,
-		`[]`, `"x"`, `null`, ``, `not json`,
+		`[]`, `"x"`, `null`, ``, `not json`, `{}`, ` { } `, `{"a":{"eventAction":"x"},"b":["}",{"]":"\""}]}`,
+		`{"eventAction":"first","eventAction":"second"}`, `{"event\u0041ction":"escaped","jobId" : "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10" }`,
+		`{"eventAction":true,"x":-1.5e3,"jobId":null}`, `{"eventAction":"x"} trailing`, "\ufeff{}",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		action, jobID := promote(body)
+		if refAction, refJobID := promoteThroughAMap(body); action != refAction || jobID != refJobID {
+			t.Fatalf("promote(%q) = %q, %q; through a map: %q, %q", body, action, jobID, refAction, refJobID)
+		}
 		if !utf8.ValidString(action) || utf8.RuneCountInString(action) > maxActionLen {
 			t.Fatalf("action %q: not valid UTF-8 or longer than %d", action, maxActionLen)
 		}
@@ -57,4 +63,27 @@ func FuzzPromote(f *testing.F) {
 			}
 		}
 	})
+}
+
+// promoteThroughAMap is promote as it was written first, decoding the body
+// into a map: the reference promote must agree with.
+func promoteThroughAMap(body []byte) (action, jobID string) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return "", ""
+	}
+	if raw, ok := obj["eventAction"]; ok {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			action = s
+		} else if string(raw) != "null" {
+			action = string(raw)
+		}
+		action = clip(action, maxActionLen)
+	}
+	jobID = events.PayloadGUID(obj["jobId"])
+	if jobID == "" && action == "change-job-status" {
+		jobID = events.PayloadGUID(obj["jobStatusId"])
+	}
+	return action, jobID
 }
