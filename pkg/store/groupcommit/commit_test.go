@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
@@ -52,4 +54,60 @@ func TestAFailingTransactionFailsAlone(t *testing.T) {
 		is.True(found)
 	}
 	is.Equal(runs.Load(), int32(3+5)) // the group up to the failure, then each alone
+}
+
+// TestCloseAnswersEveryQueuedTransaction: the group in hand when the store
+// closes commits; the transactions queued behind it are each answered
+// ErrClosed, without running, and none waits forever.
+func TestCloseAnswersEveryQueuedTransaction(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "primeflow.db")
+	s, err := sqlite.Open(ctx, path)
+	is.NoErr(err)
+	g := New(s, nil)
+	job := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+	claim := func(i int) func(store.Store) error {
+		return func(tx store.Store) error {
+			_, err := tx.ClaimFirstSeen(ctx, job(i), int64(i))
+			return err
+		}
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- g.InTx(ctx, func(tx store.Store) error {
+			close(holding)
+			<-release // the committer is busy with this group
+			return claim(0)(tx)
+		})
+	}()
+	<-holding
+	const n = 20
+	errs := make([]error, n)
+	var queued sync.WaitGroup
+	for i := 1; i < n; i++ {
+		queued.Go(func() { errs[i] = g.InTx(ctx, claim(i)) })
+	}
+	for len(g.reqs) < n-1 {
+		time.Sleep(time.Millisecond) // until all of them wait in the queue
+	}
+	g.stop() // what Close does first; it then waits for the group in hand
+	close(release)
+	queued.Wait() // every queued transaction is answered
+	is.NoErr(<-first)
+	is.NoErr(g.Close())
+
+	s, err = sqlite.Open(ctx, path)
+	is.NoErr(err)
+	defer s.Close()
+	_, written, err := s.GetFirstSeen(ctx, job(0))
+	is.NoErr(err)
+	is.True(written) // the group in hand committed
+	for i := 1; i < n; i++ {
+		is.True(errors.Is(errs[i], ErrClosed)) // the queued ones were refused
+		_, written, err := s.GetFirstSeen(ctx, job(i))
+		is.NoErr(err)
+		is.True(!written) // and did not run
+	}
 }

@@ -48,7 +48,10 @@ type txRequest struct {
 // GroupSizes).
 func New(s store.Store, observe func(group int)) *Store {
 	ctx, stop := context.WithCancel(context.Background())
-	g := &Store{Store: s, reqs: make(chan *txRequest), stop: stop, stopped: make(chan struct{}), observe: observe}
+	// The queue is buffered: handing a transaction over does not wake the
+	// caller a second time (it waits for its answer only), which under load
+	// was a scheduler round trip a transaction.
+	g := &Store{Store: s, reqs: make(chan *txRequest, MaxGroup), stop: stop, stopped: make(chan struct{}), observe: observe}
 	go g.run(ctx)
 	return g
 }
@@ -58,15 +61,28 @@ func (g *Store) InTx(ctx context.Context, fn func(store.Store) error) error {
 	r := &txRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case g.reqs <- r:
-		return <-r.done // a request taken is always answered
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-g.stopped:
 		return ErrClosed
 	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-g.stopped:
+		// The committer answers a group before it stops: no answer by now
+		// means the transaction was still queued and never ran.
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
 }
 
-// Close stops the committer, after the group in hand, and closes the store.
+// Close stops the committer, after the group in hand, and closes the store;
+// transactions still queued then fail with ErrClosed, without running.
 func (g *Store) Close() error {
 	g.once.Do(func() {
 		g.stop()
@@ -91,6 +107,9 @@ func (g *Store) run(ctx context.Context) {
 	defer close(g.stopped)
 	group := make([]*txRequest, 0, MaxGroup)
 	for {
+		if ctx.Err() != nil { // stopping wins over a queue that is never empty
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
