@@ -15,6 +15,7 @@ package groupcommit
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -129,6 +130,11 @@ func (g *Store) run(ctx context.Context) {
 			g.observe(len(group))
 		}
 		g.commit(group)
+		// The callers just answered wait on this goroutine's processor,
+		// which would otherwise go straight on to the next group (the
+		// queue is seldom empty under load) and hold them there through
+		// its inserts and the commit's syscalls: let them run first.
+		runtime.Gosched()
 	}
 }
 
