@@ -22,6 +22,12 @@ func promote(body []byte) (action, jobID string) {
 	if !ok {
 		return "", ""
 	}
+	return promoteValues(rawAction, rawJobID, rawJobStatusID)
+}
+
+// promoteValues is promote's reading of the three raw values (nil when
+// absent).
+func promoteValues(rawAction, rawJobID, rawJobStatusID json.RawMessage) (action, jobID string) {
 	if rawAction != nil {
 		var s string
 		if json.Unmarshal(rawAction, &s) == nil {

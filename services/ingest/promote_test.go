@@ -6,7 +6,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/google/uuid"
 )
 
@@ -65,25 +64,12 @@ func FuzzPromote(f *testing.F) {
 	})
 }
 
-// promoteThroughAMap is promote as it was written first, decoding the body
-// into a map: the reference promote must agree with.
+// promoteThroughAMap is promote reading the body into a map, as it was
+// first written: the reference for promotedFields.
 func promoteThroughAMap(body []byte) (action, jobID string) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(body, &obj) != nil {
 		return "", ""
 	}
-	if raw, ok := obj["eventAction"]; ok {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			action = s
-		} else if string(raw) != "null" {
-			action = string(raw)
-		}
-		action = clip(action, maxActionLen)
-	}
-	jobID = events.PayloadGUID(obj["jobId"])
-	if jobID == "" && action == "change-job-status" {
-		jobID = events.PayloadGUID(obj["jobStatusId"])
-	}
-	return action, jobID
+	return promoteValues(obj["eventAction"], obj["jobId"], obj["jobStatusId"])
 }
