@@ -116,7 +116,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 			return err
 		}
 		sims.PathPrefix("/prime/").Handler(http.StripPrefix("/prime", sim))
-		cfg.Prime = sim.ClientConfig("http://" + cfg.SimAddr + "/prime")
+		// The simulator's address and credentials; the budget (PRIME_RATE_*,
+		// PRIME_MAX_CONCURRENT, PRIME_TIMEOUT, PRIME_PAGE_SIZE) stays as set.
+		sc := sim.ClientConfig("http://" + cfg.SimAddr + "/prime")
+		cfg.Prime.URL, cfg.Prime.ClientID, cfg.Prime.ClientSecret = sc.URL, sc.ClientID, sc.ClientSecret
+		cfg.Prime.Username, cfg.Prime.Password = sc.Username, sc.Password
 		simulating = true
 		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL)
 	}

@@ -132,6 +132,29 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	}
 	is.True(!strings.Contains(stderr.String(), apiKey))   // the key is never logged
 	is.True(!strings.Contains(stderr.String(), password)) // nor the admin password
+	// PRIME_RATE_* hold with the simulator too: at 100,000 a minute and a
+	// burst of 100, no call waited for the pace (at the default 60 a minute
+	// every call after the first does).
+	is.Equal(metric(t, httpAddr, `prime_client_rate_limit_waits_total{client="prime",reason="rate"}`), "")
+}
+
+// metric is the value /metrics shows for a series, "" when it shows none.
+func metric(t *testing.T, httpAddr, series string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/metrics", nil)
+	req.SetBasicAuth(admin, password)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // TestMakeRunGeneratesSecrets: with no key or admin login configured, a
