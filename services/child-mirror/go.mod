@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/ethosbuilding/primeflow/pkg v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/job-mirror v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
 	github.com/matryer/is v1.4.1

@@ -8,18 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
-	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
-	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
-	"github.com/ethosbuilding/primeflow/services/ingest"
+	"github.com/ethosbuilding/primeflow/services/child-mirror/pipelinetest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
 	"github.com/ethosbuilding/primeflow/services/makesafe"
 	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
-	"github.com/ethosbuilding/primeflow/services/resolver"
 )
 
 // handoffs records when each SMS was handed to the sender, then sends it.
@@ -67,41 +62,7 @@ func startPipeline(b *testing.B, ladder []time.Duration) *pipeline {
 	env := flowtest.New(b, flowtest.Options{})
 	d := env.Deps
 	p := &pipeline{Env: env, ep: &smsEndpoint{}}
-	var icfg ingest.Config
-	if err := config.Parse(func(k string) string {
-		if k == "PRIME_WEBHOOK_API_KEY" {
-			return apiKey
-		}
-		return ""
-	}, &icfg); err != nil {
-		b.Fatal(err)
-	}
-	r := service.NewRouter(opshttp.Credentials{})
-	in, err := ingest.New(icfg, d, r)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(r.Handler(d))
-	b.Cleanup(srv.Close)
-	p.ingestURL = srv.URL + ingest.WebhookPath
-	env.Run("ingest", in)
-
-	res, err := resolver.New(resolver.Config{Lanes: 16, LaneWait: 20 * time.Second, Backoff: []time.Duration{100 * time.Millisecond}}, d, env.Prime)
-	if err != nil {
-		b.Fatal(err)
-	}
-	env.Run("resolver", res)
-	jm, err := jobmirror.New(jobmirror.Config{Workers: 4, EnsureTimeout: 10 * time.Second}, d, env.Prime)
-	if err != nil {
-		b.Fatal(err)
-	}
-	env.Run("job-mirror", jm)
-	cm, err := childmirror.New(childmirror.Config{Workers: 4, EnsureTimeout: 10 * time.Second, ContactSyncTimeout: 10 * time.Second,
-		AISummaryNudgeTimeout: time.Second}, d, env.Prime)
-	if err != nil {
-		b.Fatal(err)
-	}
-	env.Run("child-mirror", cm)
+	p.ingestURL = pipelinetest.StartFront(env, apiKey)
 	nj, err := newjobpipeline.New(newjobpipeline.Config{Workers: 2, Backoff: []time.Duration{100 * time.Millisecond}}, d)
 	if err != nil {
 		b.Fatal(err)

@@ -16,10 +16,10 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/ethosbuilding/primeflow/services/child-mirror v0.0.0-00010101000000-000000000000
-	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000 // indirect
 	github.com/ethosbuilding/primeflow/services/job-mirror v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/newjob-pipeline v0.0.0-00010101000000-000000000000
-	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000 // indirect
 	github.com/ethosbuilding/primeflow/sql v0.0.0-00010101000000-000000000000 // indirect
 	github.com/ethosbuilding/primeflow/streams v0.0.0-00010101000000-000000000000 // indirect
 	github.com/golang-sql/civil v0.0.0-20220223132316-b832511892a9 // indirect

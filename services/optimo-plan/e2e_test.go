@@ -7,22 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
-	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
-	"github.com/ethosbuilding/primeflow/services/ingest"
+	"github.com/ethosbuilding/primeflow/services/child-mirror/pipelinetest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
 	optimocreate "github.com/ethosbuilding/primeflow/services/optimo-create"
 	optimoplan "github.com/ethosbuilding/primeflow/services/optimo-plan"
-	"github.com/ethosbuilding/primeflow/services/resolver"
 	"github.com/matryer/is"
 )
 
@@ -46,40 +41,7 @@ func startPipeline(tb testing.TB) *pipeline {
 	env := flowtest.New(tb, flowtest.Options{})
 	d := env.Deps
 	p := &pipeline{Env: env}
-	var icfg ingest.Config
-	if err := config.Parse(func(k string) string {
-		if k == "PRIME_WEBHOOK_API_KEY" {
-			return webhookKey
-		}
-		return ""
-	}, &icfg); err != nil {
-		tb.Fatal(err)
-	}
-	r := service.NewRouter(opshttp.Credentials{})
-	in, err := ingest.New(icfg, d, r)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv := httptest.NewServer(r.Handler(d))
-	tb.Cleanup(srv.Close)
-	p.ingestURL = srv.URL + ingest.WebhookPath
-	env.Run("ingest", in)
-	res, err := resolver.New(resolver.Config{Lanes: 16, LaneWait: 20 * time.Second, Backoff: []time.Duration{100 * time.Millisecond}}, d, env.Prime)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	env.Run("resolver", res)
-	jm, err := jobmirror.New(jobmirror.Config{Workers: 4, EnsureTimeout: 10 * time.Second}, d, env.Prime)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	env.Run("job-mirror", jm)
-	cm, err := childmirror.New(childmirror.Config{Workers: 4, EnsureTimeout: 10 * time.Second, ContactSyncTimeout: 10 * time.Second,
-		AISummaryNudgeTimeout: time.Second}, d, env.Prime)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	env.Run("child-mirror", cm)
+	p.ingestURL = pipelinetest.StartFront(env, webhookKey)
 
 	p.optimo = optimosim.New(optimosim.Options{PlanningDuration: 200 * time.Millisecond})
 	osrv := httptest.NewServer(p.optimo)

@@ -5,10 +5,8 @@ go 1.26.8
 require (
 	github.com/ethosbuilding/primeflow/pkg v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/child-mirror v0.0.0-00010101000000-000000000000
-	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/job-mirror v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/optimo-create v0.0.0-00010101000000-000000000000
-	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
 	github.com/matryer/is v1.4.1
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
@@ -21,6 +19,8 @@ require (
 	github.com/caarlos0/env/v11 v11.4.2 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000 // indirect
+	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000 // indirect
 	github.com/ethosbuilding/primeflow/sql v0.0.0-00010101000000-000000000000 // indirect
 	github.com/ethosbuilding/primeflow/streams v0.0.0-00010101000000-000000000000 // indirect
 	github.com/golang-sql/civil v0.0.0-20220223132316-b832511892a9 // indirect
