@@ -4,7 +4,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/caarlos0/env/v11"
 )
@@ -22,7 +27,26 @@ func Parse(getenv func(string) string, cfg any) error {
 		}
 	}
 	if err := env.ParseWithOptions(cfg, env.Options{Environment: environ}); err != nil {
+		if bad := unreadable(cfg, environ); bad != "" {
+			return fmt.Errorf("config: %s: %w", bad, err)
+		}
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
+}
+
+// unreadable names the variables whose values cannot be read into cfg's
+// fields. caarlos0/env's parse error names only the Go field, which several
+// services' settings share (Every, Workers …), so each set variable is read
+// on its own into a fresh cfg to find the culprits.
+func unreadable(cfg any, environ map[string]string) string {
+	var bad []string
+	for _, k := range slices.Sorted(maps.Keys(environ)) {
+		one := reflect.New(reflect.TypeOf(cfg).Elem()).Interface()
+		var pe env.ParseError
+		if err := env.ParseWithOptions(one, env.Options{Environment: map[string]string{k: environ[k]}}); errors.As(err, &pe) {
+			bad = append(bad, fmt.Sprintf("%s=%q", k, environ[k]))
+		}
+	}
+	return strings.Join(bad, ", ")
 }

@@ -1,0 +1,41 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/matryer/is"
+)
+
+type plan struct {
+	Every time.Duration `env:"PLAN_EVERY" envDefault:"30m"`
+}
+
+type create struct {
+	Every time.Duration `env:"CREATE_EVERY" envDefault:"30m"`
+}
+
+type both struct {
+	Plan   plan
+	Create create
+	Key    string `env:"KEY,required"`
+}
+
+// A value that cannot be read is named by its variable, not by the Go
+// field it fills, which two settings share here.
+func TestParseNamesTheUnreadableVariable(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{"PLAN_EVERY": "abc", "CREATE_EVERY": "5m", "KEY": "k"}
+	var c both
+	err := config.Parse(func(k string) string { return env[k] }, &c)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), `PLAN_EVERY="abc"`)) // the culprit
+	is.True(!strings.Contains(err.Error(), "CREATE_EVERY"))    // and only it
+
+	env["PLAN_EVERY"] = "10m"
+	is.NoErr(config.Parse(func(k string) string { return env[k] }, &c))
+	is.Equal(c.Plan.Every, 10*time.Minute)
+	is.Equal(c.Create.Every, 5*time.Minute)
+}
