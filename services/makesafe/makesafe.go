@@ -127,7 +127,8 @@ func New(cfg Config, d service.Deps, pc PrimeAPI, sender sms.Sender) (*Makesafe,
 }
 
 // SenderFor is the SMS sender for cfg: an HTTPSender posting to SMS_SEND_URL,
-// or, with no URL, a LogSender that only logs (for `make run`; a warning
+// or, with no URL, a LogSender that only logs (for `make run` on the Prime
+// simulator: bin/primeflow refuses a blank URL with a real Prime; a warning
 // says so).
 func SenderFor(cfg sms.Config, log *slog.Logger) (sms.Sender, error) {
 	if cfg.URL == "" {

@@ -79,6 +79,12 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
+	if cfg.Prime.Enabled() && cfg.Makesafe.SMS.URL == "" {
+		// Make-safe SMS from real jobs must reach someone: only a run on
+		// the Prime simulator may log them instead (bin/makesafe, too,
+		// refuses to start without the URL).
+		return errors.New("primeflow: SMS_SEND_URL is required with a real Prime (PRIME_API_URL): without it no make-safe SMS is sent")
+	}
 	log, err := logging.New(stderr, cfg.Logging)
 	if err != nil {
 		return err
@@ -186,6 +192,7 @@ func services(ctx context.Context, cfg Config, d service.Deps, pc *prime.Client)
 	if err != nil {
 		return nil, err
 	}
+	d.Metrics.MustRegister(oc.Collectors()...)
 	sender, err := makesafe.SenderFor(cfg.Makesafe.SMS, d.Log)
 	if err != nil {
 		return nil, err

@@ -136,6 +136,8 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	// burst of 100, no call waited for the pace (at the default 60 a minute
 	// every call after the first does).
 	is.Equal(metric(t, httpAddr, `prime_client_rate_limit_waits_total{client="prime",reason="rate"}`), "")
+	// The OptimoRoute client's metrics are served too.
+	is.True(metric(t, httpAddr, `optimoroute_requests_total{operation="start_planning",result="ok"}`) != "")
 }
 
 // metric is the value /metrics shows for a series, "" when it shows none.
@@ -173,4 +175,19 @@ func TestMakeRunGeneratesSecrets(t *testing.T) {
 	is.NoErr(<-done)
 	is.True(strings.Contains(stdout.String(), "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
 	is.True(strings.Contains(stdout.String(), "generated for this run: admin / "))                            // and a login
+}
+
+// TestRealPrimeNeedsAnSMSSender: with a real Prime, a blank SMS_SEND_URL
+// would only log the make-safe SMS of real jobs, so the process refuses to
+// start and says why; only a run on the simulator logs them.
+func TestRealPrimeNeedsAnSMSSender(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{
+		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
+		"PRIME_API_URL": "https://prime.invalid/api.prime/v2",
+	}
+	var stdout, stderr flowtest.Buffer
+	err := primeflow.Main(context.Background(), func(k string) string { return env[k] }, &stdout, &stderr)
+	is.True(err != nil)                                                // refused
+	is.True(strings.Contains(err.Error(), "SMS_SEND_URL is required")) // naming the setting
 }
