@@ -54,6 +54,19 @@ func (e *env) mirrored(jobID string) bool {
 	return found
 }
 
+// logged is what the services logged about one log row: the lines that
+// carry its logId, so a subtest sees its own event's logs only.
+func (e *env) logged(id int64) string {
+	tok := fmt.Sprintf("logId=%d", id)
+	var b strings.Builder
+	for line := range strings.Lines(e.Logs.String()) {
+		if slices.Contains(strings.Fields(line), tok) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
 func body(action string, ref int64, props ...string) string {
 	b := fmt.Sprintf(`{"eventAction":%q`, action)
 	if ref != 0 {
@@ -318,19 +331,22 @@ func TestConfirmRules(t *testing.T) {
 	est := e.Sim.NewEstimate(job.ID)
 	appt := e.Sim.NewAppointment(job.ID)
 	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, appt.ID)) // the appointment is in the mirror
-	const absent = "7f3e2d1c-0b9a-4876-8543-210fedcba987"
-
+	const (
+		absent   = "7f3e2d1c-0b9a-4876-8543-210fedcba987"
+		notFound = "not in the mirror after the sync" // the warning of §5.3/§5.4 step 3
+	)
 	for _, tc := range []struct {
 		name, action, prop, id string
 		processed              bool
 		status                 string
+		warns                  bool // the not-found warning is logged for the row
 	}{
-		{"site form found", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", form.ID, true, ""},
-		{"site form absent only warns", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", absent, true, ""},
-		{"site form of the wrong type throws", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", appt.ID, false, "WrongEntityType"},
-		{"estimate found", childmirror.ActionCreateEstimate, "estimateId", est.ID, true, ""},
-		{"estimate absent only warns", childmirror.ActionCreateEstimate, "estimateId", absent, true, ""},
-		{"estimate of the wrong type throws", childmirror.ActionCreateEstimate, "estimateId", appt.ID, false, "WrongEntityType"},
+		{"site form found", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", form.ID, true, "", false},
+		{"site form absent only warns", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", absent, true, "", true},
+		{"site form of the wrong type throws", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", appt.ID, false, "WrongEntityType", false},
+		{"estimate found", childmirror.ActionCreateEstimate, "estimateId", est.ID, true, "", false},
+		{"estimate absent only warns", childmirror.ActionCreateEstimate, "estimateId", absent, true, "", true},
+		{"estimate of the wrong type throws", childmirror.ActionCreateEstimate, "estimateId", appt.ID, false, "WrongEntityType", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
@@ -338,16 +354,18 @@ func TestConfirmRules(t *testing.T) {
 			if tc.processed {
 				row := e.WaitProcessed(id)
 				is.Equal(row.ProcessAttempts, 0) // processed at once
+				// The warning is logged inside the transaction that marks
+				// the row processed, so it is there by now if ever.
+				is.Equal(strings.Contains(e.logged(id), notFound), tc.warns) // warned only when the id is not in the mirror
 				return
 			}
 			row := e.capped(id)
-			is.True(!row.Processed())                               // never processed
-			is.True(strings.Contains(row.ProcessStatus, tc.status)) // the payload fault is the recorded error
+			is.True(!row.Processed())                                // never processed
+			is.True(strings.Contains(row.ProcessStatus, tc.status))  // the payload fault is the recorded error
+			is.True(!strings.Contains(e.logged(id), notFound))       // thrown, not warned
+			is.True(strings.Contains(e.logged(id), "payload fault")) // logged as a payload fault
 		})
 	}
-	is := is.New(t)
-	is.True(strings.Contains(e.Logs.String(), "not in the mirror after the sync")) // the warnings were logged
-	is.True(strings.Contains(e.Logs.String(), "payload fault"))                    // the faults logged as payload faults
 
 	t.Run("no job reference throws MissingIdentifier", func(t *testing.T) {
 		is := is.New(t)

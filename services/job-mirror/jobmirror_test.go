@@ -248,6 +248,39 @@ func TestFirstSightOnTheNumericPath(t *testing.T) {
 	is.Equal(len(e.invites(j.ID)), 1) // Initial Contact Made: an invite
 }
 
+// §5.1 step 2: on the numeric path first sight is the reference missing
+// from ethPrimeJobReference before the fetch. A job the email flow (§7)
+// mirrored and mapped, but for which no event ever claimed a first sight,
+// is therefore not new: nothing may claim it now.
+func TestNumericPathOfAJobTheEmailFlowMappedIsNoFirstSight(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	ctx := context.Background()
+	j := e.Sim.NewJob()
+	stored, _ := e.Sim.Job(j.ID)
+	_, err := e.Store.UpsertJob(ctx, store.Job{JobID: j.ID, StatusID: j.StatusID, Version: j.Version, Attributes: string(stored.Raw)})
+	is.NoErr(err) // mirrored by the email flow
+	_, err = e.Store.SaveJobReference(ctx, j.Ref, j.ID)
+	is.NoErr(err) // and its reference mapped
+	_, found := e.firstSeen(j.ID)
+	is.True(!found) // the email flow claims no first sight
+
+	_, err = e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = statusICM })
+	is.NoErr(err)
+	id := e.Publish("change-job-status", fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d}`, j.Ref))
+	row := e.WaitProcessed(id)
+	is.Equal(row.ProcessStatus, "Processed")  // finished by job-mirror
+	is.Equal(row.JobID, j.ID)                 // resolved through the numeric reference
+	is.Equal(e.job(j.ID).StatusID, statusICM) // forceSync: the new status mirrored
+	// The first-seen row and the hand-off's outbox row are written in the
+	// transaction that marks the row processed.
+	_, found = e.firstSeen(j.ID)
+	is.True(!found) // no first-seen row
+	// The hand-off is published after the commit: give it time to show.
+	is.Equal(e.firstSights(1.0), 0.0) // no first sight counted
+	is.Equal(e.handoffs(j.ID), 0)     // and nothing on prime.job.firstseen
+}
+
 func TestAlreadyMirroredJobIsFetchedAgainWithoutAPipeline(t *testing.T) {
 	is := is.New(t)
 	e := start(t, options{})

@@ -109,6 +109,10 @@ func TestChangeJobStatusIdentification(t *testing.T) {
 	e := start(t)
 	known := e.Sim.NewJob()
 	e.mirrorJob(known.ID)
+	// The email flow (§7) mirrored known and mapped its reference.
+	if _, err := e.Store.SaveJobReference(context.Background(), known.Ref, known.ID); err != nil {
+		t.Fatal(err)
+	}
 	fresh := e.Sim.NewJob()
 
 	for _, tc := range []struct {
@@ -121,19 +125,25 @@ func TestChangeJobStatusIdentification(t *testing.T) {
 	}{
 		{name: "GUID of a mirrored job: no Prime call",
 			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, known.Ref, known.ID),
-			wantJob: known.ID, wantInMirror: true, wantRef: known.Ref},
+			wantJob: known.ID, wantInMirror: true, wantRef: known.Ref, wantRefMapped: true},
 		{name: "GUID of a job not mirrored: fetched, first sight",
 			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, fresh.Ref, fresh.ID),
 			wantJob: fresh.ID, wantFetched: true, wantRef: fresh.Ref, wantPrimeCalls: 1},
 		{name: "GUID under an unexpected property: used, with a warning",
 			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobUuid":"%s"}`, known.ID),
 			wantJob: known.ID, wantInMirror: true, wantWarning: true},
-		{name: "numeric reference only: the fallback",
+		{name: "numeric reference only: the fallback, first sight",
 			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d}`, fresh.Ref),
 			wantRef: fresh.Ref},
+		{name: "numeric reference only, already mapped: not first sight",
+			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d}`, known.Ref),
+			wantRef: known.Ref, wantRefMapped: true},
 		{name: "a GUID Prime does not know falls back to the reference",
 			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, fresh.Ref, "9d3f8e21-9c4b-4d1e-8f6a-5b2c9e0a1d34"),
 			wantRef: fresh.Ref, wantPrimeCalls: 1},
+		{name: "a GUID Prime does not know falls back to a mapped reference",
+			body:    fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, known.Ref, "9d3f8e21-9c4b-4d1e-8f6a-5b2c9e0a1d34"),
+			wantRef: known.Ref, wantRefMapped: true, wantPrimeCalls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
@@ -148,6 +158,7 @@ func TestChangeJobStatusIdentification(t *testing.T) {
 			is.Equal(ev.JobInMirror, tc.wantInMirror)                                      // found in primeJobs
 			is.Equal(len(ev.Fetched) == 1, tc.wantFetched)                                 // the record Prime returned
 			is.Equal(ev.NumericRef, tc.wantRef)                                            // the numeric reference
+			is.Equal(ev.RefWasMapped, tc.wantRefMapped)                                    // mapped before the event: first sight is decided on it (§5.1 step 2)
 			is.Equal(e.Sim.Stats().ByEndpoint["GET /jobs/{id}"]-before, tc.wantPrimeCalls) // Prime calls while identifying
 			if tc.wantWarning {
 				is.True(strings.Contains(e.Logs.String(), "payload shape has changed")) // warned
