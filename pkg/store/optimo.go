@@ -179,15 +179,20 @@ type WorkOrderQueueItem struct {
 // Optimo is OptimoRoute's side of the store: orders, plan dates and the
 // queues derived from them (§8; bodies in sql/README.md).
 type Optimo interface {
-	// GetAppointmentQueue returns, oldest appointment id first, the
-	// appointments whose order is missing or made from another version
+	// GetAppointmentQueue returns, in appointment id order, up to limit of
+	// the appointments whose order is missing or made from another version
 	// (§5.2: primeAppointments compared with optimoRouteOrder by version),
 	// limited to those starting at or after fromUTC unless their order is
 	// active, and the appointments gone from the mirror whose order is
-	// still active.
-	GetAppointmentQueue(ctx context.Context, fromUTC time.Time, limit int) ([]AppointmentQueueItem, error)
-	// GetWorkOrderQueue is the same for primeWorkOrders.
-	GetWorkOrderQueue(ctx context.Context, limit int) ([]WorkOrderQueueItem, error)
+	// still active; only those whose id sorts after after ("" from the
+	// start). A caller reads the queue a page at a time, after the last id
+	// of the page before: handling a source does not always take it out
+	// of the queue. The order is the backend's (SQL Server sorts GUIDs its
+	// own way): after is meant to be an id the queue returned.
+	GetAppointmentQueue(ctx context.Context, fromUTC time.Time, after string, limit int) ([]AppointmentQueueItem, error)
+	// GetWorkOrderQueue is the same for primeWorkOrders, in work order id
+	// order.
+	GetWorkOrderQueue(ctx context.Context, after string, limit int) ([]WorkOrderQueueItem, error)
 
 	// UpsertOrder records an order whose OptimoRoute copy was just written
 	// or deleted (spOptimoRouteUpsertOrder) and marks for replanning, with

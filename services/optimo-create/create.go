@@ -50,62 +50,66 @@ func (c *Creator) Create(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// create works through both queues. A source handled once in a run is not
-// handled again in it, so a source whose order OptimoRoute keeps refusing
-// to delete cannot hold the run.
+// create works through both queues, each once: a page is read after the
+// last source of the page before, because handling a source does not always
+// take it out of the queue (a job without an address is retried on every
+// run; an order whose source is gone stays queued while OptimoRoute refuses
+// to delete it). Read from the start each time, enough of those would fill
+// every page and hold back the sources after them; read on, they are passed
+// over until the next run.
 func (c *Creator) create(ctx context.Context) (Result, error) {
 	var res Result
 	dates := map[string]bool{}
-	handled := map[string]bool{}
 	from := startOfDay(time.Now(), c.mapping.zone)
-	err := c.drain(ctx, &res, dates, func() ([]decision, int, error) {
-		items, err := c.store.GetAppointmentQueue(ctx, from, c.cfg.Batch)
-		var batch []decision
-		for _, it := range items {
-			if !handled[it.AppointmentID] {
-				handled[it.AppointmentID] = true
-				batch = append(batch, c.mapping.decide(fromAppointment(it), from))
-			}
+	err := c.drain(ctx, &res, dates, func(after string) ([]decision, string, error) {
+		items, err := c.store.GetAppointmentQueue(ctx, from, after, c.cfg.Batch)
+		if err != nil || len(items) == 0 {
+			return nil, "", err
 		}
-		return batch, len(items), err
+		batch := make([]decision, len(items))
+		for i, it := range items {
+			batch[i] = c.mapping.decide(fromAppointment(it), from)
+		}
+		return batch, items[len(items)-1].AppointmentID, nil
 	})
 	if err == nil {
-		err = c.drain(ctx, &res, dates, func() ([]decision, int, error) {
-			items, err := c.store.GetWorkOrderQueue(ctx, c.cfg.Batch)
-			var batch []decision
-			for _, it := range items {
-				if handled[it.WorkOrderID] {
-					continue
-				}
-				handled[it.WorkOrderID] = true
-				s, serr := fromWorkOrder(it)
-				d := c.mapping.decide(s, from)
-				if serr != nil {
-					d = decision{verb: refuse, row: d.row, reason: serr.Error()}
-				}
-				batch = append(batch, d)
+		err = c.drain(ctx, &res, dates, func(after string) ([]decision, string, error) {
+			items, err := c.store.GetWorkOrderQueue(ctx, after, c.cfg.Batch)
+			if err != nil || len(items) == 0 {
+				return nil, "", err
 			}
-			return batch, len(items), err
+			batch := make([]decision, len(items))
+			for i, it := range items {
+				s, serr := fromWorkOrder(it)
+				batch[i] = c.mapping.decide(s, from)
+				if serr != nil {
+					batch[i] = decision{verb: refuse, row: batch[i].row, reason: serr.Error()}
+				}
+			}
+			return batch, items[len(items)-1].WorkOrderID, nil
 		})
 	}
 	res.Dates = sortedKeys(dates)
 	return res, err
 }
 
-// drain applies batches from next until a batch is short or brings nothing
-// new; next returns the decisions and how many rows the queue gave.
-func (c *Creator) drain(ctx context.Context, res *Result, dates map[string]bool, next func() ([]decision, int, error)) error {
+// drain applies the pages next reads, each after the last source of the
+// one before ("" the start), until a page is short; next returns a page's
+// decisions, one a queued source, and that last source's id.
+func (c *Creator) drain(ctx context.Context, res *Result, dates map[string]bool, next func(after string) ([]decision, string, error)) error {
+	after := ""
 	for {
-		batch, rows, err := next()
+		batch, last, err := next(after)
 		if err != nil {
 			return err
 		}
 		if err := c.apply(ctx, batch, res, dates); err != nil {
 			return err
 		}
-		if len(batch) == 0 || rows < c.cfg.Batch {
+		if len(batch) < c.cfg.Batch {
 			return nil
 		}
+		after = last
 	}
 }
 

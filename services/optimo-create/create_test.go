@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -262,6 +263,51 @@ func TestWorkOrdersBecomeOrders(t *testing.T) {
 	is.Equal(o.Notes, "Replace gutter")
 	is.Equal(e.order(workOne).WorkOrderID, workOne)
 	is.True(strings.Contains(e.order(workTwo).ErrorText, "no start date"))
+}
+
+// Sources that stay queued after a run handled them (an appointment or work
+// order whose job has no address is offered again on every run) do not hold
+// back the ones after them: one run reads each queue once, page after page,
+// however many of them fill its first pages.
+func TestStuckSourcesDoNotHoldTheQueue(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	e.job(jobID, true)
+	e.job(bareJob, false)
+	start := day(1, 9, 0)
+	attrs, _ := json.Marshal(map[string]string{"startDate": start.Format("2006-01-02 15:04:05")})
+	workOrder := func(id, job string) {
+		_, err := e.store.SaveWorkOrder(e.ctx, store.WorkOrder{WorkOrderID: id, JobID: job, Status: "Issued",
+			Version: 1, Attributes: string(attrs)})
+		is.NoErr(err)
+	}
+	for i := 1; i <= 3; i++ {
+		e.appointment(fmt.Sprintf("00000000-0000-4000-8000-%012d", i), bareJob, start, 1)
+		workOrder(fmt.Sprintf("00000000-0000-4000-9000-%012d", i), bareJob)
+	}
+	const lastAppt, lastWork = "ffffffff-0000-4000-8000-000000000001", "ffffffff-0000-4000-9000-000000000001"
+	e.appointment(lastAppt, jobID, start, 1)
+	workOrder(lastWork, jobID)
+	cfg := testConfig()
+	cfg.Batch = 2 // the address-less sources fill the first page of each queue, and more
+	c := e.creator(cfg)
+
+	res, err := c.Create(e.ctx)
+	is.NoErr(err)
+	is.Equal(res.Written, 2)                                       // the sources after the address-less ones are orders in the same run
+	is.Equal(res.Refused, 6)                                       // and every address-less source is refused once
+	is.Equal(e.order(lastAppt).State, store.OrderActive)           // the appointment's
+	is.Equal(e.order(lastWork).State, store.OrderActive)           // and the work order's
+	is.Equal(e.planStatus(localDate(start)), store.PlanNotPlanned) // and their date is queued for planning
+	_, ok := e.simOrder(lastAppt)
+	is.True(ok) // OptimoRoute holds them
+	_, ok = e.simOrder(lastWork)
+	is.True(ok)
+
+	res, err = c.Create(e.ctx)
+	is.NoErr(err)
+	is.Equal(res.Refused, 6) // the next run offers the address-less sources again, once each
+	is.Equal(res.Written, 0) // and writes nothing twice
 }
 
 // A call that fails as a whole records nothing and ends the run; the

@@ -380,9 +380,14 @@ GO
 -- from another version, limited to those starting at or after @FromUTC unless
 -- their order is active; and active orders whose appointment is gone from the
 -- mirror (gone = 1). Each comes with its job's address and its order.
+-- @AfterAppointmentId pages the queue: only the rows after it, NULL from the
+-- start. A handled appointment can stay queued (no address: retried every
+-- run), so a caller reads on after the last id of the page before, not from
+-- the start again; uniqueidentifier compares in the order it sorts.
 CREATE OR ALTER PROCEDURE dbo.spOptimoRouteGetAppointmentQueue
-    @FromUTC DATETIME2(3),
-    @Top     INT = 500
+    @FromUTC            DATETIME2(3),
+    @Top                INT              = 500,
+    @AfterAppointmentId UNIQUEIDENTIFIER = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -407,14 +412,16 @@ BEGIN
          WHERE o.appointmentId IS NOT NULL AND o.state = N'Active'
            AND NOT EXISTS (SELECT 1 FROM dbo.primeAppointments a WHERE a.appointmentId = o.appointmentId)
       ) AS q
+     WHERE @AfterAppointmentId IS NULL OR q.appointmentId > @AfterAppointmentId
      ORDER BY q.appointmentId;
 END;
 GO
 
 -- The work-order queue: the same over primeWorkOrders, whose dates are in
--- the attributes JSON the caller reads.
+-- the attributes JSON the caller reads; paged by @AfterWorkOrderId.
 CREATE OR ALTER PROCEDURE dbo.spOptimoRouteGetWorkOrderQueue
-    @Top INT = 500
+    @Top              INT              = 500,
+    @AfterWorkOrderId UNIQUEIDENTIFIER = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -437,6 +444,7 @@ BEGIN
          WHERE o.workOrderId IS NOT NULL AND o.state = N'Active'
            AND NOT EXISTS (SELECT 1 FROM dbo.primeWorkOrders w WHERE w.workOrderId = o.workOrderId)
       ) AS q
+     WHERE @AfterWorkOrderId IS NULL OR q.workOrderId > @AfterWorkOrderId
      ORDER BY q.workOrderId;
 END;
 GO

@@ -367,14 +367,20 @@ func queueColumns(job *store.QueuedJob, o *store.OptimoOrder, m map[string]any) 
 }
 
 // GetAppointmentQueue returns the appointments whose order is not up to
-// date (spOptimoRouteGetAppointmentQueue, §5.2).
-func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, limit int) ([]store.AppointmentQueueItem, error) {
+// date (spOptimoRouteGetAppointmentQueue, §5.2), after the id after in
+// SQL Server's uniqueidentifier order; "" is NULL, the start.
+func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, after string, limit int) ([]store.AppointmentQueueItem, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
+	afterID, err := guidParam(after)
+	if err != nil {
+		return nil, err
+	}
 	var out []store.AppointmentQueueItem
-	err := s.queryEach(ctx, "get appointment queue", procOptimoGetAppointmentQueue,
-		[]any{sql.Named("FromUTC", sqlTime(fromUTC)), sql.Named("Top", limit)}, func() (map[string]any, func()) {
+	err = s.queryEach(ctx, "get appointment queue", procOptimoGetAppointmentQueue,
+		[]any{sql.Named("FromUTC", sqlTime(fromUTC)), sql.Named("Top", limit), sql.Named("AfterAppointmentId", afterID)},
+		func() (map[string]any, func()) {
 			var it store.AppointmentQueueItem
 			return queueColumns(&it.Job, &it.Order, map[string]any{
 				"appointmentId": scanGUID{&it.AppointmentID}, "jobId": scanGUID{&it.JobID},
@@ -387,14 +393,18 @@ func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, limi
 }
 
 // GetWorkOrderQueue returns the work orders whose order is not up to date
-// (spOptimoRouteGetWorkOrderQueue).
-func (s *Store) GetWorkOrderQueue(ctx context.Context, limit int) ([]store.WorkOrderQueueItem, error) {
+// (spOptimoRouteGetWorkOrderQueue), after the id after as for appointments.
+func (s *Store) GetWorkOrderQueue(ctx context.Context, after string, limit int) ([]store.WorkOrderQueueItem, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
+	afterID, err := guidParam(after)
+	if err != nil {
+		return nil, err
+	}
 	var out []store.WorkOrderQueueItem
-	err := s.queryEach(ctx, "get work order queue", procOptimoGetWorkOrderQueue,
-		[]any{sql.Named("Top", limit)}, func() (map[string]any, func()) {
+	err = s.queryEach(ctx, "get work order queue", procOptimoGetWorkOrderQueue,
+		[]any{sql.Named("Top", limit), sql.Named("AfterWorkOrderId", afterID)}, func() (map[string]any, func()) {
 			var it store.WorkOrderQueueItem
 			return queueColumns(&it.Job, &it.Order, map[string]any{
 				"workOrderId": scanGUID{&it.WorkOrderID}, "jobId": scanGUID{&it.JobID}, "status": scanString{&it.Status},

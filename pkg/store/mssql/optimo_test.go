@@ -45,9 +45,13 @@ func TestOptimoCallsMatchTheProcedures(t *testing.T) {
 		State: store.OrderActive, OptimoID: "opt-1"}
 	var errs []error
 	try := func(err error) { errs = append(errs, err) }
-	_, err := s.GetAppointmentQueue(ctx, now, 500)
+	_, err := s.GetAppointmentQueue(ctx, now, "", 500)
 	try(err)
-	_, err = s.GetWorkOrderQueue(ctx, 500)
+	_, err = s.GetAppointmentQueue(ctx, now, appt, 500)
+	try(err)
+	_, err = s.GetWorkOrderQueue(ctx, "", 500)
+	try(err)
+	_, err = s.GetWorkOrderQueue(ctx, appt, 500)
 	try(err)
 	try(s.UpsertOrder(ctx, full))
 	try(s.UpsertOrder(ctx, store.OptimoOrder{OrderNo: "bare", State: store.OrderDeleted}))
@@ -110,6 +114,14 @@ func TestOptimoRefusesImpossibleArguments(t *testing.T) {
 		}},
 		{"work order that is not a GUID", func(s *Store) error {
 			_, err := s.SaveWorkOrder(ctx, store.WorkOrder{WorkOrderID: "WO-1"})
+			return err
+		}},
+		{"appointment queue after a key that is not a GUID", func(s *Store) error {
+			_, err := s.GetAppointmentQueue(ctx, time.Now(), "259047", 500)
+			return err
+		}},
+		{"work-order queue after a key that is not a GUID", func(s *Store) error {
+			_, err := s.GetWorkOrderQueue(ctx, "WO-1", 500)
 			return err
 		}},
 	} {

@@ -341,8 +341,9 @@ func queueDest(job *store.QueuedJob, o *store.OptimoOrder) []any {
 }
 
 // GetAppointmentQueue returns the appointments whose order is not up to
-// date (spOptimoRouteGetAppointmentQueue, §5.2).
-func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, limit int) ([]store.AppointmentQueueItem, error) {
+// date (spOptimoRouteGetAppointmentQueue, §5.2), after the id after. Ids are
+// lower-case text, and "" sorts before every one of them: the start.
+func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, after string, limit int) ([]store.AppointmentQueueItem, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -360,17 +361,18 @@ func (s *Store) GetAppointmentQueue(ctx context.Context, fromUTC time.Time, limi
 		FROM optimoRouteOrder o
 		WHERE o.appointmentId IS NOT NULL AND o.state = 'Active'
 		  AND NOT EXISTS (SELECT 1 FROM primeAppointments a WHERE a.appointmentId = o.appointmentId)
-	) ORDER BY appointmentId LIMIT ?`, func(sc sqlrows.Scanner) (store.AppointmentQueueItem, error) {
+	) WHERE appointmentId > ? ORDER BY appointmentId LIMIT ?`, func(sc sqlrows.Scanner) (store.AppointmentQueueItem, error) {
 		var it store.AppointmentQueueItem
 		err := sc.Scan(append([]any{&it.AppointmentID, scanString{&it.JobID}, scanTime{&it.StartDate}, scanTime{&it.EndDate},
 			scanString{&it.Status}, scanOptInt{&it.Version}, scanString{&it.AssignedID}, scanString{&it.Description},
 			scanString{&it.Notes}, &it.Gone}, queueDest(&it.Job, &it.Order)...)...)
 		return it, err
-	}, formatTime(fromUTC), limit)
+	}, formatTime(fromUTC), strings.ToLower(after), limit)
 }
 
-// GetWorkOrderQueue returns the work orders whose order is not up to date.
-func (s *Store) GetWorkOrderQueue(ctx context.Context, limit int) ([]store.WorkOrderQueueItem, error) {
+// GetWorkOrderQueue returns the work orders whose order is not up to date,
+// after the id after ("" from the start, as for appointments).
+func (s *Store) GetWorkOrderQueue(ctx context.Context, after string, limit int) ([]store.WorkOrderQueueItem, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -387,12 +389,12 @@ func (s *Store) GetWorkOrderQueue(ctx context.Context, limit int) ([]store.WorkO
 		FROM optimoRouteOrder o
 		WHERE o.workOrderId IS NOT NULL AND o.state = 'Active'
 		  AND NOT EXISTS (SELECT 1 FROM primeWorkOrders w WHERE w.workOrderId = o.workOrderId)
-	) ORDER BY workOrderId LIMIT ?`, func(sc sqlrows.Scanner) (store.WorkOrderQueueItem, error) {
+	) WHERE workOrderId > ? ORDER BY workOrderId LIMIT ?`, func(sc sqlrows.Scanner) (store.WorkOrderQueueItem, error) {
 		var it store.WorkOrderQueueItem
 		err := sc.Scan(append([]any{&it.WorkOrderID, scanString{&it.JobID}, scanString{&it.Status}, scanOptInt{&it.Version},
 			scanString{&it.Attributes}, &it.Gone}, queueDest(&it.Job, &it.Order)...)...)
 		return it, err
-	}, limit)
+	}, strings.ToLower(after), limit)
 }
 
 // SaveWorkOrder upserts a work order unless the stored row is newer.

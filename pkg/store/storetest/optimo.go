@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ const (
 	apptGone = "a1a1a1a1-0000-4000-8000-0000000000ff"
 	workA    = "b2b2b2b2-0000-4000-8000-000000000001"
 	workB    = "b2b2b2b2-0000-4000-8000-000000000002"
+	workC    = "b2b2b2b2-0000-4000-8000-000000000003"
 )
 
 func activeOrder(no, date string) store.OptimoOrder {
@@ -324,7 +326,7 @@ func testOptimo(t *testing.T, open Opener) {
 		is.NoErr(s.UpsertOrder(ctx, current))
 		is.NoErr(s.UpsertOrder(ctx, activeOrder(apptGone, dayOne))) // its appointment is not mirrored
 
-		q, err := s.GetAppointmentQueue(ctx, from, 100)
+		q, err := s.GetAppointmentQueue(ctx, from, "", 100)
 		is.NoErr(err)
 		byID := map[string]store.AppointmentQueueItem{}
 		for _, it := range q {
@@ -353,7 +355,7 @@ func testOptimo(t *testing.T, open Opener) {
 		is.True(ok)     // an active order whose appointment is gone
 		is.True(g.Gone) // says so
 
-		q, err = s.GetAppointmentQueue(ctx, from, 1)
+		q, err = s.GetAppointmentQueue(ctx, from, "", 1)
 		is.NoErr(err)
 		is.Equal(len(q), 1) // the limit holds
 	})
@@ -374,7 +376,7 @@ func testOptimo(t *testing.T, open Opener) {
 			State: store.OrderActive}
 		is.NoErr(s.UpsertOrder(ctx, done))
 
-		q, err := s.GetWorkOrderQueue(ctx, 100)
+		q, err := s.GetWorkOrderQueue(ctx, "", 100)
 		is.NoErr(err)
 		is.Equal(len(q), 1) // only the work order without an order of its version
 		is.Equal(q[0].WorkOrderID, workA)
@@ -382,5 +384,81 @@ func testOptimo(t *testing.T, open Opener) {
 		is.Equal(q[0].Status, "Issued")
 		is.Equal(q[0].Attributes, `{"startDate":"2026-03-10 23:00:00"}`) // with its attributes
 		is.True(!q[0].Job.Found)                                         // the job is not mirrored here
+	})
+
+	// A source can stay queued after it is handled (its job has no
+	// address), so the queues are read a page at a time after a key: each
+	// page holds the rows after the key, in the queue's order, up to the
+	// limit, from both of its parts (queued sources and gone ones).
+	t.Run("queues are read after a key", func(t *testing.T) {
+		from := time.Date(2026, 3, 9, 13, 0, 0, 0, time.UTC)
+		for _, tc := range []struct {
+			name string
+			ids  []string // the queued rows, sorted
+			fill func(is *is.I, s store.Store)
+			read func(s store.Store, after string, limit int) ([]string, error)
+		}{
+			{"appointments", []string{apptA, apptB, apptC, apptD}, func(is *is.I, s store.Store) {
+				for _, id := range []string{apptA, apptC, apptD} {
+					_, err := s.SaveAppointment(ctx, store.Appointment{AppointmentID: id, JobID: jobA,
+						StartDate: from.Add(time.Hour), Status: "Scheduled", Version: 1})
+					is.NoErr(err)
+				}
+				is.NoErr(s.UpsertOrder(ctx, activeOrder(apptB, dayOne))) // gone, between the others
+			}, func(s store.Store, after string, limit int) ([]string, error) {
+				q, err := s.GetAppointmentQueue(ctx, from, after, limit)
+				ids := make([]string, len(q))
+				for i, it := range q {
+					ids[i] = it.AppointmentID
+				}
+				return ids, err
+			}},
+			{"work orders", []string{workA, workB, workC}, func(is *is.I, s store.Store) {
+				for _, id := range []string{workA, workC} {
+					_, err := s.SaveWorkOrder(ctx, store.WorkOrder{WorkOrderID: id, JobID: jobA, Version: 1})
+					is.NoErr(err)
+				}
+				is.NoErr(s.UpsertOrder(ctx, store.OptimoOrder{OrderNo: workB, WorkOrderID: workB, JobID: jobA,
+					Version: 1, OrderDate: dayOne, State: store.OrderActive})) // gone, between the others
+			}, func(s store.Store, after string, limit int) ([]string, error) {
+				q, err := s.GetWorkOrderQueue(ctx, after, limit)
+				ids := make([]string, len(q))
+				for i, it := range q {
+					ids[i] = it.WorkOrderID
+				}
+				return ids, err
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				is := is.New(t)
+				s := open(t)
+				tc.fill(is, s)
+				all, err := tc.read(s, "", 100)
+				is.NoErr(err)
+				is.Equal(slices.Sorted(slices.Values(all)), tc.ids) // every row once
+
+				rest, err := tc.read(s, all[0], 100)
+				is.NoErr(err)
+				is.Equal(rest, all[1:]) // the rows strictly after the key, in order
+				rest, err = tc.read(s, all[0], 2)
+				is.NoErr(err)
+				is.Equal(rest, all[1:3]) // up to the limit
+				rest, err = tc.read(s, all[len(all)-1], 100)
+				is.NoErr(err)
+				is.Equal(len(rest), 0) // none after the last
+
+				var walked []string
+				for after := ""; len(walked) <= len(all); { // bounded: pages that ignored the key would repeat rows
+					page, err := tc.read(s, after, 1)
+					is.NoErr(err)
+					if len(page) == 0 {
+						break
+					}
+					walked = append(walked, page...)
+					after = page[len(page)-1]
+				}
+				is.Equal(walked, all) // page by page, every row once
+			})
+		}
 	})
 }
