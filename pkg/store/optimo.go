@@ -24,9 +24,6 @@ const (
 	PlanErrorOccurred = "E:Error occurred"
 	// PlanUnknownError: OptimoRoute answered a status it does not document.
 	PlanUnknownError = "Unknown Error"
-	// PlanPollLimit: the plan was still running when the run's polls ran out
-	// (§9 "Plan never completes"); a primeflow addition, in the E: form.
-	PlanPollLimit = "E:Poll limit reached"
 )
 
 // PlanRequestFailed is the status of a date whose start_planning request

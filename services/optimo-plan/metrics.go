@@ -33,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	dates, err := optimorun.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_optimoplan_dates_total",
-		Help: "Dates by what a run did with them: started, start_failed, completed, cancelled, error, unknown, poll_limit, requeued (left NotPlanned, §8.4), routed.",
+		Help: "Dates by what a run did with them: started, start_failed (refused: parked as E:<code>), start_deferred (OptimoRoute already planning it: left NotPlanned), completed, cancelled, error, unknown, poll_limit (left Planning for the next run), requeued (left NotPlanned, §8.4), routed.",
 	}, []string{"outcome"}))
 	if err != nil {
 		return nil, fmt.Errorf("optimo-plan metrics: %w", err)

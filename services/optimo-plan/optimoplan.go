@@ -112,12 +112,13 @@ func (p *Planner) scheduled(ctx context.Context) {
 	res, err := p.Plan(ctx)
 	switch {
 	case err == nil:
-		p.log.Info("plan run finished", "started", res.Started, "failed", res.Failed, "finished", res.Finished,
-			"routed", res.Routed, "refreshed", res.Refreshed)
+		p.log.Info("plan run finished", "started", res.Started, "failed", res.Failed, "deferred", res.Deferred,
+			"finished", res.Finished, "routed", res.Routed, "refreshed", res.Refreshed)
 	case ctx.Err() != nil:
 		p.log.Info("plan run interrupted by shutdown", "err", err)
 	default:
-		p.log.Error("plan run failed", "err", err, "started", res.Started, "failed", res.Failed, "finished", res.Finished)
+		p.log.Error("plan run failed", "err", err, "started", res.Started, "failed", res.Failed, "deferred", res.Deferred,
+			"finished", res.Finished)
 	}
 }
 

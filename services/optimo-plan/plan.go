@@ -13,8 +13,9 @@ import (
 )
 
 // ErrPollLimit is what Plan returns when plans were still running after
-// MaxPolls polls (§9 "Plan never completes"): their dates carry
-// store.PlanPollLimit and the error, and the lock is released.
+// MaxPolls polls (§9 "Plan never completes"): the run stops, the lock is
+// released, and their dates stay Planning with the error noted, so the next
+// run polls them again ("Recovery: Next run").
 var ErrPollLimit = errors.New("plans still running at the poll limit")
 
 // refreshBatch is how many orders one order refresh looks up at most.
@@ -24,9 +25,12 @@ const refreshBatch = optimoroute.MaxOrdersPerCall
 type Result struct {
 	// Started are the dates whose planning started, in order.
 	Started []string
-	// Failed maps the dates whose start_planning failed to the status
-	// recorded for them (E:<code>).
+	// Failed maps the dates whose start_planning OptimoRoute refused for
+	// good to the status recorded for them (E:<code>).
 	Failed map[string]string
+	// Deferred are the dates OptimoRoute was already planning
+	// (ERR_OPT_RUNNING): left NotPlanned for the next run.
+	Deferred []string
 	// Finished maps the dates whose plan ended during the run to the status
 	// written, or to "" when the date had been queued again meanwhile and
 	// was left NotPlanned (§8.4).
@@ -126,9 +130,17 @@ func (p *Planner) leftovers(ctx context.Context) ([]running, error) {
 // start starts planning every NotPlanned date. Each date moves to Planning
 // before start_planning, guarded on NotPlanned (§10.8), so that an order
 // written for it at any moment after the mark queues it again (§8.4 step 2)
-// rather than being overwritten by this run. A request OptimoRoute refuses
-// records E:<code> without a guard (§8.4 table), ERR_OPT_RUNNING included;
-// a request that got no answer puts the date back and ends the run.
+// rather than being overwritten by this run.
+//
+// A request OptimoRoute refuses for good parks the date with E:<code> (§8.4
+// table). The spec leaves that write unguarded because its date is still
+// NotPlanned then; here it is Planning, so the write is guarded on Planning,
+// which parks the date just the same unless an order queued it again during
+// the call. Only a refusal of the date itself parks it: ERR_OPT_RUNNING (a
+// plan for the date is already running) leaves it queued for the next run,
+// and a failure that is not about the date — no answer, OptimoRoute's own
+// trouble, the API key — puts it back and ends the run, so an outage or a
+// wrong key parks nothing (§9: dates stay NotPlanned for the next run).
 func (p *Planner) start(ctx context.Context, res *Result) ([]running, error) {
 	dates, err := p.store.GetPlanQueue(ctx)
 	if err != nil {
@@ -145,21 +157,39 @@ func (p *Planner) start(ctx context.Context, res *Result) ([]running, error) {
 			continue // someone moved it since the queue was read
 		}
 		ps, err := p.optimo.StartPlanning(ctx, optimoroute.StartPlanningRequest{Date: date})
-		var apiErr *optimoroute.APIError
-		switch {
-		case errors.As(err, &apiErr):
-			status := store.PlanRequestFailed(failureCode(apiErr))
-			if _, err := p.setStatus(ctx, store.PlanStatusWrite{PlanDate: date, Status: status, ErrorText: apiErr.Error()}); err != nil {
-				return started, err
+		if err != nil {
+			apiErr, refused := refusal(err)
+			switch {
+			case refused && apiErr.Code == optimoroute.ErrOptRunning:
+				if err := p.requeue(ctx, date, apiErr); err != nil {
+					return started, err
+				}
+				res.Deferred = append(res.Deferred, date)
+				p.metrics.dates.WithLabelValues("start_deferred").Inc()
+				p.log.Warn("start_planning: OptimoRoute is already planning the date; it stays queued for the next run",
+					"date", date, "err", apiErr)
+			case refused:
+				status := store.PlanRequestFailed(failureCode(apiErr))
+				parked, err := p.setStatus(ctx, store.PlanStatusWrite{PlanDate: date, Status: status,
+					OnlyIfStatus: store.PlanPlanning, ErrorText: apiErr.Error()})
+				if err != nil {
+					return started, err
+				}
+				if !parked {
+					res.Deferred = append(res.Deferred, date)
+					p.metrics.dates.WithLabelValues("requeued").Inc()
+					p.log.Info("start_planning refused, but the date was queued again meanwhile; it stays NotPlanned (§8.4)",
+						"date", date, "err", apiErr)
+					continue
+				}
+				res.Failed[date] = status
+				p.metrics.dates.WithLabelValues("start_failed").Inc()
+				p.log.Warn("start_planning refused; the date is parked with its error", "date", date, "status", status, "err", apiErr)
+			default:
+				serr := p.requeue(context.WithoutCancel(ctx), date, err)
+				return started, errors.Join(fmt.Errorf("start planning %s: %w", date, err), serr)
 			}
-			res.Failed[date] = status
-			p.metrics.dates.WithLabelValues("start_failed").Inc()
-			p.log.Warn("start_planning refused; the date is parked with its error", "date", date, "status", status, "err", apiErr)
 			continue
-		case err != nil:
-			_, serr := p.setStatus(context.WithoutCancel(ctx), store.PlanStatusWrite{PlanDate: date, Status: store.PlanNotPlanned,
-				OnlyIfStatus: store.PlanPlanning, ErrorText: err.Error()})
-			return started, errors.Join(fmt.Errorf("start planning %s: %w", date, err), serr)
 		}
 		started = append(started, running{date, ps.PlanningID})
 		res.Started = append(res.Started, date)
@@ -178,6 +208,15 @@ func (p *Planner) start(ctx context.Context, res *Result) ([]running, error) {
 	return started, nil
 }
 
+// requeue puts a date this run marked Planning back in the queue, noting
+// why, unless an order queued it again meanwhile (then it is NotPlanned
+// already).
+func (p *Planner) requeue(ctx context.Context, date string, why error) error {
+	_, err := p.setStatus(ctx, store.PlanStatusWrite{PlanDate: date, Status: store.PlanNotPlanned,
+		OnlyIfStatus: store.PlanPlanning, ErrorText: why.Error()})
+	return err
+}
+
 // failureCode is the <code> of E:<code>: OptimoRoute's code, or the HTTP
 // status when the answer carried none.
 func failureCode(e *optimoroute.APIError) string {
@@ -187,15 +226,23 @@ func failureCode(e *optimoroute.APIError) string {
 	return fmt.Sprintf("HTTP %d", e.HTTPStatus)
 }
 
-// transient reports whether a failed call may work if made again: no
-// answer, an answer that is not OptimoRoute's, or OptimoRoute's own
-// trouble. Other codes say the request itself is wrong.
-func transient(err error) bool {
+// refusal is OptimoRoute's refusal of a date's request, which making it
+// again will not change: an answer with a code that is neither
+// OptimoRoute's own trouble (ERR_INTERNAL, ERR_TOO_MANY_CONNECTIONS) nor
+// about the account (a missing or unknown API key, fixed once for every
+// date). No answer, or an answer that is not OptimoRoute's (a proxy's error
+// page), is no refusal either: such a call may work if made again.
+func refusal(err error) (*optimoroute.APIError, bool) {
 	var apiErr *optimoroute.APIError
 	if !errors.As(err, &apiErr) {
-		return true
+		return nil, false
 	}
-	return apiErr.Code == "" || apiErr.Code == optimoroute.ErrInternal || apiErr.Code == optimoroute.ErrTooManyConnections
+	switch apiErr.Code {
+	case "", optimoroute.ErrInternal, optimoroute.ErrTooManyConnections,
+		optimoroute.ErrAuthKeyMissing, optimoroute.ErrAuthKeyUnknown:
+		return nil, false
+	}
+	return apiErr, true
 }
 
 // outcome is the status a finished plan writes (§8.4): only while the date
@@ -214,8 +261,13 @@ func outcome(s optimoroute.PlanningStatusCode) string {
 }
 
 // poll waits for the plans, bounded by MaxPolls, writing each outcome
-// guarded on Planning. Plans still running at the limit are stopped and
-// their dates get store.PlanPollLimit, guarded the same way.
+// guarded on Planning. A failure that is no refusal ends the run; its dates
+// stay Planning and the next run polls them again. Plans still running at
+// the limit are left running and their dates Planning, with the error
+// noted: the next run polls them again (§9 "Plan never completes …
+// Recovery: Next run"). Stopping them instead would throw away a slow
+// plan's progress on every run, and a date queued again meanwhile is
+// planned anew by the next run either way.
 func (p *Planner) poll(ctx context.Context, plans []running, res *Result) error {
 	pending := plans
 	for n := 0; len(pending) > 0 && n < p.cfg.MaxPolls; n++ {
@@ -226,8 +278,8 @@ func (p *Planner) poll(ctx context.Context, plans []running, res *Result) error 
 		for _, r := range pending {
 			st, err := p.optimo.GetPlanningStatus(ctx, r.id)
 			if err != nil {
-				var apiErr *optimoroute.APIError
-				if transient(err) || !errors.As(err, &apiErr) {
+				apiErr, refused := refusal(err)
+				if !refused {
 					return fmt.Errorf("planning status of %s (planning %d): %w", r.date, r.id, err)
 				}
 				// OptimoRoute will never answer for this plan: park the
@@ -256,13 +308,15 @@ func (p *Planner) poll(ctx context.Context, plans []running, res *Result) error 
 		return nil
 	}
 	for _, r := range pending {
-		if err := p.optimo.StopPlanning(ctx, r.id); err != nil {
-			p.log.Warn("stopping a plan at the poll limit", "date", r.date, "planningId", r.id, "err", err)
-		}
-		errText := fmt.Sprintf("planning %d still running after %d polls %s apart", r.id, p.cfg.MaxPolls, p.cfg.PollInterval)
-		if err := p.finish(ctx, r, store.PlanPollLimit, errText, res); err != nil {
+		errText := fmt.Sprintf("planning %d still running after %d polls %s apart; the next run polls it again",
+			r.id, p.cfg.MaxPolls, p.cfg.PollInterval)
+		if _, err := p.setStatus(ctx, store.PlanStatusWrite{PlanDate: r.date, Status: store.PlanPlanning,
+			OnlyIfStatus: store.PlanPlanning, ErrorText: errText}); err != nil {
 			return err
 		}
+		p.metrics.dates.WithLabelValues("poll_limit").Inc()
+		p.log.Warn("a plan is still running at the poll limit; the next run polls it again",
+			"date", r.date, "planningId", r.id, "polls", p.cfg.MaxPolls)
 	}
 	return fmt.Errorf("%d plan(s) after %d polls: %w", len(pending), p.cfg.MaxPolls, ErrPollLimit)
 }
@@ -294,8 +348,6 @@ func outcomeLabel(status string) string {
 		return "cancelled"
 	case store.PlanErrorOccurred:
 		return "error"
-	case store.PlanPollLimit:
-		return "poll_limit"
 	default:
 		return "unknown"
 	}
@@ -312,8 +364,8 @@ func (p *Planner) readRoutes(ctx context.Context, res *Result) error {
 	for _, date := range dates {
 		routes, err := p.optimo.GetRoutes(ctx, date)
 		if err != nil {
-			var apiErr *optimoroute.APIError
-			if transient(err) || !errors.As(err, &apiErr) {
+			apiErr, refused := refusal(err)
+			if !refused {
 				return fmt.Errorf("routes of %s: %w", date, err)
 			}
 			// Park the date with the code rather than fail every run on it.
@@ -379,7 +431,7 @@ func (p *Planner) refreshOrders(ctx context.Context, res *Result) error {
 	}
 	results, err := p.optimo.GetOrders(ctx, nos)
 	if err != nil {
-		if transient(err) {
+		if _, refused := refusal(err); !refused {
 			return fmt.Errorf("order refresh: %w", err)
 		}
 		// The orders stay queued for the next run's refresh.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -163,9 +164,10 @@ func (o *statusOverride) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o.sim.ServeHTTP(w, r)
 }
 
-// A request OptimoRoute refuses records E:<code> without a guard and parks
-// the date, ERR_OPT_RUNNING included; the run goes on with the other dates,
-// and an order written for a parked date queues it again.
+// A request OptimoRoute refuses for good parks the date with E:<code>
+// (§8.4 table) and the run goes on with the other dates; an order written
+// for a parked date queues it again. ERR_OPT_RUNNING (a plan for the date is
+// already running) parks nothing: the date stays queued for the next run.
 func TestRefusedStart(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t, true)
@@ -175,7 +177,7 @@ func TestRefusedStart(t *testing.T) {
 	// Someone else is planning D in OptimoRoute.
 	_, err := e.client.StartPlanning(e.ctx, optimoroute.StartPlanningRequest{Date: dayOne})
 	is.NoErr(err)
-	e.sim.InjectFault(optimosim.Fault{Operation: optimoroute.OpStartPlanning, After: 1, Code: string(optimoroute.ErrInternal)})
+	e.sim.InjectFault(optimosim.Fault{Operation: optimoroute.OpStartPlanning, After: 1, Code: string(optimoroute.ErrInvalidParamFormat)})
 	p := e.planner(testConfig())
 
 	run := goPlan(e.ctx, p)
@@ -183,23 +185,123 @@ func TestRefusedStart(t *testing.T) {
 	e.finishPlans()
 	r := e.await(run)
 	is.NoErr(r.err)
-	is.Equal(r.res.Failed[dayOne], "E:ERR_OPT_RUNNING")                    // the running plan refuses the date
-	is.Equal(e.plan(dayOne).PlanStatus, "E:ERR_OPT_RUNNING")               // recorded
-	is.True(strings.Contains(e.plan(dayOne).ErrorText, "ERR_OPT_RUNNING")) // with the message
-	is.Equal(e.plan(dayTwo).PlanStatus, "E:ERR_INTERNAL")                  // another refusal, another code
+	is.Equal(r.res.Deferred, []string{dayOne})                             // the running plan defers the date
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned)              // still queued
+	is.True(strings.Contains(e.plan(dayOne).ErrorText, "ERR_OPT_RUNNING")) // with the reason
+	is.Equal(r.res.Failed[dayTwo], "E:ERR_INVALID_PARAM_FORMAT")           // a refusal parks its date
+	is.Equal(e.plan(dayTwo).PlanStatus, "E:ERR_INVALID_PARAM_FORMAT")      // recorded
 	is.Equal(e.plan("2026-03-12").PlanStatus, store.PlanRoutesCompleted)   // the other dates are planned
 
-	res, err := p.Plan(e.ctx)
-	is.NoErr(err)
-	is.Equal(len(res.Started), 0) // parked dates are not retried on every run
-
-	e.order("A-2", dayOne) // a new order queues the date again
 	run = goPlan(e.ctx, p)
 	e.planning(dayOne)
 	e.finishPlans()
 	r = e.await(run)
 	is.NoErr(r.err)
-	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // and the next run plans it
+	is.Equal(r.res.Started, []string{dayOne})                      // the parked date is not retried
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // the deferred one is planned
+
+	e.order("B-2", dayTwo) // a new order queues the parked date again
+	run = goPlan(e.ctx, p)
+	e.planning(dayTwo)
+	e.finishPlans()
+	r = e.await(run)
+	is.NoErr(r.err)
+	is.Equal(e.plan(dayTwo).PlanStatus, store.PlanRoutesCompleted) // and the next run plans it
+}
+
+// A start_planning failure that is not a refusal of the date — OptimoRoute's
+// own trouble, a proxy's error page, the API key — parks nothing: the date
+// goes back in the queue, the run ends with the error, and the next run
+// plans it (§9: dates stay NotPlanned for the next run).
+func TestStartFailureParksNothing(t *testing.T) {
+	for _, f := range []optimosim.Fault{
+		{Code: string(optimoroute.ErrInternal)},
+		{Code: string(optimoroute.ErrTooManyConnections)},
+		{Code: string(optimoroute.ErrAuthKeyUnknown), HTTPStatus: http.StatusUnauthorized},
+		{HTTPStatus: http.StatusBadGateway}, // no code: a proxy's page
+		{HTTPStatus: http.StatusServiceUnavailable},
+	} {
+		t.Run(fmt.Sprintf("%s %d", f.Code, f.HTTPStatus), func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, false)
+			e.order("A-1", dayOne)
+			e.order("B-1", dayTwo)
+			f.Operation = optimoroute.OpStartPlanning
+			e.sim.InjectFault(f)
+			p := e.planner(testConfig())
+			res, err := p.Plan(e.ctx)
+			is.True(err != nil)                                       // the run fails
+			is.Equal(len(res.Failed), 0)                              // parking nothing
+			is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned) // the date is queued again
+			is.True(e.plan(dayOne).ErrorText != "")                   // with the reason
+			is.Equal(e.plan(dayTwo).PlanStatus, store.PlanNotPlanned) // and so is the one after it
+			_, held := e.lockEntry()
+			is.True(!held) // the lock is released
+
+			_, err = p.Plan(e.ctx)
+			is.NoErr(err)
+			is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // the next run plans both
+			is.Equal(e.plan(dayTwo).PlanStatus, store.PlanRoutesCompleted)
+		})
+	}
+}
+
+// A refusal that arrives after an order queued the date again during the
+// call leaves it NotPlanned (§8.4): the refusal was of the request before
+// the order, and the next run plans the date with it.
+func TestRefusalAfterRequeue(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, false)
+	e.order("A-1", dayOne)
+	var refused atomic.Bool
+	e.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/"+optimoroute.OpStartPlanning) && refused.CompareAndSwap(false, true) {
+			e.order("A-2", dayOne) // a booking lands while start_planning is under way
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"success": false, "code": optimoroute.ErrInvalidParamFormat, "message": "refused"})
+			return
+		}
+		e.sim.ServeHTTP(w, r)
+	}))
+	p := e.planner(testConfig())
+	res, err := p.Plan(e.ctx)
+	is.NoErr(err)
+	is.Equal(len(res.Failed), 0)                              // nothing parked
+	is.Equal(res.Deferred, []string{dayOne})                  // the date is left
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned) // queued, for the order
+
+	_, err = p.Plan(e.ctx)
+	is.NoErr(err)
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // the next run plans it
+}
+
+// A plan this service lost track of (a status poll failed, then a booking
+// queued the date again, which forgets the planning id) makes the next
+// start_planning fail with ERR_OPT_RUNNING while it runs: the date waits,
+// and the run after the old plan ends plans it with the new order.
+func TestLostPlanThenBooking(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, true)
+	e.order("A-1", dayOne)
+	e.sim.InjectFault(optimosim.Fault{Operation: optimoroute.OpGetPlanningStatus, Code: string(optimoroute.ErrInternal)})
+	p := e.planner(testConfig())
+	_, err := p.Plan(e.ctx)
+	is.True(errors.Is(err, optimoroute.ErrInternal)) // the poll fails: the run ends, the plan runs on
+	e.order("A-2", dayOne)                           // a booking queues the date again
+
+	res, err := p.Plan(e.ctx)
+	is.NoErr(err)
+	is.Equal(res.Deferred, []string{dayOne})                  // OptimoRoute is still planning it
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned) // so it waits
+
+	e.finishPlans() // the old plan ends
+	run := goPlan(e.ctx, p)
+	e.planning(dayOne)
+	e.finishPlans()
+	r := e.await(run)
+	is.NoErr(r.err)
+	is.Equal(r.res.Started, []string{dayOne})
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // planned, the new order with it
 }
 
 // A request that gets no answer puts the date back in the queue and ends the
@@ -222,12 +324,13 @@ func TestStartWithoutAnswer(t *testing.T) {
 	is.Equal(p.runs("error"), 1)
 }
 
-// A plan that never completes stops at the poll limit: the plan is stopped,
-// the error recorded on its date, the lock released.
+// A plan still running at the poll limit ends the run with the error and
+// the lock released, and its date stays Planning with the error noted; the
+// next run polls the same plan again (§9 "Plan never completes … Recovery:
+// Next run") rather than stopping a slow plan and starting it over.
 func TestPollLimit(t *testing.T) {
 	is := is.New(t)
-	e := newEnv(t, false)
-	e.sim.SetPlanningMode(optimosim.PlanningNeverCompletes)
+	e := newEnv(t, true) // the plan does not move until the test says
 	e.order("A-1", dayOne)
 	cfg := testConfig()
 	cfg.MaxPolls = 5
@@ -236,23 +339,27 @@ func TestPollLimit(t *testing.T) {
 	_, err := p.Plan(e.ctx)
 	is.True(errors.Is(err, optimoplan.ErrPollLimit)) // the run ends at the limit
 	got := e.plan(dayOne)
-	is.Equal(got.PlanStatus, store.PlanPollLimit)                           // the date records it
-	is.True(strings.Contains(got.ErrorText, "still running after 5 polls")) // with the reason
+	is.Equal(got.PlanStatus, store.PlanPlanning)                            // the date waits for the next run
+	is.True(got.PlanningID != 0)                                            // with its plan
+	is.True(strings.Contains(got.ErrorText, "still running after 5 polls")) // and the reason
 	polls := 0
-	stopped := false
 	for _, ev := range e.sim.Events() {
-		switch ev.Operation {
-		case optimoroute.OpGetPlanningStatus:
+		is.True(ev.Operation != optimoroute.OpStopPlanning) // the plan is left running
+		if ev.Operation == optimoroute.OpGetPlanningStatus {
 			polls++
-		case optimoroute.OpStopPlanning:
-			stopped = ev.PlanningID == got.PlanningID
 		}
 	}
 	is.Equal(polls, 5) // bounded polling
-	is.True(stopped)   // the plan is stopped in OptimoRoute
 	_, held := e.lockEntry()
 	is.True(!held) // the lock is released
 	is.Equal(p.runs("poll_limit"), 1)
+
+	e.finishPlans() // the plan ends after all
+	res, err := p.Plan(e.ctx)
+	is.NoErr(err)
+	is.Equal(res.Finished[dayOne], store.PlanPlanningCompleted)    // the next run polls it
+	is.Equal(e.plan(dayOne).PlanStatus, store.PlanRoutesCompleted) // to the end
+	is.Equal(e.starts(dayOne), 1)                                  // without starting another
 }
 
 // Two runners contend: the second waits by watching the lock, then runs
