@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Prime's endpoints, in one place. Paths marked assumed were not seen in
@@ -12,7 +13,7 @@ import (
 const (
 	pathToken                = "/oauth/token"
 	pathJobs                 = "/jobs"
-	pathAppointments         = "/appointments" // assumed
+	pathAppointments         = "/appointments" // assumed, and its startDate filter (ListAppointmentsByStartDate)
 	pathAllocations          = "/allocations"
 	pathSiteForms            = "/site-forms"
 	pathEstimates            = "/estimates"
@@ -26,6 +27,7 @@ const (
 	endpointToken                = "token"
 	endpointJob                  = "jobs.get"
 	endpointAppointment          = "appointments.get"
+	endpointAppointments         = "appointments.list"
 	endpointAllocation           = "allocations.get"
 	endpointJobAllocations       = "allocations.list"
 	endpointSiteForms            = "site-forms.list"
@@ -52,6 +54,20 @@ func (c *Client) GetAppointment(ctx context.Context, id string) (Appointment, er
 		return Appointment{}, err
 	}
 	return getOne[Appointment](ctx, c, endpointAppointment, p)
+}
+
+// ListAppointmentsByStartDate fetches, all pages, the appointments whose
+// startDate falls in [from, to), to the second: "Prime Sync Appointments by
+// Date" of the parent OptimoRoute flow (§8.1). Assumed, like the appointment
+// itself: GET /appointments?q='startDate'.gte('…'),'startDate'.lt('…') was
+// not seen in public material, only the q syntax on other lists.
+func (c *Client) ListAppointmentsByStartDate(ctx context.Context, from, to time.Time) ([]Appointment, error) {
+	if !from.Before(to) {
+		return nil, fmt.Errorf("prime: appointments from %s to %s: an empty range", from.UTC().Format(TimeLayout), to.UTC().Format(TimeLayout))
+	}
+	q := url.Values{"q": {filter("startDate", "gte", from.UTC().Format(TimeLayout)) + "," +
+		filter("startDate", "lt", to.UTC().Format(TimeLayout))}}
+	return getAll[Appointment](ctx, c, endpointAppointments, pathAppointments, q)
 }
 
 // GetAllocation fetches an allocation.
@@ -136,4 +152,7 @@ func jobQuery(jobID string, more ...string) (url.Values, error) {
 	return url.Values{"q": {strings.Join(terms, ",")}}, nil
 }
 
-func filterEq(field, value string) string { return "'" + field + "'.eq('" + value + "')" }
+func filterEq(field, value string) string { return filter(field, "eq", value) }
+
+// filter is one term of Prime's q syntax: 'field'.op('value').
+func filter(field, op, value string) string { return "'" + field + "'." + op + "('" + value + "')" }

@@ -331,6 +331,54 @@ func TestListsFollowEveryPage(t *testing.T) {
 	is.Equal(len(seen), 5) // no record twice
 }
 
+// §8.1 "Prime Sync Appointments by Date": the appointments starting in
+// [from, to), every page, with Prime's UTC timestamps in the filter.
+func TestListAppointmentsByStartDate(t *testing.T) {
+	is := is.New(t)
+	var queries []string
+	var mu sync.Mutex
+	e := newWrappedEnv(t, primesim.Options{Fixture: primesim.Fixture{}}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if q := r.URL.Query().Get("q"); q != "" {
+				mu.Lock()
+				queries = append(queries, q)
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	job := e.sim.NewJob()
+	day := time.Date(2026, 3, 2, 13, 0, 0, 0, time.UTC) // midnight in Melbourne (AEDT)
+	var inRange []string
+	at := func(start time.Time) string {
+		return e.sim.NewAppointment(job.ID, func(a *prime.Appointment) { a.StartDate = prime.Time{Time: start} }).ID
+	}
+	at(day.Add(-time.Second)) // just before
+	for i := range 5 {
+		inRange = append(inRange, at(day.Add(time.Duration(i)*5*time.Hour)))
+	}
+	at(day.Add(24 * time.Hour)) // the end is left out
+	c := e.client(t, func(cfg *prime.Config) { cfg.PageSize = 2 })
+	melbourne, err := time.LoadLocation("Australia/Melbourne")
+	is.NoErr(err)
+
+	got, err := c.ListAppointmentsByStartDate(context.Background(), day.In(melbourne), day.Add(24*time.Hour))
+	is.NoErr(err)
+	ids := make([]string, len(got))
+	for i, a := range got {
+		ids[i] = a.ID
+	}
+	is.Equal(ids, inRange)                                                                               // the appointments in range, across pages
+	is.Equal(got[1].StartDate.Time, day.Add(5*time.Hour))                                                // decoded
+	is.Equal(got[1].JobID, job.ID)                                                                       // with their job
+	is.Equal(e.sim.Stats().ByEndpoint["GET /appointments"], int64(3))                                    // three pages of two
+	is.Equal(queries[0], "'startDate'.gte('2026-03-02 13:00:00'),'startDate'.lt('2026-03-03 13:00:00')") // in UTC, as Prime writes times
+
+	_, err = c.ListAppointmentsByStartDate(context.Background(), day, day)
+	is.True(err != nil)                                               // an empty range is refused
+	is.Equal(e.sim.Stats().ByEndpoint["GET /appointments"], int64(3)) // without a call
+}
+
 func TestNotFound(t *testing.T) {
 	e := newEnv(t, primesim.Options{})
 	c := e.client(t, nil)

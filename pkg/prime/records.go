@@ -52,7 +52,9 @@ type Address struct {
 }
 
 // Appointment is a Prime appointment. Assumed shape: GET /appointments/{id}
-// was not seen in public material.
+// was not seen in public material, nor the list GET /appointments filtered
+// with 'startDate'.gte(…),'startDate'.lt(…) (ListAppointmentsByStartDate),
+// which is assumed to give the same resources.
 type Appointment struct {
 	ID                string `json:"-"`
 	JobID             string `json:"jobId"`

@@ -14,6 +14,9 @@
 //	GET  /{collection}/{id}                appointments, allocations, site-forms, estimates,
 //	                                       contacts, contact-relationships, status-histories
 //	GET  /{collection}?q='jobId'.eq('…'),'objectType'.eq('Job')&page=1&per_page=100
+//	GET  /appointments?q='startDate'.gte('2025-02-10 00:00:00'),'startDate'.lt('…')
+//	                                       q terms: eq, gt, gte, lt, lte (text order,
+//	                                       which is time order for Prime's timestamps)
 //
 // The control API (JSON; no authentication, so never expose a simulator
 // publicly):

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -260,6 +261,49 @@ func TestGetAndList(t *testing.T) {
 			}
 			is.Equal(ids, tt.wantIDs)                               // the matching records, in order
 			is.Equal(many.Meta.Pagination.TotalPages, tt.wantPages) // meta.pagination
+		})
+	}
+}
+
+// The ordering operators compare Prime's timestamps as text, which orders
+// them as time; they combine with eq, and any other operator is refused.
+func TestListFiltersByRange(t *testing.T) {
+	sim, base := serve(t, primesim.Options{})
+	tok := getToken(t, base)
+	const second = "4d5e6f7a-9b0c-4d1e-8f2a-5b6c7d8e9f05" // starts 2025-02-11 03:30:00
+	noStart := sim.NewAppointment(fixtureJob, func(a *prime.Appointment) { a.StartDate = prime.Time{} })
+	q := func(terms string) string { return "/appointments?q=" + url.QueryEscape(terms) }
+	tests := []struct {
+		name       string
+		path       string
+		wantStatus int
+		wantIDs    []string
+	}{
+		{"gte and lt: a half-open range", q("'startDate'.gte('2025-02-10 23:00:00'),'startDate'.lt('2025-02-11 03:30:00')"), 200, []string{fixtureAppt}},
+		{"gt leaves out the bound", q("'startDate'.gt('2025-02-10 23:00:00')"), 200, []string{second}},
+		{"lte keeps the bound", q("'startDate'.lte('2025-02-11 03:30:00')"), 200, []string{fixtureAppt, second}},
+		{"lt before everything", q("'startDate'.lt('2025-01-01 00:00:00')"), 200, []string{}},
+		{"with eq", q("'startDate'.gte('2025-01-01 00:00:00'),'jobId'.eq('" + fixtureJob2 + "')"), 200, []string{second}},
+		{"neq is not simulated", q("'startDate'.neq('2025-01-01 00:00:00')"), 400, nil},
+		{"between is not simulated", q("'startDate'.between('2025-01-01 00:00:00')"), 400, nil},
+		{"no value", q("'startDate'.gte()"), 400, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			res := do(t, base, call{method: http.MethodGet, path: tt.path, token: tok})
+			is.Equal(res.status, tt.wantStatus) // status
+			if tt.wantStatus != http.StatusOK {
+				return
+			}
+			var many struct{ Data []struct{ ID string } }
+			is.NoErr(json.Unmarshal(res.body, &many))
+			ids := []string{}
+			for _, d := range many.Data {
+				ids = append(ids, d.ID)
+			}
+			is.Equal(ids, tt.wantIDs)                  // the appointments in range, in order
+			is.True(!slices.Contains(ids, noStart.ID)) // never one without a startDate
 		})
 	}
 }

@@ -242,24 +242,67 @@ func (s *store) delete(k Kind, id string) bool {
 	return true
 }
 
-// filter is one term of Prime's q syntax: 'field'.eq('value').
-type filter struct{ field, value string }
+// filter is one term of Prime's q syntax: 'field'.op('value').
+type filter struct{ field, op, value string }
 
-// parseQuery reads q: terms joined by "," (AND). Only eq is simulated.
+// The operators the simulator knows. The ordering ones compare text, which
+// orders Prime's timestamps ("2025-02-07 04:14:33") as time.
+const (
+	opEq  = "eq"
+	opGt  = "gt"
+	opGte = "gte"
+	opLt  = "lt"
+	opLte = "lte"
+)
+
+// parseQuery reads q: terms joined by "," (AND). Only eq, gt, gte, lt and
+// lte are simulated; any other term is refused.
 func parseQuery(q string) ([]filter, error) {
 	if q == "" {
 		return nil, nil
 	}
 	var out []filter
 	for _, term := range strings.Split(q, ",") {
-		field, rest, ok := strings.Cut(strings.TrimSpace(term), ".")
-		if !ok || len(field) < 2 || field[0] != '\'' || field[len(field)-1] != '\'' ||
-			!strings.HasPrefix(rest, "eq('") || !strings.HasSuffix(rest, "')") {
-			return nil, fmt.Errorf("unsupported filter term %q: the simulator knows 'field'.eq('value')", term)
+		f, ok := parseTerm(strings.TrimSpace(term))
+		if !ok {
+			return nil, fmt.Errorf("unsupported filter term %q: the simulator knows 'field'.op('value') with op eq, gt, gte, lt or lte", term)
 		}
-		out = append(out, filter{field: field[1 : len(field)-1], value: rest[len("eq('") : len(rest)-len("')")]})
+		out = append(out, f)
 	}
 	return out, nil
+}
+
+func parseTerm(term string) (filter, bool) {
+	field, rest, ok := strings.Cut(term, ".")
+	if !ok || len(field) < 2 || field[0] != '\'' || field[len(field)-1] != '\'' {
+		return filter{}, false
+	}
+	op, arg, ok := strings.Cut(rest, "(")
+	if !ok || !strings.HasPrefix(arg, "'") || !strings.HasSuffix(arg, "')") || len(arg) < len("'')") {
+		return filter{}, false
+	}
+	switch op {
+	case opEq, opGt, opGte, opLt, opLte:
+	default:
+		return filter{}, false
+	}
+	return filter{field: field[1 : len(field)-1], op: op, value: arg[1 : len(arg)-len("')")]}, true
+}
+
+// matches reports whether an attribute's text passes the filter.
+func (f filter) matches(v string) bool {
+	switch f.op {
+	case opGt:
+		return v != "" && v > f.value
+	case opGte:
+		return v != "" && v >= f.value
+	case opLt:
+		return v != "" && v < f.value
+	case opLte:
+		return v != "" && v <= f.value
+	default:
+		return v == f.value
+	}
 }
 
 // list returns the records that match every filter, in insertion order.
@@ -267,7 +310,7 @@ func (s *store) list(k Kind, filters []filter) []*entry {
 	c := s.cols[k]
 	var candidates []*entry
 	rest := filters
-	if i := slices.IndexFunc(filters, func(f filter) bool { return f.field == "jobId" }); i >= 0 {
+	if i := slices.IndexFunc(filters, func(f filter) bool { return f.field == "jobId" && f.op == opEq }); i >= 0 {
 		candidates = c.byJob[filters[i].value]
 		rest = slices.Delete(slices.Clone(filters), i, i+1)
 	} else {
@@ -278,7 +321,7 @@ func (s *store) list(k Kind, filters []filter) []*entry {
 	}
 	var out []*entry
 	for _, e := range candidates {
-		if !slices.ContainsFunc(rest, func(f filter) bool { return attrString(e.attrs[f.field]) != f.value }) {
+		if !slices.ContainsFunc(rest, func(f filter) bool { return !f.matches(attrString(e.attrs[f.field])) }) {
 			out = append(out, e)
 		}
 	}
