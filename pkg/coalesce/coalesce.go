@@ -17,14 +17,34 @@ import (
 // Loop runs a job on request, one run at a time.
 type Loop struct {
 	job     func(ctx context.Context)
-	every   time.Duration
+	next    Schedule
 	pending chan struct{} // holds one token while a run is owed
+}
+
+// Schedule says when the next scheduled run is due, given the time now; the
+// zero Time schedules no more.
+type Schedule func(now time.Time) time.Time
+
+// Every is the Schedule of a run every d; d of zero or less is nil, no
+// schedule.
+func Every(d time.Duration) Schedule {
+	if d <= 0 {
+		return nil
+	}
+	return func(now time.Time) time.Time { return now.Add(d) }
 }
 
 // New returns a Loop for job. every, when above zero, also requests a run
 // that often, the schedule that covers requests lost before they arrived.
 func New(job func(ctx context.Context), every time.Duration) *Loop {
-	return &Loop{job: job, every: every, pending: make(chan struct{}, 1)}
+	return NewScheduled(job, Every(every))
+}
+
+// NewScheduled returns a Loop for job that also requests a run at each time
+// next gives: the first after Run starts, then each after the one before
+// came. A nil next schedules nothing.
+func NewScheduled(job func(ctx context.Context), next Schedule) *Loop {
+	return &Loop{job: job, next: next, pending: make(chan struct{}, 1)}
 }
 
 // Request asks for a run that starts after this call. It never blocks: if a
@@ -39,18 +59,39 @@ func (l *Loop) Request() {
 // Run runs the job whenever a run is owed, until ctx ends; a run in progress
 // is given ctx and finishes before Run returns. Run returns nil.
 func (l *Loop) Run(ctx context.Context) error {
-	var tick <-chan time.Time
-	if l.every > 0 {
-		t := time.NewTicker(l.every)
-		defer t.Stop()
-		tick = t.C
+	var (
+		timer *time.Timer
+		tick  <-chan time.Time
+	)
+	schedule := func() {
+		if l.next == nil {
+			return
+		}
+		at := l.next(time.Now())
+		if at.IsZero() {
+			tick = nil
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(at))
+		} else {
+			timer.Reset(time.Until(at))
+		}
+		tick = timer.C
 	}
+	schedule()
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
 			l.Request()
+			schedule()
 		case <-l.pending:
 			// Taking the token before the run is what makes a request that
 			// arrives during the run owe the next one.

@@ -119,6 +119,39 @@ func TestScheduleRequestsRuns(t *testing.T) {
 	}
 }
 
+// A Schedule's runs come at the times it gives, never before them, each
+// next time asked for once the one before has come; a zero Time ends it.
+func TestScheduledRunsComeWhenDue(t *testing.T) {
+	is := is.New(t)
+	r := newRecorder()
+	var (
+		mu      sync.Mutex
+		due     []time.Time
+		reached []bool // whether each due time had come when the next was asked for
+	)
+	next := func(now time.Time) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(due) > 0 {
+			reached = append(reached, !now.Before(due[len(due)-1]))
+		}
+		if len(due) == 3 {
+			return time.Time{}
+		}
+		due = append(due, now.Add(time.Millisecond))
+		return due[len(due)-1]
+	}
+	l := coalesce.NewScheduled(r.job, next)
+	start(t, l)
+	for range 3 {
+		wait(t, r.running, "a scheduled run")
+		r.release <- struct{}{}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	is.Equal(reached, []bool{true, true, true}) // each run came at its time, and the schedule was asked for the next
+}
+
 // Run returns when its context ends, after the run in progress.
 func TestRunEndsWithContext(t *testing.T) {
 	is := is.New(t)

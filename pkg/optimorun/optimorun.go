@@ -4,7 +4,8 @@
 // Requests on the service's subject of the OPTIMO stream are acked and
 // coalesce into runs (pkg/coalesce): a burst causes one run, and requests
 // that arrive during a run cause one more, which starts after them. A
-// schedule and a run at start recover requests lost before they arrived.
+// schedule (a fixed interval, or one of the service's own) and a run at
+// start recover requests lost before they arrived.
 // Each run takes the service's lock, waiting up to the lock's budget (§8.3),
 // and releases it before it returns. The requests, the runs by result and
 // the time each run held the lock are counted in the service's own metrics.
@@ -46,6 +47,10 @@ type Spec struct {
 	Busy string
 	// Every also requests a run that often; zero runs only on request.
 	Every time.Duration
+	// Schedule, when set, requests a run at each time it gives instead (a
+	// schedule that changes with the time of day, §8.1); Every is then not
+	// read.
+	Schedule coalesce.Schedule
 	// OnStart requests a run when Run starts, for requests acked before a
 	// crash.
 	OnStart bool
@@ -130,8 +135,12 @@ func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Co
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec.Name, err)
 	}
+	schedule := spec.Schedule
+	if schedule == nil {
+		schedule = coalesce.Every(spec.Every)
+	}
 	return &Runner{spec: spec, js: d.JS, log: d.Log, reg: d.Metrics, locks: locks, metrics: spec.Metrics,
-		loop: coalesce.New(job, spec.Every)}, nil
+		loop: coalesce.NewScheduled(job, schedule)}, nil
 }
 
 // Run consumes requests and runs the job until ctx ends; a run in progress
