@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Message bodies are JSON. Each type says which subject carries it.
 
@@ -134,5 +137,46 @@ type EnsureJobReply struct {
 	FirstSight   bool   `json:"firstSight"`
 	Error        string `json:"error,omitempty"`
 	NotFound     bool   `json:"notFound,omitempty"`
+	RetryAfterMS int64  `json:"retryAfterMs,omitempty"`
+}
+
+// SubjectSweepAppointments is the request/reply endpoint of child-mirror (a
+// NATS micro service, see `nats micro ls`): the parent OptimoRoute flow's
+// "Prime Sync Appointments by Date" and "Prime Sync Contacts by Date"
+// (§8.1), which optimo-create asks for before it drains the queues. Request
+// SweepRequest, reply SweepReply.
+const SubjectSweepAppointments = "primeflow.childmirror.sweep"
+
+// SweepRequest asks child-mirror to mirror every appointment Prime has
+// starting in [FromUTC, ToUTC) that the mirror lacks at its version.
+type SweepRequest struct {
+	FromUTC time.Time `json:"fromUTC"`
+	ToUTC   time.Time `json:"toUTC"`
+	// TimeoutMS is how long the caller waits for the reply: the sweep stops
+	// in time to answer with what it did. Zero leaves it to child-mirror.
+	TimeoutMS int64 `json:"timeoutMs,omitempty"`
+	// Source says who asked, for the logs.
+	Source string `json:"source,omitempty"`
+}
+
+// SweepReply says what a sweep did. Error is set when it stopped before the
+// end of the list (Prime's list failed, Prime's rate limit, its deadline);
+// RetryAfterMS when it was Prime's rate limit. Per-appointment failures do
+// not stop it: they are counted in Failed.
+type SweepReply struct {
+	// Listed is how many appointments Prime listed in the range.
+	Listed int `json:"listed"`
+	// Saved is how many were written to primeAppointments.
+	Saved int `json:"saved"`
+	// Unchanged is how many the mirror already held at their version or a
+	// newer one (no Prime call was made for them).
+	Unchanged int `json:"unchanged"`
+	// JobsEnsured is how many jobs were made sure of in the mirror (§4.3).
+	JobsEnsured int `json:"jobsEnsured"`
+	// ContactJobs is how many jobs had their contacts synced (§5.2 step 4).
+	ContactJobs int `json:"contactJobs"`
+	// Failed is how many appointments could not be mirrored.
+	Failed       int    `json:"failed"`
+	Error        string `json:"error,omitempty"`
 	RetryAfterMS int64  `json:"retryAfterMs,omitempty"`
 }

@@ -30,46 +30,78 @@ func (c *ChildMirror) appointment(ctx context.Context, ev events.Resolved) (pipe
 	if err != nil {
 		return pipeline.Finish{}, err
 	}
-	row := appointmentRow(a)
-	jobID, err := c.childJob(ctx, ev, row.JobID)
+	m, err := c.mirrorAppointment(ctx, c.log.With("logId", ev.LogID, "action", ev.Action), ev, a, true)
 	if err != nil {
 		return pipeline.Finish{}, err
 	}
-	log := c.log.With("logId", ev.LogID, "action", ev.Action, "jobId", jobID, "appointmentId", row.AppointmentID)
-	if row.JobID == "" {
-		log.Warn("Prime reported no job on the appointment: mirrored under the job of the numeric reference")
-		row.JobID = jobID
-	}
-
-	// Step 4, SyncAppointmentContactsAsync: logged and swallowed (§9).
-	// It runs before the commit so that the hand-off below, published right
-	// after it, finds the contacts in the mirror as step 5 does.
-	c.syncContacts(ctx, log, jobID)
 
 	// Step 5, RequestOptimoRouteCreateAndPlanAsync: fire-and-forget. It
 	// goes through the outbox, which cannot fail the event once the
 	// appointment commits, and publishes once per appointment state: a
 	// replay or a Prime retry within the stream's duplicate window is
 	// dropped, and optimo-create coalesces the rest.
-	msg, err := message(events.SubjectOptimoCreate, optimoCreateMsgID(row),
-		events.CreateRequested{Source: source(ev.LogID), Reason: ev.Action + " " + row.AppointmentID})
+	msg, err := message(events.SubjectOptimoCreate, optimoCreateMsgID(m.row),
+		events.CreateRequested{Source: source(ev.LogID), Reason: ev.Action + " " + m.row.AppointmentID})
 	if err != nil {
 		return pipeline.Finish{}, err
 	}
 	return pipeline.Finish{
-		JobID: jobID,
+		JobID: m.jobID,
 		Write: func(ctx context.Context, tx store.Store) error {
-			// The job was mirrored first (§4.3); now the appointment, and
-			// step 3, the mapping.
-			if saved, err := tx.SaveAppointment(ctx, row); err != nil {
+			if _, err := m.save(ctx, tx); err != nil {
 				return err
-			} else if !saved {
-				log.Info("the mirror holds a newer version of the appointment; left as it is", "version", row.Version)
 			}
-			return saveReference(ctx, tx, ev.NumericRef, jobID)
+			// Step 3, the mapping.
+			return saveReference(ctx, tx, ev.NumericRef, m.jobID)
 		},
 		Outbox: []store.OutboxMessage{msg},
 	}, nil
+}
+
+// mirroredAppointment is an appointment mirrorAppointment made ready: its
+// row, under a job that is now in the mirror, for the caller to save.
+type mirroredAppointment struct {
+	row   store.Appointment
+	jobID string
+	log   *slog.Logger
+	// contactErr is the contact sync's failure, already logged and
+	// swallowed (nil when it synced, or was not asked for).
+	contactErr error
+}
+
+// mirrorAppointment is what the appointment handler and the sweep (§8.1)
+// share of MirrorAppointmentAsync and SyncAppointmentContactsAsync (§5.2
+// steps 2 and 4): the appointment's job made sure of in the mirror first
+// (§4.3), then, when syncContacts, the job's contacts, before the
+// appointment is saved (so that optimo-create, asked after the save, finds
+// them). A record without a job falls back to the event's numeric
+// reference, as childJob does.
+func (c *ChildMirror) mirrorAppointment(ctx context.Context, log *slog.Logger, ev events.Resolved, a prime.Appointment, syncContacts bool) (mirroredAppointment, error) {
+	row := appointmentRow(a)
+	jobID, err := c.childJob(ctx, ev, row.JobID)
+	if err != nil {
+		return mirroredAppointment{}, err
+	}
+	m := mirroredAppointment{row: row, jobID: jobID, log: log.With("jobId", jobID, "appointmentId", row.AppointmentID)}
+	if row.JobID == "" {
+		m.log.Warn("Prime reported no job on the appointment: mirrored under the job of the numeric reference")
+		m.row.JobID = jobID
+	}
+	if syncContacts {
+		// Step 4: logged and swallowed (§9).
+		m.contactErr = c.syncContacts(ctx, m.log, jobID)
+	}
+	return m, nil
+}
+
+// save writes the appointment (§4.3: its job was mirrored first) and
+// reports whether it did: a mirror that holds a newer version keeps it.
+func (m mirroredAppointment) save(ctx context.Context, tx store.Store) (bool, error) {
+	saved, err := tx.SaveAppointment(ctx, m.row)
+	if err == nil && !saved {
+		m.log.Info("the mirror holds a newer version of the appointment; left as it is", "version", m.row.Version)
+	}
+	return saved, err
 }
 
 // getAppointment is the resolver's copy of the appointment, or Prime's.
@@ -113,14 +145,17 @@ func (c *ChildMirror) childJob(ctx context.Context, ev events.Resolved, recordJo
 // the job (saved, like GetandSaveJob; not primeJobs, which may be stale or
 // not yet hold the contact), and every distinct contact. A failure is
 // logged and swallowed: ethSyncQueue and the job's own sync cover contacts
-// later.
-func (c *ChildMirror) syncContacts(ctx context.Context, log *slog.Logger, jobID string) {
+// later. It returns the failure it swallowed, for the sweep to tell a rate
+// limit from the rest.
+func (c *ChildMirror) syncContacts(ctx context.Context, log *slog.Logger, jobID string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ContactSyncTimeout)
 	defer cancel()
-	if err := c.contactSync(ctx, jobID); err != nil {
+	err := c.contactSync(ctx, jobID)
+	if err != nil {
 		c.metrics.swallowed.WithLabelValues("contact_sync").Inc()
 		log.Warn("contact sync failed; logged only, ethSyncQueue and the job sync cover contacts later", "err", err)
 	}
+	return err
 }
 
 func (c *ChildMirror) contactSync(ctx context.Context, jobID string) error {

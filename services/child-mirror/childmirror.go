@@ -2,7 +2,9 @@
 // §5.5): appointments, site forms, estimates with their categories and line
 // items, allocations, and the contacts of a job. It takes the resolved
 // events of those actions from prime.resolved.<action> and finishes their
-// log rows. The job comes first (§4.3): before any child row is written,
+// log rows, and it serves the appointment sweep of the parent OptimoRoute
+// flow (§8.1, events.SubjectSweepAppointments) as the NATS micro service
+// "child-mirror". The job comes first (§4.3): before any child row is written,
 // job-mirror is asked to make sure the job is mirrored (events.SubjectEnsureJob),
 // which also puts a job seen for the first time through the new-job
 // pipeline. Then come each action's follow-ups, each of which either fails
@@ -92,6 +94,7 @@ type Config struct {
 type PrimeAPI interface {
 	GetJob(ctx context.Context, identifier string) (prime.Job, error)
 	GetAppointment(ctx context.Context, id string) (prime.Appointment, error)
+	ListAppointmentsByStartDate(ctx context.Context, from, to time.Time) ([]prime.Appointment, error)
 	GetAllocation(ctx context.Context, id string) (prime.Allocation, error)
 	GetSiteFormsByJob(ctx context.Context, jobID string) ([]prime.SiteForm, error)
 	GetEstimatesByJob(ctx context.Context, jobID string) ([]prime.Estimate, error)
@@ -140,20 +143,37 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 	}, nil
 }
 
-// Run consumes the resolved child events until ctx ends.
+// Run consumes the resolved child events and serves sweep requests until
+// ctx ends.
 func (c *ChildMirror) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	svc, err := c.serveSweep(ctx)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-ctx.Done()
+		if err := svc.Stop(); err != nil {
+			c.log.Warn("stopping the sweep service", "err", err)
+		}
+	})
 	actions := Actions()
 	subjects := make([]string, len(actions))
 	for i, a := range actions {
 		subjects[i] = events.ResolvedSubject(a)
 	}
-	return consume.Run(ctx, c.js, consume.Spec{
+	err = consume.Run(ctx, c.js, consume.Spec{
 		Stream:   events.StreamResolved,
 		Durable:  Durable,
 		Subjects: subjects,
 		Workers:  c.cfg.Workers,
 		AckWait:  time.Minute,
 	}, c.log, c.reg, c.stage.Handler(c.work))
+	cancel()
+	wg.Wait()
+	return err
 }
 
 // work handles one resolved event.

@@ -11,6 +11,8 @@ import (
 type metrics struct {
 	events    *prometheus.CounterVec
 	swallowed *prometheus.CounterVec
+	sweeps    *prometheus.CounterVec
+	swept     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -23,8 +25,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "primeflow_childmirror_swallowed_failures_total",
 			Help: "Follow-up steps that failed and were logged and swallowed (§9, §10.5): contact_sync, ai_summary_nudge.",
 		}, []string{"step"}),
+		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_childmirror_sweeps_total",
+			Help: "Appointment sweeps (§8.1) by result: ok (the whole list worked through), rate_limited (stopped by Prime's rate limit), stopped (the list failed, or the deadline came), bad_request.",
+		}, []string{"result"}),
+		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_childmirror_sweep_appointments_total",
+			Help: "Appointments the sweeps went through, by outcome: saved (the mirror lacked that version), unchanged (held at that version or newer: no Prime call), failed.",
+		}, []string{"outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.events, m.swallowed} {
+	for _, c := range []prometheus.Collector{m.events, m.swallowed, m.sweeps, m.swept} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("child-mirror metrics"), err)
 		}

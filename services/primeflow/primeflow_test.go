@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/ethosbuilding/primeflow/services/primeflow"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go"
 )
 
 const (
@@ -122,10 +124,24 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		return strings.Contains(stderr.String(), "sms sent")
 	})
 
+	// The appointment sweep of §8.1 is served too, as optimo-create asks it.
+	nc, err := nats.Connect("nats://" + natsAddr)
+	is.NoErr(err)
+	defer nc.Close()
+	from := time.Now().UTC().Truncate(24 * time.Hour)
+	req, err := json.Marshal(events.SweepRequest{FromUTC: from, ToUTC: from.Add(8 * 24 * time.Hour), Source: "test"})
+	is.NoErr(err)
+	msg, err := nc.Request(events.SubjectSweepAppointments, req, 30*time.Second)
+	is.NoErr(err) // child-mirror answers
+	var sweep events.SweepReply
+	is.NoErr(json.Unmarshal(msg.Data, &sweep))
+	is.Equal(sweep.Error, "") // having swept
+
 	if cli := os.Getenv("NATS_CLI"); cli != "" {
 		out, err := exec.Command(cli, "--server", "nats://"+natsAddr, "micro", "ls").CombinedOutput()
 		is.NoErr(err)
-		is.True(strings.Contains(string(out), "job-mirror")) // the ensure-job micro service, as an operator sees it
+		is.True(strings.Contains(string(out), "job-mirror"))   // the ensure-job micro service, as an operator sees it
+		is.True(strings.Contains(string(out), "child-mirror")) // and the sweep's
 		out, err = exec.Command(cli, "--server", "nats://"+natsAddr, "stream", "ls").CombinedOutput()
 		is.NoErr(err)
 		is.True(strings.Contains(string(out), "PRIME_WEBHOOK")) // the nats CLI works against make run

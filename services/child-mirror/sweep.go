@@ -1,0 +1,188 @@
+package childmirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// ServiceName is child-mirror's NATS micro service name (`nats micro ls`).
+const ServiceName = "child-mirror"
+
+// EndpointSweep is the sweep endpoint's name; its subject is
+// events.SubjectSweepAppointments.
+const EndpointSweep = "sweep"
+
+// sweepAction stands where an event's action would, in the sweep's logs and
+// payload faults.
+const sweepAction = "appointment-sweep"
+
+// defaultSweepTimeout bounds a sweep whose request names no timeout.
+const defaultSweepTimeout = 5 * time.Minute
+
+// serveSweep adds the sweep endpoint as the micro service "child-mirror"
+// (`nats micro ls`, `nats micro stats child-mirror`). Requests share a queue
+// group, so each is answered by one instance, and an instance sweeps one
+// request at a time.
+func (c *ChildMirror) serveSweep(ctx context.Context) (micro.Service, error) {
+	svc, err := micro.AddService(c.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     "1.0.0",
+		Description: "Mirrors the records that hang off Prime jobs: sweep the appointments of a date range into the mirror (§8.1).",
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.AddEndpoint(EndpointSweep, micro.ContextHandler(ctx, c.handleSweep),
+		micro.WithEndpointSubject(events.SubjectSweepAppointments)); err != nil {
+		return nil, errors.Join(err, svc.Stop())
+	}
+	return svc, nil
+}
+
+func (c *ChildMirror) handleSweep(ctx context.Context, req micro.Request) {
+	var r events.SweepRequest
+	if err := json.Unmarshal(req.Data(), &r); err != nil || r.FromUTC.IsZero() || !r.FromUTC.Before(r.ToUTC) {
+		c.metrics.sweeps.WithLabelValues("bad_request").Inc()
+		if err := req.Error("400", "not a sweep request: it needs fromUTC before toUTC", nil); err != nil {
+			c.log.Warn("sweep: answering", "err", err)
+		}
+		return
+	}
+	timeout := defaultSweepTimeout
+	if r.TimeoutMS > 0 {
+		timeout = time.Duration(r.TimeoutMS) * time.Millisecond
+	}
+	// Stop a little before the caller gives up, so that the reply, with
+	// what was done, still reaches it.
+	ctx, cancel := context.WithTimeout(ctx, timeout-min(timeout/10, 10*time.Second))
+	defer cancel()
+	reply, result := c.sweep(ctx, r)
+	c.metrics.sweeps.WithLabelValues(result).Inc()
+	body, _ := json.Marshal(reply) // a struct of strings and numbers always marshals
+	var err error
+	switch result {
+	case "rate_limited":
+		err = req.Error("429", "sweep stopped: rate limited by Prime", body)
+	case "stopped":
+		err = req.Error("500", "sweep stopped before the end of the list", body)
+	default:
+		err = req.Respond(body)
+	}
+	if err != nil {
+		c.log.Warn("sweep: answering", "err", err)
+	}
+}
+
+// sweep is the parent flow's "Prime Sync Appointments by Date" and "Prime
+// Sync Contacts by Date" (§8.1), the safety net for an appointment whose
+// webhook Prime never sent or whose event failed for good: every
+// appointment Prime lists as starting in the range is mirrored unless the
+// mirror holds it at that version or a newer one, which costs no Prime call
+// beyond the list. The rest go the handler's way (mirrorAppointment): job
+// first (§4.3), then the job's contacts, once a job, then the appointment.
+// A failed appointment is counted and the sweep goes on; Prime's rate limit
+// or the deadline stops it, so that it never hammers Prime. result labels
+// the outcome: ok, rate_limited or stopped.
+func (c *ChildMirror) sweep(ctx context.Context, r events.SweepRequest) (reply events.SweepReply, result string) {
+	log := c.log.With("action", sweepAction, "fromUTC", r.FromUTC.UTC(), "toUTC", r.ToUTC.UTC(), "source", r.Source)
+	stop := func(err error) (events.SweepReply, string) {
+		reply.Error = err.Error()
+		if after := pipeline.RetryAfter(err); after > 0 {
+			reply.RetryAfterMS = max(after.Milliseconds(), 1)
+			log.Warn("sweep stopped by Prime's rate limit", "retryAfter", after, "reply", reply)
+			return reply, "rate_limited"
+		}
+		log.Error("sweep stopped before the end of the list", "err", err, "reply", reply)
+		return reply, "stopped"
+	}
+	list, err := c.prime.ListAppointmentsByStartDate(ctx, r.FromUTC, r.ToUTC)
+	if err != nil {
+		return stop(fmt.Errorf("list appointments: %w", err))
+	}
+	reply.Listed = len(list)
+	ensured := map[string]bool{}
+	contacts := map[string]bool{} // jobs whose contacts this sweep synced, or tried to
+	for i, a := range list {
+		if err := ctx.Err(); err != nil {
+			return stop(fmt.Errorf("%d of %d appointments left: %w", len(list)-i, len(list), err))
+		}
+		if err := c.sweepOne(ctx, log, a, ensured, contacts, &reply); err != nil {
+			return stop(fmt.Errorf("appointment %s: %w", a.ID, err))
+		}
+	}
+	log.Info("sweep finished", "reply", reply)
+	return reply, "ok"
+}
+
+// sweepOne mirrors one listed appointment and counts it in reply. A
+// failure is logged and counted, and the sweep goes on; the error it
+// returns stops the sweep: Prime's rate limit (met by the appointment, or
+// by its contact sync, which is otherwise swallowed as in the handler: the
+// next call would only meet the same limit) or the sweep's deadline.
+func (c *ChildMirror) sweepOne(ctx context.Context, log *slog.Logger, a prime.Appointment, ensured, contacts map[string]bool, reply *events.SweepReply) error {
+	count := func(outcome string, n *int) {
+		*n++
+		c.metrics.swept.WithLabelValues(outcome).Inc()
+	}
+	fail := func(err error) error {
+		count("failed", &reply.Failed)
+		if errors.Is(err, prime.ErrRateLimited) || ctx.Err() != nil {
+			return err
+		}
+		return nil
+	}
+	row := appointmentRow(a)
+	held, found, err := c.store.GetAppointment(ctx, row.AppointmentID)
+	if err != nil {
+		log.Warn("sweep: reading the mirrored appointment", "appointmentId", row.AppointmentID, "err", err)
+		return fail(err)
+	}
+	if found && held.Version >= row.Version {
+		count("unchanged", &reply.Unchanged)
+		return nil
+	}
+	ev := events.Resolved{Action: sweepAction, Entity: store.TableAppointments, EntityID: row.AppointmentID}
+	job := strings.ToLower(row.JobID)
+	syncContacts := !contacts[job]
+	m, err := c.mirrorAppointment(ctx, log, ev, a, syncContacts)
+	if err != nil {
+		log.Warn("sweep: appointment not mirrored", "appointmentId", row.AppointmentID, "jobId", job, "err", err)
+		return fail(err)
+	}
+	if !ensured[m.jobID] {
+		ensured[m.jobID] = true
+		reply.JobsEnsured++
+	}
+	if syncContacts {
+		contacts[job] = true
+		if m.contactErr == nil {
+			reply.ContactJobs++
+		}
+	}
+	saved, err := m.save(ctx, c.store)
+	switch {
+	case err != nil:
+		m.log.Warn("sweep: saving the appointment", "err", err)
+		return fail(err)
+	case saved:
+		count("saved", &reply.Saved)
+		m.log.Info("sweep mirrored an appointment the mirror lacked at this version", "version", row.Version)
+	default:
+		count("unchanged", &reply.Unchanged)
+	}
+	if errors.Is(m.contactErr, prime.ErrRateLimited) {
+		return m.contactErr
+	}
+	return nil
+}
