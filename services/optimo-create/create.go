@@ -24,12 +24,20 @@ type Result struct {
 	Refused int
 	// Dates are the dates the run's order writes marked NotPlanned.
 	Dates []string
+	// Swept says the run asked child-mirror to sweep Prime's appointments
+	// into the mirror before the queues (§8.1: a run in M–F 15:00–16:59).
+	Swept bool
+	// Sweep is what the sweep reported; its Error says why it failed,
+	// stopped or went unanswered (the queues were drained all the same).
+	Sweep events.SweepReply
 }
 
 func (r Result) changed() bool { return r.Written+r.Deleted > 0 }
 
-// Create runs once under the optimo-create lock: the appointment queue, then
-// the work-order queue (§8.1). It waits for the lock up to the configured
+// Create runs once under the optimo-create lock: in M–F 15:00–16:59 the
+// appointment sweep first (§8.1: lock → Prime Sync Contacts by Date → Prime
+// Sync Appointments by Date → …), then the appointment queue, then the
+// work-order queue. It waits for the lock up to the configured
 // budget; giving up is an error matching lock.ErrBusy, logged and counted,
 // that leaves the lock alone (§8.3). The lock is released before Create
 // returns. When orders changed (even if the run then failed) it asks
@@ -37,8 +45,15 @@ func (r Result) changed() bool { return r.Written+r.Deleted > 0 }
 func (c *Creator) Create(ctx context.Context) (Result, error) {
 	var res Result
 	err := c.runs.Locked(ctx, func(ctx context.Context) error {
+		now := c.now()
+		var sweep events.SweepReply
+		swept := c.sweepDue(now)
+		if swept {
+			sweep = c.sweep(ctx, now)
+		}
 		var err error
-		res, err = c.create(ctx)
+		res, err = c.create(ctx, now)
+		res.Swept, res.Sweep = swept, sweep
 		return err
 	})
 	if err == nil || res.changed() {
@@ -57,10 +72,10 @@ func (c *Creator) Create(ctx context.Context) (Result, error) {
 // to delete it). Read from the start each time, enough of those would fill
 // every page and hold back the sources after them; read on, they are passed
 // over until the next run.
-func (c *Creator) create(ctx context.Context) (Result, error) {
+func (c *Creator) create(ctx context.Context, now time.Time) (Result, error) {
 	var res Result
 	dates := map[string]bool{}
-	from := startOfDay(time.Now(), c.mapping.zone)
+	from := startOfDay(now, c.mapping.zone)
 	err := c.drain(ctx, &res, dates, func(after string) ([]decision, string, error) {
 		items, err := c.store.GetAppointmentQueue(ctx, from, after, c.cfg.Batch)
 		if err != nil || len(items) == 0 {

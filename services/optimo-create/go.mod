@@ -4,6 +4,8 @@ go 1.26.8
 
 require (
 	github.com/ethosbuilding/primeflow/pkg v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/child-mirror v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/job-mirror v0.0.0-00010101000000-000000000000
 	github.com/matryer/is v1.4.1
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
@@ -52,6 +54,10 @@ require (
 
 replace (
 	github.com/ethosbuilding/primeflow/pkg => ../../pkg
+	github.com/ethosbuilding/primeflow/services/child-mirror => ../child-mirror
+	github.com/ethosbuilding/primeflow/services/ingest => ../ingest
+	github.com/ethosbuilding/primeflow/services/job-mirror => ../job-mirror
+	github.com/ethosbuilding/primeflow/services/resolver => ../resolver
 	github.com/ethosbuilding/primeflow/sql => ../../sql
 	github.com/ethosbuilding/primeflow/streams => ../../streams
 )

@@ -80,10 +80,13 @@ func newEnv(t *testing.T) *env {
 func testConfig() optimocreate.Config {
 	return optimocreate.Config{
 		Lock:          lock.Config{TTL: 12 * time.Minute, Wait: time.Minute},
+		Every:         optimocreate.OnRequest,
 		Batch:         500,
 		OrderDuration: time.Hour,
 		AssignDrivers: true,
 		TimeZone:      "Australia/Melbourne",
+		SweepDays:     7,
+		SweepTimeout:  30 * time.Second,
 	}
 }
 
@@ -98,11 +101,23 @@ func (e *env) creator(cfg optimocreate.Config) *creator {
 	e.t.Helper()
 	nc, js := natstest.Connect(e.t, e.srv)
 	reg := prometheus.NewRegistry()
-	c, err := optimocreate.New(e.ctx, cfg, service.Deps{Log: e.log, NC: nc, JS: js, Store: e.store, Metrics: reg}, e.client)
+	c, err := optimocreate.New(e.ctx, cfg, service.Deps{Log: e.log, NC: nc, JS: js, Store: e.store, Metrics: reg}, e.client,
+		optimocreate.WithClock(outsideSweepBand))
 	if err != nil {
 		e.t.Fatalf("new creator: %v", err)
 	}
 	return &creator{Creator: c, reg: reg}
+}
+
+// outsideSweepBand is the clock of the tests that are not about the sweep:
+// now, or three hours earlier the same day when now is in M–F 15:00–16:59
+// Melbourne, so that what they do does not depend on the time of day.
+func outsideSweepBand() time.Time {
+	now := time.Now()
+	if optimocreate.InSweepBand(now, melbourne) {
+		return now.Add(-3 * time.Hour)
+	}
+	return now
 }
 
 // Fixtures: one job with an address, appointments of it.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,12 +30,31 @@ func TestConfigDefaultsAndOverrides(t *testing.T) {
 	is.Equal(c.OrderDuration, time.Hour)
 	is.True(c.AssignDrivers)
 	is.Equal(c.TimeZone, "Australia/Melbourne")
+	is.Equal(c.Every, optimocreate.SpecSchedule) // §8.1's schedule unless overridden
+	is.Equal(c.SweepDays, 7)                     // the sweep covers today and the week after
+	is.Equal(c.SweepTimeout, 5*time.Minute)
 
-	env := map[string]string{"OPTIMO_CREATE_LOCK_WAIT": "2m", "OPTIMO_ASSIGN_DRIVERS": "false", "OPTIMO_ORDER_DURATION": "45m"}
+	env := map[string]string{"OPTIMO_CREATE_LOCK_WAIT": "2m", "OPTIMO_ASSIGN_DRIVERS": "false", "OPTIMO_ORDER_DURATION": "45m",
+		"OPTIMO_CREATE_EVERY": "20m", "OPTIMO_SWEEP_DAYS": "3", "OPTIMO_SWEEP_TIMEOUT": "90s"}
 	is.NoErr(config.Parse(func(k string) string { return env[k] }, &c))
 	is.Equal(c.Lock.Wait, 2*time.Minute) // the lock's settings carry the service's prefix
 	is.True(!c.AssignDrivers)
 	is.Equal(c.OrderDuration, 45*time.Minute)
+	is.Equal(c.Every, optimocreate.Schedule(20*time.Minute)) // a flat interval instead of §8.1's
+	is.Equal(c.SweepDays, 3)
+	is.Equal(c.SweepTimeout, 90*time.Second)
+
+	for v, want := range map[string]optimocreate.Schedule{"off": optimocreate.OnRequest, "OFF": optimocreate.OnRequest, "0": optimocreate.OnRequest, "0s": optimocreate.OnRequest} {
+		var c optimocreate.Config
+		is.NoErr(config.Parse(func(k string) string { return map[string]string{"OPTIMO_CREATE_EVERY": v}[k] }, &c))
+		is.Equal(c.Every, want) // runs only on request
+	}
+	for _, v := range []string{"-5m", "soon"} {
+		var c optimocreate.Config
+		err := config.Parse(func(k string) string { return map[string]string{"OPTIMO_CREATE_EVERY": v}[k] }, &c)
+		is.True(err != nil)                                           // refused
+		is.True(strings.Contains(err.Error(), "OPTIMO_CREATE_EVERY")) // naming the variable
+	}
 }
 
 // Main runs the service from the environment alone: child-mirror's request

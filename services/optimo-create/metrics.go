@@ -10,6 +10,7 @@ import (
 type metrics struct {
 	run    optimorun.Metrics
 	orders *prometheus.CounterVec
+	sweeps *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,5 +39,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("optimo-create metrics: %w", err)
 	}
-	return &metrics{run: run, orders: orders}, nil
+	sweeps, err := optimorun.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "primeflow_optimocreate_sweeps_total",
+		Help: "Appointment sweeps asked of child-mirror before the queues (§8.1, runs in M–F 15:00–16:59), by result: ok, rate_limited (Prime's limit stopped it), timeout (no reply within OPTIMO_SWEEP_TIMEOUT), error. The queues are drained whatever the result.",
+	}, []string{"result"}))
+	if err != nil {
+		return nil, fmt.Errorf("optimo-create metrics: %w", err)
+	}
+	return &metrics{run: run, orders: orders, sweeps: sweeps}, nil
 }

@@ -1,11 +1,14 @@
 // Package optimocreate turns Prime's appointments and work orders into
 // OptimoRoute orders (§5.2 step 5, §8.1): on optimo.create.requested, sent by
-// child-mirror after it mirrors an appointment, it takes the optimo-create
-// lock, writes the orders of the appointment queue and then of the work-order
-// queue (primeAppointments and primeWorkOrders compared with optimoRouteOrder
-// by version), deletes the orders of cancelled or deleted appointments,
-// records each order with spOptimoRouteUpsertOrder (which marks its date
-// NotPlanned), releases the lock and asks optimo-plan to plan
+// child-mirror after it mirrors an appointment, and on the parent flow's
+// schedule (§8.1, NextRun), it takes the optimo-create lock; a run in M–F
+// 15:00–16:59 first asks child-mirror to sweep Prime's appointments of the
+// coming days into the mirror (the safety net for a webhook Prime never
+// sent); then it writes the orders of the appointment queue and then of
+// the work-order queue (primeAppointments and primeWorkOrders compared with
+// optimoRouteOrder by version), deletes the orders of cancelled or deleted
+// appointments, records each order with spOptimoRouteUpsertOrder (which
+// marks its date NotPlanned), releases the lock and asks optimo-plan to plan
 // (optimo.plan.requested). It never plans itself and never passes dates on
 // (§10.7).
 //
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -28,6 +32,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go"
 
 	_ "time/tzdata" // OPTIMO_TIMEZONE resolves without the host's zoneinfo
 )
@@ -44,8 +49,10 @@ type Config struct {
 	// OPTIMO_CREATE_LOCK_WAIT (6m, §8.3), OPTIMO_CREATE_LOCK_RENEW.
 	Lock lock.Config `envPrefix:"OPTIMO_CREATE_"`
 	// Every runs on a schedule too, as the parent flow did (§8.1): it is
-	// what recovers a hand-off that was lost. Zero runs only on request.
-	Every time.Duration `env:"OPTIMO_CREATE_EVERY" envDefault:"30m"`
+	// what recovers a hand-off that was lost. Unset is the §8.1 schedule; a
+	// duration overrides it with a flat interval; "0" or "off" runs only on
+	// request (see Schedule).
+	Every Schedule `env:"OPTIMO_CREATE_EVERY"`
 	// OnStart runs when the service starts, for requests acked before a crash.
 	OnStart bool `env:"OPTIMO_CREATE_ON_START" envDefault:"true"`
 	// Batch is how many queued sources one queue read takes.
@@ -60,24 +67,51 @@ type Config struct {
 	// TimeZone is the OptimoRoute account's: order dates and windows are its
 	// local days and times.
 	TimeZone string `env:"OPTIMO_TIMEZONE" envDefault:"Australia/Melbourne"`
+	// SweepDays is how many days after today the appointment sweep of a run
+	// in M–F 15:00–16:59 covers (§8.1): the account's local days, today
+	// through today + SweepDays.
+	SweepDays int `env:"OPTIMO_SWEEP_DAYS" envDefault:"7"`
+	// SweepTimeout bounds the wait for the sweep's reply; a sweep that runs
+	// out is logged and counted, and the queues are drained all the same.
+	// Zero takes the default.
+	SweepTimeout time.Duration `env:"OPTIMO_SWEEP_TIMEOUT" envDefault:"5m"`
 }
 
 // Creator is the optimo-create service.
 type Creator struct {
 	cfg     Config
 	store   store.Store
+	nc      *nats.Conn
 	optimo  *optimoroute.Client
 	log     *slog.Logger
+	now     func() time.Time
 	mapping mapping
 	runs    *optimorun.Runner
 	metrics *metrics
+
+	sweepMu   sync.Mutex
+	lastSweep time.Time // when the last sweep was asked for
 }
+
+// Option changes how New builds optimo-create.
+type Option func(*Creator)
+
+// WithClock sets the time a run goes by (default time.Now): whether it is
+// in the sweep band, the days the sweep covers, and today for the queue.
+// The schedule's timer runs on the real clock.
+func WithClock(now func() time.Time) Option { return func(c *Creator) { c.now = now } }
 
 // New builds optimo-create from the shared Deps, its Config and the
 // OptimoRoute client it shares with optimo-plan.
-func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Client) (*Creator, error) {
+func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Client, opts ...Option) (*Creator, error) {
 	if cfg.Batch <= 0 || cfg.OrderDuration < time.Minute {
 		return nil, errors.New("optimo-create: OPTIMO_CREATE_BATCH must be above zero and OPTIMO_ORDER_DURATION at least 1m")
+	}
+	if cfg.SweepDays < 0 || cfg.SweepTimeout < 0 {
+		return nil, errors.New("optimo-create: OPTIMO_SWEEP_DAYS and OPTIMO_SWEEP_TIMEOUT must not be negative")
+	}
+	if cfg.SweepTimeout == 0 {
+		cfg.SweepTimeout = defaultSweepTimeout
 	}
 	if optimo == nil {
 		return nil, errors.New("optimo-create: no OptimoRoute client")
@@ -91,22 +125,26 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	if err != nil {
 		return nil, err
 	}
-	c := &Creator{cfg: cfg, store: d.Store, optimo: optimo, log: d.Log,
+	c := &Creator{cfg: cfg, store: d.Store, nc: d.NC, optimo: optimo, log: d.Log, now: time.Now,
 		mapping: mapping{zone: zone, duration: cfg.OrderDuration, assignDrivers: cfg.AssignDrivers}, metrics: m}
+	for _, opt := range opts {
+		opt(c)
+	}
 	c.runs, err = optimorun.New(ctx, optimorun.Spec{
-		Name:    "optimo-create",
-		Durable: Durable,
-		Subject: events.SubjectOptimoCreate,
-		LockKey: lock.KeyOptimoCreate,
-		Lock:    cfg.Lock,
-		Busy:    "order run gave up waiting for the lock; the queues keep their rows for the next run",
-		Every:   cfg.Every,
-		OnStart: cfg.OnStart,
-		Metrics: m.run,
+		Name:     "optimo-create",
+		Durable:  Durable,
+		Subject:  events.SubjectOptimoCreate,
+		LockKey:  lock.KeyOptimoCreate,
+		Lock:     cfg.Lock,
+		Busy:     "order run gave up waiting for the lock; the queues keep their rows for the next run",
+		Schedule: cfg.Every.next(zone),
+		OnStart:  cfg.OnStart,
+		Metrics:  m.run,
 	}, d, c.scheduled)
 	if err != nil {
 		return nil, err
 	}
+	c.log.Info("optimo-create schedule", "every", cfg.Every, "zone", zone.String(), "sweepDays", cfg.SweepDays)
 	return c, nil
 }
 
@@ -118,7 +156,7 @@ func (c *Creator) scheduled(ctx context.Context) {
 	res, err := c.Create(ctx)
 	switch {
 	case err == nil:
-		c.log.Info("order run finished", "written", res.Written, "deleted", res.Deleted, "refused", res.Refused, "dates", res.Dates)
+		c.log.Info("order run finished", "written", res.Written, "deleted", res.Deleted, "refused", res.Refused, "dates", res.Dates, "swept", res.Swept)
 	case ctx.Err() != nil:
 		c.log.Info("order run interrupted by shutdown", "err", err)
 	default:

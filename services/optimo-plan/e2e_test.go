@@ -52,8 +52,17 @@ func startPipeline(tb testing.TB) *pipeline {
 	}
 	ctx := context.Background()
 	locks := lock.Config{TTL: 12 * time.Minute, Wait: 6 * time.Minute}
-	create, err := optimocreate.New(ctx, optimocreate.Config{Lock: locks, Batch: 500, OrderDuration: time.Hour,
-		AssignDrivers: true, TimeZone: "Australia/Melbourne"}, d, oc)
+	// Runs on request only, and on a clock outside the M–F 15:00–16:59
+	// sweep band (§8.1), so the figures do not depend on the time of day.
+	create, err := optimocreate.New(ctx, optimocreate.Config{Lock: locks, Every: optimocreate.OnRequest, Batch: 500,
+		OrderDuration: time.Hour, AssignDrivers: true, TimeZone: "Australia/Melbourne"}, d, oc,
+		optimocreate.WithClock(func() time.Time {
+			now := time.Now()
+			if optimocreate.InSweepBand(now, melbourne(tb)) {
+				return now.Add(-3 * time.Hour) // the same day, before the band
+			}
+			return now
+		}))
 	if err != nil {
 		tb.Fatal(err)
 	}
