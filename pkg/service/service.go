@@ -24,6 +24,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 )
@@ -213,4 +214,23 @@ func Run(ctx context.Context, srv *http.Server, ln net.Listener, runners ...Runn
 		})
 	}
 	return g.Wait()
+}
+
+// WhileServing runs run while the NATS micro service that serve adds
+// answers requests, and stops the service when run returns: a service's
+// request/reply endpoint lives as long as its consumers. Both get a context
+// that ends when ctx does or run returns.
+func WhileServing(ctx context.Context, log *slog.Logger, serve func(context.Context) (micro.Service, error), run func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	svc, err := serve(ctx)
+	if err != nil {
+		return err
+	}
+	err = run(ctx)
+	cancel()
+	if serr := svc.Stop(); serr != nil {
+		log.Warn("stopping the micro service", "service", svc.Info().Name, "err", serr)
+	}
+	return err
 }

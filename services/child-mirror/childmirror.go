@@ -146,34 +146,20 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 // Run consumes the resolved child events and serves sweep requests until
 // ctx ends.
 func (c *ChildMirror) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	svc, err := c.serveSweep(ctx)
-	if err != nil {
-		return err
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		<-ctx.Done()
-		if err := svc.Stop(); err != nil {
-			c.log.Warn("stopping the sweep service", "err", err)
-		}
-	})
 	actions := Actions()
 	subjects := make([]string, len(actions))
 	for i, a := range actions {
 		subjects[i] = events.ResolvedSubject(a)
 	}
-	err = consume.Run(ctx, c.js, consume.Spec{
-		Stream:   events.StreamResolved,
-		Durable:  Durable,
-		Subjects: subjects,
-		Workers:  c.cfg.Workers,
-		AckWait:  time.Minute,
-	}, c.log, c.reg, c.stage.Handler(c.work))
-	cancel()
-	wg.Wait()
-	return err
+	return service.WhileServing(ctx, c.log, c.serveSweep, func(ctx context.Context) error {
+		return consume.Run(ctx, c.js, consume.Spec{
+			Stream:   events.StreamResolved,
+			Durable:  Durable,
+			Subjects: subjects,
+			Workers:  c.cfg.Workers,
+			AckWait:  time.Minute,
+		}, c.log, c.reg, c.stage.Handler(c.work))
+	})
 }
 
 // work handles one resolved event.

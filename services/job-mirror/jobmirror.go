@@ -11,7 +11,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -94,28 +93,14 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
 // Run consumes change-job-status events and serves ensure-job requests
 // until ctx ends.
 func (m *Mirror) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	svc, err := m.serveEnsure(ctx)
-	if err != nil {
-		return err
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		<-ctx.Done()
-		if err := svc.Stop(); err != nil {
-			m.log.Warn("stopping the ensure-job service", "err", err)
-		}
+	return service.WhileServing(ctx, m.log, m.serveEnsure, func(ctx context.Context) error {
+		return consume.Run(ctx, m.js, consume.Spec{
+			Stream:   events.StreamResolved,
+			Durable:  Durable,
+			Subjects: []string{events.ResolvedSubject(ActionChangeJobStatus)},
+			Workers:  m.cfg.Workers,
+		}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
 	})
-	err = consume.Run(ctx, m.js, consume.Spec{
-		Stream:   events.StreamResolved,
-		Durable:  Durable,
-		Subjects: []string{events.ResolvedSubject(ActionChangeJobStatus)},
-		Workers:  m.cfg.Workers,
-	}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
-	cancel()
-	wg.Wait()
-	return err
 }
 
 // Main runs job-mirror as a process of its own.
