@@ -56,16 +56,26 @@ type Config struct {
 	Wait time.Duration `env:"LOCK_WAIT" envDefault:"6m"`
 	// Renew is how often a held lock is renewed; zero means TTL/3.
 	Renew time.Duration `env:"LOCK_RENEW"`
+	// prefix is the one the service reads these settings with
+	// (OPTIMO_PLAN_), so that an error names the variable to fix (Named).
+	prefix string
+}
+
+// Named is c read with the environment prefix prefix (the service's
+// `envPrefix` tag), for its errors.
+func (c Config) Named(prefix string) Config {
+	c.prefix = prefix
+	return c
 }
 
 func (c Config) validate() error {
 	switch {
 	case c.TTL < time.Second || c.TTL%time.Second != 0:
-		return fmt.Errorf("lock config: LOCK_TTL %s must be a whole number of seconds, at least 1s", c.TTL)
+		return fmt.Errorf("lock config: %sLOCK_TTL %s must be a whole number of seconds, at least 1s", c.prefix, c.TTL)
 	case c.Wait <= 0:
-		return fmt.Errorf("lock config: LOCK_WAIT %s must be positive", c.Wait)
+		return fmt.Errorf("lock config: %sLOCK_WAIT %s must be positive", c.prefix, c.Wait)
 	case c.Renew < 0 || c.Renew >= c.TTL:
-		return fmt.Errorf("lock config: LOCK_RENEW %s must be shorter than LOCK_TTL %s", c.Renew, c.TTL)
+		return fmt.Errorf("lock config: %sLOCK_RENEW %s must be shorter than %sLOCK_TTL %s", c.prefix, c.Renew, c.prefix, c.TTL)
 	}
 	return nil
 }

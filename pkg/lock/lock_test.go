@@ -432,6 +432,13 @@ func TestConfig(t *testing.T) {
 			is.Equal(err == nil, tc.ok) // New accepts only valid settings
 		})
 	}
+	t.Run("the error names the service's variable", func(t *testing.T) {
+		is := is.New(t)
+		cfg := lock.Config{TTL: 1500 * time.Millisecond, Wait: time.Minute}.Named("OPTIMO_PLAN_")
+		_, err := lock.New(testContext(t), jsOf(t, srv), cfg, discard())
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "OPTIMO_PLAN_LOCK_TTL 1.5s")) // what to fix, as the operator set it
+	})
 }
 
 // New refuses a locks bucket on which lock expiry would go unseen or be

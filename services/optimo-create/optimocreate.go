@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 		Durable:  Durable,
 		Subject:  events.SubjectOptimoCreate,
 		LockKey:  lock.KeyOptimoCreate,
-		Lock:     cfg.Lock,
+		Lock:     cfg.Lock.Named("OPTIMO_CREATE_"),
 		Busy:     "order run gave up waiting for the lock; the queues keep their rows for the next run",
 		Schedule: cfg.Every.next(zone),
 		OnStart:  cfg.OnStart,

@@ -91,7 +91,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 		Durable: Durable,
 		Subject: events.SubjectOptimoPlan,
 		LockKey: lock.KeyOptimoPlan,
-		Lock:    cfg.Lock,
+		Lock:    cfg.Lock.Named("OPTIMO_PLAN_"),
 		Busy:    "plan run gave up waiting for the lock; the dates stay NotPlanned for the next run",
 		Every:   cfg.Every,
 		OnStart: cfg.OnStart,
