@@ -30,7 +30,7 @@ func (c *ChildMirror) appointment(ctx context.Context, ev events.Resolved) (pipe
 	if err != nil {
 		return pipeline.Finish{}, err
 	}
-	m, err := c.mirrorAppointment(ctx, c.log.With("logId", ev.LogID, "action", ev.Action), ev, a, true)
+	m, err := c.mirrorAppointment(ctx, c.log.With("logId", ev.LogID, "action", ev.Action), ev, a)
 	if err != nil {
 		return pipeline.Finish{}, err
 	}
@@ -55,6 +55,11 @@ func (c *ChildMirror) appointment(ctx context.Context, ev events.Resolved) (pipe
 			return saveReference(ctx, tx, ev.NumericRef, m.jobID)
 		},
 		Outbox: []store.OutboxMessage{msg},
+		// Step 4, SyncAppointmentContactsAsync, once the appointment and
+		// the mapping are committed: logged and swallowed (§9), so it can
+		// neither hold them back nor fail the event. It runs after the
+		// hand-off of step 5 is published, which reads no contacts.
+		After: func(ctx context.Context) { c.syncContacts(ctx, m.log, m.jobID) },
 	}, nil
 }
 
@@ -64,19 +69,14 @@ type mirroredAppointment struct {
 	row   store.Appointment
 	jobID string
 	log   *slog.Logger
-	// contactErr is the contact sync's failure, already logged and
-	// swallowed (nil when it synced, or was not asked for).
-	contactErr error
 }
 
 // mirrorAppointment is what the appointment handler and the sweep (§8.1)
-// share of MirrorAppointmentAsync and SyncAppointmentContactsAsync (§5.2
-// steps 2 and 4): the appointment's job made sure of in the mirror first
-// (§4.3), then, when syncContacts, the job's contacts, before the
-// appointment is saved (so that optimo-create, asked after the save, finds
-// them). A record without a job falls back to the event's numeric
-// reference, as childJob does.
-func (c *ChildMirror) mirrorAppointment(ctx context.Context, log *slog.Logger, ev events.Resolved, a prime.Appointment, syncContacts bool) (mirroredAppointment, error) {
+// share of MirrorAppointmentAsync (§5.2 step 2): the appointment's job made
+// sure of in the mirror first (§4.3), for the caller to save the appointment
+// under it, then to sync the job's contacts (step 4). A record without a job
+// falls back to the event's numeric reference, as childJob does.
+func (c *ChildMirror) mirrorAppointment(ctx context.Context, log *slog.Logger, ev events.Resolved, a prime.Appointment) (mirroredAppointment, error) {
 	row := appointmentRow(a)
 	jobID, err := c.childJob(ctx, ev, row.JobID)
 	if err != nil {
@@ -86,10 +86,6 @@ func (c *ChildMirror) mirrorAppointment(ctx context.Context, log *slog.Logger, e
 	if row.JobID == "" {
 		m.log.Warn("Prime reported no job on the appointment: mirrored under the job of the numeric reference")
 		m.row.JobID = jobID
-	}
-	if syncContacts {
-		// Step 4: logged and swallowed (§9).
-		m.contactErr = c.syncContacts(ctx, m.log, jobID)
 	}
 	return m, nil
 }

@@ -139,9 +139,14 @@ func TestAppointment(t *testing.T) {
 	is.Equal(got.Status, "Scheduled")                 // as Prime has it
 	is.Equal(got.Version, int64(1))                   // with Prime's version
 	is.True(got.StartDate.Equal(appt.StartDate.Time)) // and its times
-	c, found, err := e.Env.Store.GetContact(context.Background(), contact.ID)
+	// Step 4 follows the commit of steps 2 and 3.
+	flowtest.Eventually(t, "the job's contact synced", func() bool {
+		_, found, err := e.Env.Store.GetContact(context.Background(), contact.ID)
+		return err == nil && found
+	})
+	is.True(before(e.store.writes(), "appointment:"+appt.ID, "contact:"+contact.ID)) // after the appointment
+	c, _, err := e.Env.Store.GetContact(context.Background(), contact.ID)
 	is.NoErr(err)
-	is.True(found)                     // the job's contact synced
 	is.Equal(c.Mobile, contact.Mobile) // with its details
 	rels, err := e.Env.Store.ListJobContactRelationships(context.Background(), job.ID)
 	is.NoErr(err)
@@ -164,9 +169,10 @@ func TestAppointment(t *testing.T) {
 	is.Equal(got.Status, "Completed")                                            // refreshed from Prime
 	is.Equal(got.Version, int64(2))                                              // to its new version
 	is.Equal(e.Sim.Stats().ByEndpoint["GET /appointments/{id}"]-calls, int64(1)) // fetched again, once
-	_, found, err = e.Env.Store.GetContact(context.Background(), owner.ID)
-	is.NoErr(err)
-	is.True(found) // the new primary contact, read off the fresh job
+	flowtest.Eventually(t, "the new primary contact, read off the fresh job", func() bool {
+		_, found, err := e.Env.Store.GetContact(context.Background(), owner.ID)
+		return err == nil && found
+	})
 	j, _, err := e.Env.Store.GetJob(context.Background(), job.ID)
 	is.NoErr(err)
 	is.Equal(j.PrimaryContactID, owner.ID) // and the fresh job saved
@@ -203,9 +209,11 @@ func TestContactSyncFailureIsSwallowed(t *testing.T) {
 	is.Equal(e.appointment(appt.ID).JobID, job.ID) // the appointment is mirrored
 	rels, err := e.Env.Store.ListJobContactRelationships(context.Background(), job.ID)
 	is.NoErr(err)
-	is.Equal(len(rels), 0)                                                                                                                          // no contacts this time
-	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "contact_sync"}), 1.0) // counted
-	is.True(strings.Contains(e.Logs.String(), "contact sync failed"))                                                                               // and logged
+	is.Equal(len(rels), 0) // no contacts this time
+	flowtest.Eventually(t, "the contact sync's failure counted", func() bool {
+		return flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "contact_sync"}) == 1
+	})
+	is.True(strings.Contains(e.Logs.String(), "contact sync failed")) // and logged
 	flowtest.Eventually(t, "optimo.create.requested", func() bool { return e.createRequests() == 1 })
 }
 

@@ -133,6 +133,14 @@ func (s *recordingStore) SaveAppointment(ctx context.Context, a store.Appointmen
 	return saved, err
 }
 
+func (s *recordingStore) SaveContact(ctx context.Context, c store.Contact) error {
+	err := s.Store.SaveContact(ctx, c)
+	if err == nil {
+		s.record("contact:" + c.ContactID)
+	}
+	return err
+}
+
 func (s *recordingStore) SaveAllocation(ctx context.Context, a store.Allocation) (bool, error) {
 	saved, err := s.Store.SaveAllocation(ctx, a)
 	if err == nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
@@ -90,7 +89,7 @@ func (c *ChildMirror) handleSweep(ctx context.Context, req micro.Request) {
 // appointment Prime lists as starting in the range is mirrored unless the
 // mirror holds it at that version or a newer one, which costs no Prime call
 // beyond the list. The rest go the handler's way (mirrorAppointment): job
-// first (§4.3), then the job's contacts, once a job, then the appointment.
+// first (§4.3), then the appointment, then the job's contacts, once a job.
 // A failed appointment is counted and the sweep goes on; Prime's rate limit
 // or the deadline stops it, so that it never hammers Prime. result labels
 // the outcome: ok, rate_limited or stopped.
@@ -153,22 +152,14 @@ func (c *ChildMirror) sweepOne(ctx context.Context, log *slog.Logger, a prime.Ap
 		return nil
 	}
 	ev := events.Resolved{Action: sweepAction, Entity: store.TableAppointments, EntityID: row.AppointmentID}
-	job := strings.ToLower(row.JobID)
-	syncContacts := !contacts[job]
-	m, err := c.mirrorAppointment(ctx, log, ev, a, syncContacts)
+	m, err := c.mirrorAppointment(ctx, log, ev, a)
 	if err != nil {
-		log.Warn("sweep: appointment not mirrored", "appointmentId", row.AppointmentID, "jobId", job, "err", err)
+		log.Warn("sweep: appointment not mirrored", "appointmentId", row.AppointmentID, "jobId", row.JobID, "err", err)
 		return fail(err)
 	}
 	if !ensured[m.jobID] {
 		ensured[m.jobID] = true
 		reply.JobsEnsured++
-	}
-	if syncContacts {
-		contacts[job] = true
-		if m.contactErr == nil {
-			reply.ContactJobs++
-		}
 	}
 	saved, err := m.save(ctx, c.store)
 	switch {
@@ -181,8 +172,17 @@ func (c *ChildMirror) sweepOne(ctx context.Context, log *slog.Logger, a prime.Ap
 	default:
 		count("unchanged", &reply.Unchanged)
 	}
-	if errors.Is(m.contactErr, prime.ErrRateLimited) {
-		return m.contactErr
+	if contacts[m.jobID] {
+		return nil
+	}
+	// §5.2 step 4 after the appointment, once a job.
+	contacts[m.jobID] = true
+	err = c.syncContacts(ctx, m.log, m.jobID)
+	if err == nil {
+		reply.ContactJobs++
+	}
+	if errors.Is(err, prime.ErrRateLimited) {
+		return err
 	}
 	return nil
 }

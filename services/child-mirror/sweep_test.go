@@ -65,9 +65,13 @@ func TestSweepMirrorsWhatTheMirrorLacks(t *testing.T) {
 	missed := e.Sim.NewAppointment(unseen.ID) // tomorrow
 
 	known := e.Sim.NewJob() // mirrored through its webhook
-	e.Sim.NewContact(known.ID)
+	knownContact, _ := e.Sim.NewContact(known.ID)
 	held := e.Sim.NewAppointment(known.ID)
 	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, held.ID))
+	flowtest.Eventually(t, "the held appointment's contact synced", func() bool { // after the commit (§5.2 step 4)
+		_, found, err := e.Env.Store.GetContact(context.Background(), knownContact.ID)
+		return err == nil && found
+	})
 
 	later := e.Sim.NewAppointment(unseen.ID, func(a *prime.Appointment) {
 		a.StartDate = prime.Time{Time: now.Add(10 * 24 * time.Hour).Truncate(time.Second)}
