@@ -444,6 +444,11 @@ func TestRateLimitedCallHoldsFurtherCalls(t *testing.T) {
 	is.True(errors.Is(err, prime.ErrRateLimited)) // fails fast with the same error
 	is.Equal(calls(), int64(2))                   // and sent nothing
 
+	// A call marked FailOnHold does not wait, whatever its deadline.
+	_, err = c.GetJob(prime.FailOnHold(ctx), fixtureJob)
+	is.True(errors.Is(err, prime.ErrRateLimited)) // fails at once
+	is.Equal(calls(), int64(2))                   // and sent nothing
+
 	// A call that can wait waits for the hold, then goes out.
 	done := make(chan error, 1)
 	go func() {

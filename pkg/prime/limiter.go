@@ -130,11 +130,26 @@ func (l *limiter) waitRate(ctx context.Context, endpoint string) error {
 	return l.sleep(ctx, waitRate, d)
 }
 
+// failOnHold is the context key of FailOnHold.
+type failOnHold struct{}
+
+// FailOnHold marks ctx's calls as ones that fail at once with a
+// *RateLimitedError while a hold runs (a 429's Retry-After, or the minute's
+// budget spent), instead of waiting for it: for background work that must
+// not queue up behind the webhooks for the budget they share. The
+// per-minute pace still applies to them like any call.
+func FailOnHold(ctx context.Context) context.Context {
+	return context.WithValue(ctx, failOnHold{}, true)
+}
+
 func (l *limiter) waitHold(ctx context.Context, endpoint string) error {
 	for {
 		d := l.held()
 		if d <= 0 {
 			return nil
+		}
+		if ctx.Value(failOnHold{}) != nil {
+			return &RateLimitedError{RetryAfter: d, Endpoint: endpoint}
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 			return &RateLimitedError{RetryAfter: d, Endpoint: endpoint}

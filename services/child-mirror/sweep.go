@@ -105,6 +105,9 @@ func (c *ChildMirror) sweep(ctx context.Context, r events.SweepRequest) (reply e
 		log.Error("sweep stopped before the end of the list", "err", err, "reply", reply)
 		return reply, "stopped"
 	}
+	// A hold on Prime's budget stops the sweep rather than queue it up
+	// behind the webhooks; the pace it shares with them like any caller.
+	ctx = prime.FailOnHold(ctx)
 	list, err := c.prime.ListAppointmentsByStartDate(ctx, r.FromUTC, r.ToUTC)
 	if err != nil {
 		return stop(fmt.Errorf("list appointments: %w", err))

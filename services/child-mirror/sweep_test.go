@@ -3,6 +3,7 @@ package childmirror_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -154,6 +155,27 @@ func TestSweepStopsAtTheRateLimit(t *testing.T) {
 		is.NoErr(err)
 		is.True(!found) // neither mirrored
 	}
+	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_sweeps_total", map[string]string{"result": "rate_limited"}), 1.0)
+}
+
+// A hold on Prime's budget that a webhook's call met (a 429's Retry-After)
+// stops the sweep at once, without a call: it does not queue up behind the
+// webhooks for the budget they share.
+func TestSweepDoesNotWaitOutAHold(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	now := time.Now().UTC()
+	job := e.Sim.NewJob()
+	e.Sim.NewAppointment(job.ID)
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", RateLimitNext: 1, RetryAfter: 10 * time.Second}) // shorter than the sweep's deadline
+	_, err := e.Prime.GetJob(context.Background(), job.ID)                                          // as a webhook's handler would
+	is.True(errors.Is(err, prime.ErrRateLimited))                                                   // Prime holds the client for a minute
+	stats := e.Sim.Stats()
+
+	reply := e.sweep(now, now.Add(48*time.Hour))
+	is.True(reply.RetryAfterMS > 0)  // stopped by the hold
+	is.Equal(reply.Listed, 0)        // before the list
+	is.Equal(len(e.calls(stats)), 0) // with no call to Prime
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_sweeps_total", map[string]string{"result": "rate_limited"}), 1.0)
 }
 
