@@ -33,7 +33,8 @@ type Finish struct {
 	// Outbox are the messages handed on, published after the commit.
 	Outbox []store.OutboxMessage
 	// After runs after the commit, for best-effort steps whose failure is
-	// logged and swallowed (the spec's "logged only" steps).
+	// logged and swallowed (the spec's "logged only" steps). Its context is
+	// not cancelled by a shutdown: it must bound its own wait.
 	After func(ctx context.Context)
 }
 
@@ -67,7 +68,10 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			err = s.commit(ctx, ev, fin)
 			if err == nil {
 				if fin.After != nil {
-					fin.After(ctx)
+					// Committed: a shutdown now must not cut the
+					// best-effort steps short, which nothing would run
+					// again (each bounds its own wait).
+					fin.After(context.WithoutCancel(ctx))
 				}
 				s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeProcessed})
 				return nil

@@ -218,17 +218,19 @@ func Run(ctx context.Context, srv *http.Server, ln net.Listener, runners ...Runn
 
 // WhileServing runs run while the NATS micro service that serve adds
 // answers requests, and stops the service when run returns: a service's
-// request/reply endpoint lives as long as its consumers. Both get a context
-// that ends when ctx does or run returns.
+// request/reply endpoint lives as long as its consumers. run gets ctx; the
+// service's handlers get a context that ends only when run has returned, so
+// that while the consumers drain after ctx ends, a request (another stage's
+// handler, draining too) is still answered, not failed with ctx's error.
 func WhileServing(ctx context.Context, log *slog.Logger, serve func(context.Context) (micro.Service, error), run func(context.Context) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	svc, err := serve(ctx)
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	svc, err := serve(serveCtx)
 	if err != nil {
 		return err
 	}
 	err = run(ctx)
-	cancel()
+	stopServing()
 	if serr := svc.Stop(); serr != nil {
 		log.Warn("stopping the micro service", "service", svc.Info().Name, "err", serr)
 	}
