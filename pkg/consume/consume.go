@@ -1,8 +1,9 @@
 // Package consume runs a durable JetStream pull consumer with a pool of
 // handlers: ack after the handler's effect is committed, redelivery with
-// backoff on failure, heartbeats for long handlers, and optional per-key
-// order (messages with the same key are handled one at a time, in stream
-// order). Every primeflow service consumes through it.
+// backoff on failure, heartbeats for every message it holds (in hand or
+// waiting for a worker), and optional per-key order (messages with the same
+// key are handled one at a time, in stream order). Every primeflow service
+// consumes through it.
 package consume
 
 import (
@@ -34,7 +35,8 @@ type Spec struct {
 	// MaxAckPending bounds the messages handed out and not yet acked (default 1024).
 	MaxAckPending int
 	// AckWait is how long the server waits for an ack before redelivering
-	// (default 30s); a handler that runs longer sends heartbeats.
+	// (default 30s); every message the consumer holds, waiting or in hand,
+	// is kept alive with a heartbeat every third of it.
 	AckWait time.Duration
 	// Key, when set, orders messages: those with the same key are handled
 	// one at a time in the order the stream holds them.
@@ -109,35 +111,42 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 		msgs.Drain()
 	}()
 
-	lanes := make([]chan jetstream.Msg, spec.Workers)
+	// Every message the consumer holds is kept alive until it is settled:
+	// the one in hand, and those waiting for a worker. A message is taken
+	// off the iterator at once (the server's MaxAckPending bounds how many
+	// wait), so none sits unseen in its buffer while AckWait runs out.
+	held := newHolder()
+	stopBeats := held.heartbeat(spec.AckWait / 3)
+	queues := make([]*queue, spec.Workers)
 	var wg sync.WaitGroup
-	shared := make(chan jetstream.Msg)
-	for i := range lanes {
-		lane := shared
+	shared := newQueue()
+	for i := range queues {
+		q := shared
 		if spec.Key != nil {
-			lane = make(chan jetstream.Msg, spec.MaxAckPending/spec.Workers+1)
+			q = newQueue()
 		}
-		lanes[i] = lane
+		queues[i] = q
 		wg.Go(func() {
-			for msg := range lane {
+			for {
+				msg, ok := q.pop()
+				if !ok {
+					return
+				}
 				if ctx.Err() != nil {
 					m.result("interrupted")
-					msg.Nak()
+					held.settle(msg, msg.Nak)
 					continue
 				}
-				handle(ctx, spec, log, m, h, msg)
+				handle(ctx, spec, log, m, held, h, msg)
 			}
 		})
 	}
 	defer func() {
-		if spec.Key != nil {
-			for _, lane := range lanes {
-				close(lane)
-			}
-		} else {
-			close(shared)
+		for _, q := range queues {
+			q.close() // the shared queue once a worker, which is harmless
 		}
 		wg.Wait()
+		stopBeats()
 	}()
 	for {
 		msg, err := msgs.Next()
@@ -148,21 +157,23 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 			log.Warn("fetching messages", "err", err)
 			continue
 		}
-		if ctx.Err() != nil {
-			m.result("interrupted")
-			msg.Nak()
+		if !held.hold(msg) {
+			// A copy the server sent again while the original is queued or
+			// in hand: the original is kept alive and settled, the copy
+			// is not handled a second time.
+			m.result("duplicate")
 			continue
 		}
-		lane := shared
-		if spec.Key != nil {
-			lane = lanes[laneOf(spec.Key(msg), len(lanes))]
-		}
-		select {
-		case lane <- msg:
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			m.result("interrupted")
-			msg.Nak()
+			held.settle(msg, msg.Nak)
+			continue
 		}
+		q := shared
+		if spec.Key != nil {
+			q = queues[laneOf(spec.Key(msg), len(queues))]
+		}
+		q.push(msg)
 	}
 }
 
@@ -188,31 +199,33 @@ func laneOf(key string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// handle runs the handler with heartbeats and settles the message.
-func handle(ctx context.Context, spec Spec, log *slog.Logger, m *metrics, h Handler, msg jetstream.Msg) {
+// handle runs the handler and settles the message; the holder keeps it
+// alive meanwhile.
+func handle(ctx context.Context, spec Spec, log *slog.Logger, m *metrics, held *holder, h Handler, msg jetstream.Msg) {
 	start := time.Now()
-	stop := heartbeat(msg, spec.AckWait/3)
 	err := h(ctx, msg)
-	stop()
 	m.seconds.Observe(time.Since(start).Seconds())
 	var retry *retryError
 	var drop *dropError
 	switch {
 	case err == nil:
 		m.result("ack")
-		if aerr := msg.Ack(); aerr != nil {
-			log.Warn("ack failed; the message will be redelivered", "subject", msg.Subject(), "err", aerr)
-		}
+		held.settle(msg, func() error {
+			if aerr := msg.Ack(); aerr != nil {
+				log.Warn("ack failed; the message will be redelivered", "subject", msg.Subject(), "err", aerr)
+			}
+			return nil
+		})
 	case ctx.Err() != nil:
 		m.result("interrupted")
-		msg.Nak() // shutting down: hand it back now
+		held.settle(msg, msg.Nak) // shutting down: hand it back now
 	case errors.As(err, &drop):
 		m.result("drop")
 		log.Error("message dropped", "subject", msg.Subject(), "err", err)
-		msg.Term()
+		held.settle(msg, msg.Term)
 	case errors.As(err, &retry):
 		m.result("retry")
-		msg.NakWithDelay(retry.after)
+		held.settle(msg, func() error { return msg.NakWithDelay(retry.after) })
 	default:
 		m.result("error")
 		delivered := uint64(1)
@@ -221,12 +234,53 @@ func handle(ctx context.Context, spec Spec, log *slog.Logger, m *metrics, h Hand
 		}
 		delay := spec.Backoff(delivered)
 		log.Warn("handler failed; redelivering", "subject", msg.Subject(), "delivered", delivered, "in", delay, "err", err)
-		msg.NakWithDelay(delay)
+		held.settle(msg, func() error { return msg.NakWithDelay(delay) })
 	}
 }
 
-// heartbeat tells the server the message is still being worked on.
-func heartbeat(msg jetstream.Msg, every time.Duration) (stop func()) {
+// holder is the set of messages a consumer holds — waiting for a worker or
+// in hand — by stream sequence. It keeps them alive with heartbeats and
+// tells a redelivered copy of one from a new message.
+type holder struct {
+	mu   sync.Mutex // held across a round of heartbeats, so none follows a settle
+	msgs map[uint64]jetstream.Msg
+}
+
+func newHolder() *holder { return &holder{msgs: map[uint64]jetstream.Msg{}} }
+
+// hold records msg and reports whether it is new; false means the consumer
+// already holds a delivery of the same stream message.
+func (h *holder) hold(msg jetstream.Msg) bool {
+	md, err := msg.Metadata()
+	if err != nil {
+		return true // not a JetStream delivery: nothing to keep alive
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.msgs[md.Sequence.Stream]; ok {
+		return false
+	}
+	h.msgs[md.Sequence.Stream] = msg
+	return true
+}
+
+// settle stops the heartbeats of msg, then settles it with fn. The order
+// matters: a heartbeat that reached the server after a NakWithDelay would
+// reset the delay to a whole AckWait.
+func (h *holder) settle(msg jetstream.Msg, fn func() error) {
+	if md, err := msg.Metadata(); err == nil {
+		h.mu.Lock()
+		if h.msgs[md.Sequence.Stream] == msg {
+			delete(h.msgs, md.Sequence.Stream)
+		}
+		h.mu.Unlock()
+	}
+	_ = fn() // a lost settle is redelivered after AckWait
+}
+
+// heartbeat tells the server every interval that the held messages are
+// still being worked on, until stop is called.
+func (h *holder) heartbeat(every time.Duration) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -237,11 +291,61 @@ func heartbeat(msg jetstream.Msg, every time.Duration) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				msg.InProgress()
+				h.mu.Lock()
+				for _, msg := range h.msgs {
+					msg.InProgress()
+				}
+				h.mu.Unlock()
 			}
 		}
 	})
 	return func() { close(done); wg.Wait() }
+}
+
+// queue is a FIFO of held messages for the workers that take from it. A
+// push never blocks: the server's MaxAckPending bounds what is held.
+type queue struct {
+	mu     sync.Mutex
+	ready  sync.Cond
+	msgs   []jetstream.Msg
+	closed bool
+}
+
+func newQueue() *queue {
+	q := &queue{}
+	q.ready.L = &q.mu
+	return q
+}
+
+func (q *queue) push(msg jetstream.Msg) {
+	q.mu.Lock()
+	q.msgs = append(q.msgs, msg)
+	q.mu.Unlock()
+	q.ready.Signal()
+}
+
+// pop waits for the next message; ok is false once the queue is closed and
+// empty.
+func (q *queue) pop() (msg jetstream.Msg, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.msgs) == 0 && !q.closed {
+		q.ready.Wait()
+	}
+	if len(q.msgs) == 0 {
+		return nil, false
+	}
+	msg = q.msgs[0]
+	q.msgs[0] = nil
+	q.msgs = q.msgs[1:]
+	return msg, true
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.ready.Broadcast()
 }
 
 type metrics struct {
@@ -258,7 +362,7 @@ func newMetrics(consumer string, reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_consumer_messages_total",
-			Help: "Messages handled by a consumer, by result: ack, retry, error (redelivered with backoff), drop, interrupted.",
+			Help: "Messages handled by a consumer, by result: ack, retry, error (redelivered with backoff), drop, interrupted, duplicate (a redelivered copy of a message already held, not handled).",
 		}, []string{"result"}),
 		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_consumer_handle_seconds",

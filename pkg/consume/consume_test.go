@@ -206,3 +206,92 @@ func TestStoppedConsumerHandsBackWhatItFetched(t *testing.T) {
 	})
 	wait(t, "every message taken by the next instance", func() bool { return handled.Load() == n }) // well before an hour's AckWait
 }
+
+// TestWaitingMessagesAreKeptAlive: messages fetched and waiting for a
+// worker — queued behind a slow one of their key, or prefetched while every
+// worker is busy — are kept alive as well as the one in hand: each is handled
+// once, in order, however long it waits.
+func TestWaitingMessagesAreKeptAlive(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  func(jetstream.Msg) string
+	}{
+		{"queued in a key's lane", func(m jetstream.Msg) string { return m.Subject() }},
+		{"prefetched for a busy worker", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			js := setup(t)
+			const ackWait = 500 * time.Millisecond // heartbeats every ackWait/3: room for a loaded machine
+			var mu sync.Mutex
+			var got []string // body#delivery, in the order handled
+			run(t, js, consume.Spec{Workers: 1, AckWait: ackWait, Key: tc.key}, func(_ context.Context, msg jetstream.Msg) error {
+				mu.Lock()
+				got = append(got, fmt.Sprintf("%s#%d", msg.Data(), delivered(msg)))
+				mu.Unlock()
+				time.Sleep(2 * ackWait) // each message waits on the one before it for longer than AckWait
+				return nil
+			})
+			publish(t, js, "t.lane", 3)
+			handled := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
+			wait(t, "three messages handled", func() bool { return handled() >= 3 })
+			time.Sleep(4 * ackWait) // the last one settles, and a wrong redelivery would arrive
+			mu.Lock()
+			defer mu.Unlock()
+			is.Equal(got, []string{"0#1", "1#1", "2#1"}) // each handled once, first delivery, in stream order
+		})
+	}
+}
+
+// TestRedeliveredCopyOfAHeldMessageIsNotHandled: when the server delivers a
+// message again while the consumer still holds it (queued or in hand), the
+// copy is not handled a second time.
+func TestRedeliveredCopyOfAHeldMessageIsNotHandled(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		workers int
+		key     func(jetstream.Msg) string
+	}{
+		{"keyed", 1, func(m jetstream.Msg) string { return m.Subject() }},
+		{"shared", 4, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			js := setup(t)
+			ctx := context.Background()
+			const ackWait = 500 * time.Millisecond // heartbeats every ackWait/3: room for a loaded machine
+			// The consumer as Run makes it: an earlier holder of the durable
+			// takes the message first and never acks it.
+			cons, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+				Durable: "dup", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+				MaxAckPending: 1024, MaxDeliver: -1, FilterSubject: "t.dup",
+			})
+			is.NoErr(err)
+			publish(t, js, "t.dup", 1)
+			batch, err := cons.FetchNoWait(1)
+			is.NoErr(err)
+			first := <-batch.Messages()
+			is.True(first != nil) // the earlier holder has it
+
+			var calls atomic.Int32
+			release := make(chan struct{})
+			run(t, js, consume.Spec{Durable: "dup", Subjects: []string{"t.dup"}, Workers: tc.workers, AckWait: ackWait, Key: tc.key},
+				func(context.Context, jetstream.Msg) error {
+					calls.Add(1)
+					<-release
+					return nil
+				})
+			wait(t, "the redelivery in hand", func() bool { return calls.Load() == 1 }) // after the first holder's AckWait
+			// The earlier holder hands its delivery back: the server delivers
+			// the message once more, to the consumer that holds it.
+			is.NoErr(first.Nak())
+			time.Sleep(3 * ackWait)
+			close(release)
+			time.Sleep(3 * ackWait)
+			is.Equal(calls.Load(), int32(1)) // the copy was not handled
+			info, err := cons.Info(ctx)
+			is.NoErr(err)
+			is.Equal(info.NumAckPending, 0) // and the message is settled
+		})
+	}
+}
