@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -16,9 +17,37 @@ import (
 // publish whose bookkeeping failed), and new for each replay of the row.
 func WebhookMsgID(logID int64, replayCount int) string {
 	if replayCount == 0 {
-		return "ethPrimeWebhookLog:" + strconv.FormatInt(logID, 10)
+		return webhookMsgIDPrefix + strconv.FormatInt(logID, 10)
 	}
-	return fmt.Sprintf("ethPrimeWebhookLog:%d:replay%d", logID, replayCount)
+	return fmt.Sprintf("%s%d%s%d", webhookMsgIDPrefix, logID, webhookMsgIDReplay, replayCount)
+}
+
+const (
+	webhookMsgIDPrefix = "ethPrimeWebhookLog:"
+	webhookMsgIDReplay = ":replay"
+)
+
+// WebhookMsgGeneration reads msgID as WebhookMsgID(logID, replayCount) made
+// it: the replay count the row was published under, and ok when msgID is
+// such an id for logID at all. A message published by hand (the nats CLI)
+// has no Nats-Msg-Id, or one of its own, and is not ok.
+func WebhookMsgGeneration(msgID string, logID int64) (replayCount int, ok bool) {
+	rest, found := strings.CutPrefix(msgID, webhookMsgIDPrefix+strconv.FormatInt(logID, 10))
+	if !found {
+		return 0, false
+	}
+	if rest == "" {
+		return 0, true
+	}
+	n, found := strings.CutPrefix(rest, webhookMsgIDReplay)
+	if !found {
+		return 0, false
+	}
+	replayCount, err := strconv.Atoi(n)
+	if err != nil || replayCount <= 0 || strconv.Itoa(replayCount) != n {
+		return 0, false
+	}
+	return replayCount, true
 }
 
 // NewWebhookMsg is the message for one stored webhook: the payload as

@@ -30,3 +30,29 @@ func TestPayloadGUID(t *testing.T) {
 		})
 	}
 }
+
+func TestWebhookMsgGeneration(t *testing.T) {
+	for _, tc := range []struct {
+		name, msgID string
+		wantGen     int
+		wantOK      bool
+	}{
+		{"ingest's first publish", events.WebhookMsgID(42, 0), 0, true},
+		{"ingest's publish of a replay", events.WebhookMsgID(42, 3), 3, true},
+		{"another row's id", events.WebhookMsgID(421, 0), 0, false},
+		{"another row's replay", events.WebhookMsgID(4, 2), 0, false},
+		{"no Nats-Msg-Id (the nats CLI)", "", 0, false},
+		{"an id of someone else's", "replay-42", 0, false},
+		{"a replay count that is no number", "ethPrimeWebhookLog:42:replayx", 0, false},
+		{"a replay count of zero", "ethPrimeWebhookLog:42:replay0", 0, false},
+		{"a replay count with a leading zero", "ethPrimeWebhookLog:42:replay07", 0, false},
+		{"something after the id", "ethPrimeWebhookLog:42:x", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			gen, ok := events.WebhookMsgGeneration(tc.msgID, 42)
+			is.Equal(ok, tc.wantOK)   // ingest's id for the row, or not
+			is.Equal(gen, tc.wantGen) // the generation it was published under
+		})
+	}
+}

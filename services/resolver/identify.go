@@ -43,6 +43,8 @@ type Store interface {
 	store.WebhookLog
 	store.JobReferences
 	store.Identify
+	// InTx commits a replay's reset and its publication stamp together.
+	InTx(ctx context.Context, fn func(store.Store) error) error
 }
 
 // outcome of identifying one event.

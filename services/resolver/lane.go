@@ -39,10 +39,45 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 		return err // the database: redelivered with backoff
 	}
 	action := actionLabel(row.EventAction)
+	if row.Processed() {
+		gen, fromIngest := events.WebhookMsgGeneration(msg.Headers().Get(nats.MsgIdHdr), logID)
+		switch {
+		case md.NumDelivered > 1:
+			// A redelivery of an event already finished (its ack was lost).
+			// An operator's replay queued the row again on its first
+			// delivery, so its redeliveries find the row processed only
+			// once the replay has run.
+			r.metrics.events.WithLabelValues(action, "skipped").Inc()
+			return nil
+		case fromIngest && gen <= row.ReplayCount:
+			// A second copy of ingest's own publication, stored as a new
+			// message: the relay republished the row after the stream's
+			// duplicate window. The event was acted on already; acting on
+			// it again is what §2 and §3 keep from happening.
+			r.log.Info("ingest's copy of a processed row: skipped as a duplicate", "logId", logID, "action", row.EventAction,
+				"msgId", msg.Headers().Get(nats.MsgIdHdr), "replayCount", row.ReplayCount)
+			r.metrics.events.WithLabelValues(action, "duplicate").Inc()
+			return nil
+		}
+		// An operator's replay (README: the nats CLI): the row is queued
+		// again first, so that a failed attempt is retried, counted
+		// against the cap and seen like any row's (§3, §9).
+		requeued, err := r.requeue(ctx, row.ID, md)
+		if err != nil {
+			return err
+		}
+		if row, err = r.store.GetWebhookLog(ctx, logID); err != nil {
+			return err
+		}
+		if requeued {
+			r.log.Info("operator replay: log row queued again", "logId", logID, "action", row.EventAction, "replayCount", row.ReplayCount)
+			r.metrics.events.WithLabelValues(action, "replayed").Inc()
+		}
+	}
 	switch {
-	case row.Processed() && md.NumDelivered > 1:
-		// A redelivery of an event already finished (its ack was lost).
-		// A first delivery of a processed row is a replay: handle it.
+	case row.Processed():
+		// Finished again while it was being queued again (a replay of it
+		// elsewhere): nothing is left to do.
 		r.metrics.events.WithLabelValues(action, "skipped").Inc()
 		return nil
 	case row.Capped():
@@ -76,6 +111,28 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 			}
 		}
 	}
+}
+
+// requeue queues a processed row again for an operator's replay, the way
+// primectl replay does (§9: not processed, no attempts, replayCount + 1);
+// it reports false when the row was no longer processed. The operator's
+// message is the row's publication, so the row is stamped published in
+// the same transaction: left unpublished, ingest's relay would publish a
+// second copy, which could run the row alongside this one (its payload
+// puts it in the job's lane, the operator's message in a lane of its own).
+func (r *Resolver) requeue(ctx context.Context, id int64, md *jetstream.MsgMetadata) (bool, error) {
+	var requeued bool
+	err := r.store.InTx(ctx, func(tx store.Store) error {
+		n, err := tx.ResetWebhookLog(ctx, store.LogFilter{IDs: []int64{id}, State: store.Processed})
+		if requeued = n > 0; err != nil || !requeued {
+			return err
+		}
+		return tx.SetWebhookLogPublished(ctx, []int64{id}, md.Timestamp)
+	})
+	if err != nil {
+		return false, fmt.Errorf("queue log row %d again for its replay: %w", id, err)
+	}
+	return requeued, nil
 }
 
 // attempt identifies the event and hands it to its stage, or settles it here.

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,12 +18,15 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/services/resolver"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go"
 	_ "modernc.org/sqlite"
 )
 
@@ -303,17 +309,188 @@ func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
 	is.Equal(order, []int64{first, first, first, first, second}) // the lane held the job's next event
 }
 
+// cliReplay publishes a row's id on its subject as the README's nats CLI
+// replay does (`nats pub prime.webhook.<action> --header
+// Primeflow-Log-Id:<id> ”`): no Nats-Msg-Id, an empty body. It returns the
+// message's stream sequence.
+func (e *env) cliReplay(id int64) uint64 {
+	e.T.Helper()
+	m := nats.NewMsg(events.WebhookSubject(e.Row(id).EventAction))
+	m.Header.Set(events.HeaderLogID, strconv.FormatInt(id, 10))
+	ack, err := e.JS.PublishMsg(context.Background(), m)
+	if err != nil {
+		e.T.Fatalf("replay row %d: %v", id, err)
+	}
+	return ack.Sequence
+}
+
+// settled waits until the resolver has settled (acked or terminated) the
+// PRIME_WEBHOOK message at seq and every one before it: it will not be
+// delivered again.
+func (e *env) settled(seq uint64) {
+	e.T.Helper()
+	flowtest.Eventually(e.T, fmt.Sprintf("message %d settled", seq), func() bool {
+		c, err := e.JS.Consumer(context.Background(), events.StreamWebhook, resolver.Durable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= seq
+	})
+}
+
+// outcomes counts the resolver's events by outcome.
+func (e *env) outcomes(outcome string) float64 {
+	return flowtest.Counter(e.T, e.Deps.Metrics, "primeflow_resolver_events_total", map[string]string{"outcome": outcome})
+}
+
 func TestReplayOfAProcessedRowIsHandledAgain(t *testing.T) {
 	is := is.New(t)
 	e := start(t)
 	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
-	e.WaitProcessed(id)
+	first := e.WaitProcessed(id)
+	e.settled(e.cliReplay(id))
 	row := e.Row(id)
-	// The nats CLI replay: the same message again, by hand.
-	_, err := e.JS.PublishMsg(context.Background(), events.NewWebhookMsg(id, 9, row.EventAction, row.Payload))
-	is.NoErr(err)
-	flowtest.Eventually(t, "the replay handled", func() bool { return len(e.resolved(id)) == 2 })
-	is.Equal(e.Row(id).ProcessAttempts, 0) // nothing failed
+	is.Equal(len(e.resolved(id)), 2)                    // the replay reached the stage
+	is.True(row.ProcessedUTC.After(first.ProcessedUTC)) // and the row was processed again
+	is.Equal(row.ProcessStatus, pipeline.StatusProcessed)
+	is.Equal(row.ProcessAttempts, 0)       // nothing failed
+	is.Equal(row.ReplayCount, 1)           // recorded as a replay, as primectl replay records one
+	is.True(!row.PublishedUTC.IsZero())    // the operator's message is its publication: the relay sends no second copy
+	is.Equal(e.outcomes("replayed"), 1.0)  // counted
+	is.Equal(e.outcomes("duplicate"), 0.0) // not taken for a copy of ingest's
+}
+
+// The README's command itself, through the nats CLI `make test` builds.
+func TestNatsCLIReplayAsTheREADMEShowsIt(t *testing.T) {
+	cli := natstest.CLI(t)
+	is := is.New(t)
+	e := start(t)
+	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+	first := e.WaitProcessed(id)
+	out, err := exec.Command(cli, "--server", e.NATS.ClientURL(), "pub", "prime.webhook.create-estimate",
+		"--header", fmt.Sprintf("%s:%d", events.HeaderLogID, id), "").CombinedOutput()
+	is.NoErr(err) // the CLI published
+	row := e.WaitRow(id, "replayed", func(r store.WebhookLogRow) bool {
+		return r.Processed() && r.ProcessedUTC.After(first.ProcessedUTC)
+	})
+	is.Equal(row.ReplayCount, 1)     // taken for an operator's replay
+	is.Equal(len(e.resolved(id)), 2) // and handed to the stage again
+	if t.Failed() {
+		t.Logf("nats pub: %s", out)
+	}
+}
+
+// §3, §9: an operator's replay of a processed row is a row like any other
+// once it fails: retried, counted against the cap, visible when capped.
+func TestNatsCLIReplayThatFailsIsRetriedLikeAnyRow(t *testing.T) {
+	e := start(t)
+	for _, tc := range []struct {
+		name          string
+		failures      int
+		wantProcessed bool
+		wantAttempts  int
+		wantStage     int
+	}{
+		{name: "Prime answers 503 once: retried, then processed",
+			failures: 1, wantProcessed: true, wantAttempts: 1, wantStage: 2},
+		{name: "Prime answers 503 every time: capped, for a person to look at",
+			failures: store.MaxAttempts, wantAttempts: store.MaxAttempts, wantStage: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+			first := e.WaitProcessed(id)
+			// The resolver looks the job's reference up in Prime (§4.1):
+			// those calls fail.
+			e.Sim.SetFaults(primesim.Faults{Path: "/jobs", FailNext: tc.failures, FailStatus: http.StatusServiceUnavailable})
+			e.settled(e.cliReplay(id))
+
+			row := e.Row(id)
+			capped, err := e.Store.ListWebhookLog(context.Background(), store.LogFilter{IDs: []int64{id}, State: store.Capped})
+			is.NoErr(err)
+			if tc.wantProcessed {
+				is.True(row.ProcessedUTC.After(first.ProcessedUTC))   // processed by the replay
+				is.Equal(row.ProcessStatus, pipeline.StatusProcessed) // with no error left on it
+				is.Equal(len(capped), 0)
+			} else {
+				is.True(!row.Processed())                                             // left unprocessed
+				is.True(strings.Contains(row.ProcessStatus, "503"))                   // with its last error
+				is.Equal(len(capped), 1)                                              // where primectl list --state capped shows it
+				is.True(strings.Contains(e.Logs.String(), "failed its last attempt")) // and said so
+			}
+			is.Equal(row.ProcessAttempts, tc.wantAttempts) // the replay's failed tries, counted from zero
+			is.Equal(len(e.resolved(id)), tc.wantStage)    // the stage saw the original, and the replay once it got through
+			is.Equal(e.Sim.Faults().FailNext, 0)           // every 503 was served
+			is.Equal(row.ReplayCount, 1)                   // recorded as a replay
+		})
+	}
+}
+
+// A copy of ingest's own message that the stream stores as a new one — the
+// relay republishing a row after the duplicate window — is not a replay:
+// the event is not acted on twice (§2, §3).
+func TestIngestCopyOfAProcessedRowIsSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		replays   int // primectl replays of the row before the copy
+		copyOfGen int // the replay count the copy was published under
+	}{
+		{name: "the first publication", replays: 0, copyOfGen: 0},
+		{name: "a replay's publication", replays: 1, copyOfGen: 1},
+		{name: "an earlier generation's publication", replays: 1, copyOfGen: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			e := start(t)
+			e.duplicateWindow(100 * time.Millisecond) // the stream's smallest, for 15 minutes
+			id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+			e.WaitProcessed(id)
+			for range tc.replays { // primectl replay, then ingest's relay
+				_, err := e.Store.ResetWebhookLog(ctx, store.LogFilter{IDs: []int64{id}})
+				is.NoErr(err)
+				reset := e.Row(id)
+				_, err = e.JS.PublishMsg(ctx, events.NewWebhookMsg(id, reset.ReplayCount, reset.EventAction, reset.Payload))
+				is.NoErr(err)
+				e.WaitProcessed(id)
+			}
+			before := e.Row(id)
+			is.Equal(before.ReplayCount, tc.replays)
+
+			var seq uint64
+			flowtest.Eventually(t, "a copy the stream keeps", func() bool {
+				ack, err := e.JS.PublishMsg(ctx, events.NewWebhookMsg(id, tc.copyOfGen, before.EventAction, before.Payload))
+				if err != nil {
+					t.Fatalf("publish the copy: %v", err)
+				}
+				seq = ack.Sequence
+				return !ack.Duplicate // past the window: stored as a new message
+			})
+			e.settled(seq)
+			is.Equal(len(e.resolved(id)), 1+tc.replays)                          // the stage was not called again
+			is.Equal(e.Row(id), before)                                          // nor was the row touched
+			is.Equal(e.outcomes("duplicate"), 1.0)                               // counted
+			is.Equal(e.outcomes("replayed"), 0.0)                                // not taken for a replay
+			is.True(strings.Contains(e.Logs.String(), "skipped as a duplicate")) // and logged
+		})
+	}
+}
+
+// duplicateWindow sets PRIME_WEBHOOK's duplicate window, so a test can
+// republish a message past it.
+func (e *env) duplicateWindow(d time.Duration) {
+	e.T.Helper()
+	ctx := context.Background()
+	s, err := e.JS.Stream(ctx, events.StreamWebhook)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.Duplicates = d
+	if _, err := e.JS.UpdateStream(ctx, cfg); err != nil {
+		e.T.Fatalf("duplicate window: %v", err)
+	}
 }
 
 func TestLaneTimeoutHandsTheEventBackWithoutAnAttempt(t *testing.T) {
