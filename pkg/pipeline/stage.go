@@ -51,11 +51,16 @@ type Stage struct {
 	Log    *slog.Logger
 }
 
+// errAlreadyProcessed rolls a stage's transaction back: the row was
+// processed by another run of the same event before this one committed.
+var errAlreadyProcessed = errors.New("log row already processed")
+
 // Handler turns work into a consume.Handler for prime.resolved messages.
 // Every outcome is settled on the row before the message is acked: processed
 // with the effects, or a failed attempt with its error; the resolver's lane
-// learns it on events.DoneSubject and retries the event from there. Only when
-// the row itself cannot be written is the message redelivered instead.
+// learns it on events.DoneSubject and retries the event from there. The
+// message is redelivered instead when the row itself cannot be written, and
+// handed back untouched when the consumer is shutting down.
 func (s *Stage) Handler(work Work) consume.Handler {
 	return func(ctx context.Context, msg jetstream.Msg) error {
 		var ev events.Resolved
@@ -66,6 +71,14 @@ func (s *Stage) Handler(work Work) consume.Handler {
 		fin, err := work(ctx, ev)
 		if err == nil {
 			err = s.commit(ctx, ev, fin)
+			if errors.Is(err, errAlreadyProcessed) {
+				// Another run of the event (a lane timeout's re-dispatch,
+				// a redelivery) committed first: this run's writes, hand-offs
+				// and After steps are dropped, and the event is done (§3).
+				log.Info("row already processed by another run of the event: nothing committed")
+				s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeProcessed})
+				return nil
+			}
 			if err == nil {
 				if fin.After != nil {
 					// Committed: a shutdown now must not cut the
@@ -76,6 +89,13 @@ func (s *Stage) Handler(work Work) consume.Handler {
 				s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeProcessed})
 				return nil
 			}
+		}
+		if ctx.Err() != nil {
+			// Shutting down: a run cut short is not one of the row's five
+			// attempts (§3; §9 counts the handler's own failures). Nothing
+			// is recorded: consume hands the message back, and the event
+			// runs again after the restart.
+			return fmt.Errorf("log row %d handed back on shutdown: %w", ev.LogID, err)
 		}
 		var limited *prime.RateLimitedError
 		if errors.As(err, &limited) {
@@ -95,6 +115,17 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 		status = StatusProcessed
 	}
 	err := s.Store.InTx(ctx, func(tx store.Store) error {
+		sent = nil // a group commit may run this again
+		// The row first, and only while it is unprocessed: the check and
+		// the stamp are one statement, and the row stays locked until the
+		// commit, so of two runs of one event only one commits its effects.
+		written, err := tx.SetWebhookLogProcessedIfUnprocessed(ctx, ev.LogID, fin.JobID, status)
+		if err != nil {
+			return err
+		}
+		if !written {
+			return errAlreadyProcessed
+		}
 		if fin.Write != nil {
 			if err := fin.Write(ctx, tx); err != nil {
 				return err
@@ -107,7 +138,7 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 			}
 			sent = msgs
 		}
-		return tx.SetWebhookLogProcessed(ctx, ev.LogID, fin.JobID, status)
+		return nil
 	})
 	if err != nil {
 		return err

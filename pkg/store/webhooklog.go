@@ -97,6 +97,13 @@ type WebhookLog interface {
 	// SetWebhookLogProcessed stamps the row processed with status, and writes
 	// jobID only when it is not empty (spPrimeSetWebhookLogProcessed).
 	SetWebhookLogProcessed(ctx context.Context, id int64, jobID, status string) error
+	// SetWebhookLogProcessedIfUnprocessed is SetWebhookLogProcessed on a row
+	// still queued only (spPrimeSetWebhookLogProcessed @OnlyIfUnprocessed = 1):
+	// written is false, and nothing changes, when the row is already
+	// processed. A stage commits through it, so a second run of one event
+	// rolls back instead of committing its effects twice; a row reset for
+	// replay is queued again and is written as usual.
+	SetWebhookLogProcessedIfUnprocessed(ctx context.Context, id int64, jobID, status string) (written bool, err error)
 	// IncrementWebhookLogAttempt records a failed attempt and its error and
 	// leaves the row queued; jobID is written only when not empty
 	// (spPrimeIncrementWebhookLogAttempt). It returns the attempts so far.

@@ -134,10 +134,15 @@ GO
 
 -- spPrimeSetWebhookLogProcessed (§3): stamps the row processed, and writes
 -- jobId only when one is given. Returns how many rows it updated (0 or 1).
+-- @OnlyIfUnprocessed, a primeflow addition after the spec's parameters, = 1
+-- writes only a row still queued (processedUTC IS NULL), checked by the
+-- UPDATE itself: a stage's commit does not land on a row another run of the
+-- same event has finished; 0 then means already processed (or no such row).
 CREATE OR ALTER PROCEDURE dbo.spPrimeSetWebhookLogProcessed
-    @ID            BIGINT,
-    @JobId         UNIQUEIDENTIFIER = NULL,
-    @ProcessStatus NVARCHAR(MAX)    = NULL
+    @ID                BIGINT,
+    @JobId             UNIQUEIDENTIFIER = NULL,
+    @ProcessStatus     NVARCHAR(MAX)    = NULL,
+    @OnlyIfUnprocessed BIT              = 0
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -146,7 +151,8 @@ BEGIN
     SET processedUTC  = SYSUTCDATETIME(),
         processStatus = LEFT(@ProcessStatus, 500),
         jobId         = COALESCE(@JobId, jobId)
-    WHERE id = @ID;
+    WHERE id = @ID
+      AND (@OnlyIfUnprocessed = 0 OR processedUTC IS NULL);
 
     SELECT @@ROWCOUNT AS rowsUpdated;
 END;

@@ -33,6 +33,8 @@ func TestCallsMatchTheProcedures(t *testing.T) {
 	_, err = s.GetWebhookLogUnprocessed(ctx, 0, 0)
 	try(err)
 	try(s.SetWebhookLogProcessed(ctx, 1, job, "Processed"))
+	_, err = s.SetWebhookLogProcessedIfUnprocessed(ctx, 1, job, "Processed")
+	try(err)
 	_, err = s.IncrementWebhookLogAttempt(ctx, 1, "", "boom")
 	try(err)
 	_, err = s.GetWebhookLogUnpublished(ctx, time.Now(), 10)

@@ -280,6 +280,30 @@ func (s *Store) SetWebhookLogProcessed(ctx context.Context, id int64, jobID, sta
 	return nil
 }
 
+// SetWebhookLogProcessedIfUnprocessed stamps a row processed only while it
+// is unprocessed: spPrimeSetWebhookLogProcessed with @OnlyIfUnprocessed = 1,
+// whose UPDATE checks and writes in one statement. Inside a transaction the
+// row stays locked to its commit, so two runs of one event cannot both write.
+func (s *Store) SetWebhookLogProcessedIfUnprocessed(ctx context.Context, id int64, jobID, status string) (bool, error) {
+	args, err := processArgs(id, jobID, status)
+	if err != nil {
+		return false, err
+	}
+	var updated int64
+	args = append(args, sql.Named("OnlyIfUnprocessed", true))
+	if err := s.q().QueryRowContext(ctx, procSetWebhookLogProcessed, args...).Scan(&updated); err != nil {
+		return false, fmt.Errorf("mssql: set webhook log processed if unprocessed: %w", err)
+	}
+	if updated > 0 {
+		return true, nil
+	}
+	// Nothing written: already processed, or no such row.
+	if _, err := s.GetWebhookLog(ctx, id); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
 // IncrementWebhookLogAttempt records a failed attempt (spPrimeIncrementWebhookLogAttempt).
 func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID, status string) (int, error) {
 	args, err := processArgs(id, jobID, status)

@@ -141,6 +141,32 @@ func (s *Store) SetWebhookLogProcessed(ctx context.Context, id int64, jobID, sta
 	return affectedOne(res, err, "set webhook log processed", fmt.Sprintf("webhook log %d", id))
 }
 
+// setProcessedIfUnprocessedSQL is setProcessedSQL guarded on the row being
+// still queued, in the same statement, so the check and the write are one.
+var setProcessedIfUnprocessedSQL = prepare(`UPDATE ethPrimeWebhookLog
+	SET processedUTC = ?, processStatus = ?, jobId = COALESCE(?, jobId) WHERE id = ? AND processedUTC IS NULL`)
+
+// SetWebhookLogProcessedIfUnprocessed stamps a row processed only while it
+// is unprocessed (spPrimeSetWebhookLogProcessed @OnlyIfUnprocessed = 1).
+func (s *Store) SetWebhookLogProcessedIfUnprocessed(ctx context.Context, id int64, jobID, status string) (bool, error) {
+	res, err := s.w().ExecContext(ctx, setProcessedIfUnprocessedSQL, formatTime(time.Now()), store.TruncateStatus(status), nullString(jobID), id)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: set webhook log processed if unprocessed: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: set webhook log processed if unprocessed: %w", err)
+	}
+	if n > 0 {
+		return true, nil
+	}
+	// Nothing written: already processed, or no such row.
+	if _, err := s.GetWebhookLog(ctx, id); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
 // IncrementWebhookLogAttempt records a failed attempt (spPrimeIncrementWebhookLogAttempt).
 func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID, status string) (int, error) {
 	var attempts int

@@ -147,6 +147,61 @@ func testWebhookLog(t *testing.T, open Opener) {
 		is.True(errors.Is(err, store.ErrNotFound)) // a missing row
 	})
 
+	t.Run("set processed if unprocessed writes a queued row once", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		id := insert(t, s, 1)[0]
+		_, err := s.IncrementWebhookLogAttempt(ctx, id, jobA, "first try failed")
+		is.NoErr(err)
+		written, err := s.SetWebhookLogProcessedIfUnprocessed(ctx, id, "", "Processed")
+		is.NoErr(err)
+		is.True(written) // a queued row is written
+		first, err := s.GetWebhookLog(ctx, id)
+		is.NoErr(err)
+		is.True(first.Processed())
+		is.Equal(first.JobID, jobA) // an empty jobId leaves the earlier one
+		is.Equal(first.ProcessStatus, "Processed")
+		is.Equal(first.ProcessAttempts, 1) // the failed attempt stays counted
+
+		written, err = s.SetWebhookLogProcessedIfUnprocessed(ctx, id, jobB, "Processed again")
+		is.NoErr(err)
+		is.True(!written) // a processed row is not written again
+		got, err := s.GetWebhookLog(ctx, id)
+		is.NoErr(err)
+		is.Equal(got, first) // and nothing about it changed
+
+		n, err := s.ResetWebhookLog(ctx, store.LogFilter{IDs: []int64{id}})
+		is.NoErr(err)
+		is.Equal(n, 1)
+		written, err = s.SetWebhookLogProcessedIfUnprocessed(ctx, id, "", "Processed")
+		is.NoErr(err)
+		is.True(written) // a row reset for replay is queued again, and written
+
+		_, err = s.SetWebhookLogProcessedIfUnprocessed(ctx, id+1000, "", "x")
+		is.True(errors.Is(err, store.ErrNotFound)) // a missing row
+	})
+
+	t.Run("set processed if unprocessed lets one of two transactions write", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		id := insert(t, s, 1)[0]
+		var wrote [2]bool
+		errs := make(chan error, 2)
+		for i := range wrote {
+			go func() {
+				errs <- s.InTx(ctx, func(tx store.Store) error {
+					w, err := tx.SetWebhookLogProcessedIfUnprocessed(ctx, id, "", "Processed")
+					wrote[i] = w
+					time.Sleep(50 * time.Millisecond) // hold the row: the other transaction waits on it
+					return err
+				})
+			}()
+		}
+		is.NoErr(<-errs)
+		is.NoErr(<-errs)
+		is.True(wrote[0] != wrote[1]) // exactly one wrote: the other saw the first's commit
+	})
+
 	t.Run("increment attempt keeps the row queued and counts", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)
