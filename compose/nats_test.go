@@ -2,6 +2,11 @@ package compose_test
 
 import (
 	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/printer"
+	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,6 +57,7 @@ func TestNATSCluster(t *testing.T) {
 			is.Equal(opts.Username, "primeflow")                                    // clients log in with NATS_USER
 			is.Equal(opts.Password, env(s, "NATS_PASSWORD"))                        // and NATS_PASSWORD
 			is.True(opts.MaxPayload > 1<<20)                                        // a 1 MiB webhook (INGEST_MAX_BODY_BYTES) plus headers fits
+			is.Equal(int64(opts.MaxPayload), embeddedMaxPayload(t))                 // as much as the embedded server (bin/primeflow) takes
 
 			for _, v := range s.Volumes {
 				if v.Type == "volume" {
@@ -62,6 +68,43 @@ func TestNATSCluster(t *testing.T) {
 			is.True(slices.Contains(s.HealthCheck.Test, fmt.Sprintf("http://127.0.0.1:%d/healthz", opts.HTTPPort))) // on the monitoring port
 		})
 	}
+}
+
+// embeddedMaxPayload is the value of natsserver.MaxPayload, the embedded
+// server's max_payload, read from pkg/natsserver.
+func embeddedMaxPayload(t *testing.T) int64 {
+	t.Helper()
+	for _, f := range parseDir(t, filepath.Join("..", "pkg", "natsserver")).files {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if name.Name != "MaxPayload" || i >= len(vs.Values) {
+						continue
+					}
+					var expr strings.Builder
+					if err := printer.Fprint(&expr, token.NewFileSet(), vs.Values[i]); err != nil {
+						t.Fatal(err)
+					}
+					tv, err := types.Eval(token.NewFileSet(), nil, token.NoPos, expr.String())
+					if err != nil {
+						t.Fatalf("natsserver.MaxPayload = %s: %v", expr.String(), err)
+					}
+					n, ok := constant.Int64Val(tv.Value)
+					if !ok {
+						t.Fatalf("natsserver.MaxPayload = %s is not an integer", expr.String())
+					}
+					return n
+				}
+			}
+		}
+	}
+	t.Fatal("no const MaxPayload in pkg/natsserver")
+	return 0
 }
 
 // TestNATSExporters checks one prometheus-nats-exporter per node, reading

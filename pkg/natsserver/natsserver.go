@@ -3,6 +3,7 @@
 package natsserver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -20,7 +21,17 @@ type Config struct {
 	StoreDir string
 	// ServerName names the server in monitoring output.
 	ServerName string
+	// MaxPayload is the largest message the server accepts, headers
+	// included; 0 is MaxPayload.
+	MaxPayload int32
 }
+
+// MaxPayload is the embedded server's max_payload: 4 MiB, as
+// compose/nats/cluster.conf's "max_payload: 4MB". NATS's default of 1 MB is
+// less than a webhook at ingest's body limit (INGEST_MAX_BODY_BYTES, 1 MiB)
+// plus its headers, and such a row could never be published (§2: every
+// stored webhook is handled).
+const MaxPayload int32 = 4 << 20
 
 // Start runs a server and waits until it accepts connections. The caller
 // stops it with Shutdown and WaitForShutdown.
@@ -41,6 +52,7 @@ func Start(cfg Config) (*server.Server, error) {
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
 		NoLog:      true,
+		MaxPayload: cmp.Or(cfg.MaxPayload, MaxPayload),
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -110,8 +110,10 @@ type WebhookLog interface {
 	IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID, status string) (int, error)
 
 	// GetWebhookLogUnpublished returns rows never published (or reset for
-	// replay) that were received before the given time, oldest first.
-	GetWebhookLogUnpublished(ctx context.Context, receivedBefore time.Time, limit int) ([]WebhookLogRow, error)
+	// replay) with an id above afterID that were received before the given
+	// time, oldest first: the relay pages on with the last id it saw, so a
+	// row it cannot publish does not come back on every page.
+	GetWebhookLogUnpublished(ctx context.Context, afterID int64, receivedBefore time.Time, limit int) ([]WebhookLogRow, error)
 	// SetWebhookLogPublished records that rows were published.
 	SetWebhookLogPublished(ctx context.Context, ids []int64, at time.Time) error
 	// ResetWebhookLog queues the selected rows again for replay: not processed,

@@ -2,11 +2,13 @@ package ingest_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +45,9 @@ type harness struct {
 	logs  *flowtest.Buffer
 	// router is the HTTP surface under test, for the route walk.
 	router *service.Router
+	// stop stops ingest and returns what its Run returned; it runs once,
+	// at the latest when the test ends.
+	stop func() error
 }
 
 // option changes what ingest is built with, or ingest itself before it
@@ -61,6 +66,13 @@ func withStore(wrap func(store.Store) store.Store) option {
 
 func withConfig(f func(*ingest.Config)) option {
 	return func(s *setup) { f(s.cfg) }
+}
+
+// withRelayPage sets how many rows the relay reads at a time.
+func withRelayPage(n int) option {
+	return func(s *setup) {
+		s.prepare = append(s.prepare, func(in *ingest.Ingest) { in.SetRelayPage(n) })
+	}
 }
 
 // withJetStream wraps the JetStream ingest publishes through.
@@ -112,9 +124,14 @@ func startOn(t testing.TB, ns *server.Server, opts ...option) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- service.Run(ctx, &http.Server{Handler: r.Handler(d)}, ln, in) }()
+	var once sync.Once
+	var stopErr error
+	h.stop = func() error {
+		once.Do(func() { cancel(); stopErr = <-done })
+		return stopErr
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := h.stop(); err != nil {
 			t.Errorf("ingest stopped with: %v", err)
 		}
 	})
@@ -179,4 +196,27 @@ func (h *harness) streamMsgs() uint64 {
 		h.t.Fatal(err)
 	}
 	return info.State.Msgs
+}
+
+// metric is the value of one sample on ingest's /metrics, given as its name
+// and labels as exposed (primeflow_x{reason="y"}), or "" when absent.
+func (h *harness) metric(sample string) string {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, h.url+"/metrics", nil)
+	req.SetBasicAuth(adminUser, adminPass)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("scrape metrics: %v", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		h.t.Fatalf("read metrics: %v", err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if value, ok := strings.CutPrefix(strings.TrimSpace(line), sample+" "); ok {
+			return value
+		}
+	}
+	return ""
 }

@@ -7,6 +7,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -36,6 +37,11 @@ type Config struct {
 // maxPendingAcks bounds the publishes awaiting JetStream's ack.
 const maxPendingAcks = 4096
 
+// headerRoom is what a webhook's message may add to its body: the headers
+// events.NewWebhookMsg sets (Nats-Msg-Id, Primeflow-Log-Id and the
+// eventAction, at most 100 characters) take well under 1 KiB.
+const headerRoom = 4 << 10
+
 // Ingest is the webhook receiver.
 type Ingest struct {
 	cfg       Config
@@ -52,6 +58,15 @@ type Ingest struct {
 func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		return nil, errors.New("INGEST_MAX_BODY_BYTES must be above zero")
+	}
+	// §2: a stored webhook is answered 200, so it must be publishable. A
+	// server configured elsewhere (standalone ingest) may take less than a
+	// body at the limit plus its headers; NATS's default is 1 MB.
+	if accepts := d.NC.MaxPayload(); cfg.MaxBodyBytes > accepts-headerRoom {
+		return nil, fmt.Errorf("INGEST_MAX_BODY_BYTES is %d but the NATS server accepts messages of at most %d bytes (max_payload): "+
+			"a webhook at the limit plus up to %d bytes of headers would be stored and answered 200 but never published; "+
+			"lower INGEST_MAX_BODY_BYTES to %d or raise the server's max_payload",
+			cfg.MaxBodyBytes, accepts, headerRoom, max(accepts-headerRoom, 0))
 	}
 	if cfg.APIKey == "" {
 		d.Log.Warn("PRIME_WEBHOOK_API_KEY is blank: every webhook is rejected with 401")
@@ -82,8 +97,9 @@ func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 // Run runs the publisher and the relay until ctx ends.
 func (in *Ingest) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Go(func() { in.publisher.collect(ctx) })
-	wg.Go(func() { in.publisher.record(ctx, 100*time.Millisecond) })
+	collected := make(chan struct{})
+	wg.Go(func() { defer close(collected); in.publisher.collect(ctx) })
+	wg.Go(func() { in.publisher.record(ctx, collected, 100*time.Millisecond) })
 	wg.Go(func() { in.relay.run(ctx, in.cfg.RelayInterval, in.kick) })
 	wg.Wait()
 	return nil

@@ -17,6 +17,23 @@ const (
 	outcomeBadRequest   = "bad_request"
 )
 
+// Why a publish failed, the values of the reason label of
+// primeflow_webhook_publish_failures_total. The row stays unpublished in
+// each case, and the relay publishes it later.
+const (
+	// reasonDisconnected: not connected to NATS.
+	reasonDisconnected = "disconnected"
+	// reasonError: the publish right after the commit or its ack failed, or
+	// the relay's publish found JetStream not answering.
+	reasonError = "error"
+	// reasonQueueFull: too many acks outstanding to track one more.
+	reasonQueueFull = "queue_full"
+	// reasonRejected: the relay's publish of a row failed while NATS was up
+	// (one over the server's max_payload): the relay skips the row, goes on
+	// with the next ones and tries it again every run.
+	reasonRejected = "rejected"
+)
+
 type metrics struct {
 	webhooks        *prometheus.CounterVec
 	insertSeconds   prometheus.Histogram
@@ -36,7 +53,7 @@ func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
 		}),
 		publishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_webhook_publish_failures_total",
-			Help: "Publishes to JetStream that failed after commit (the relay publishes those rows later), by reason.",
+			Help: "Publishes to JetStream that failed after commit (the relay publishes those rows later), by reason: disconnected, error, queue_full, rejected (a row the relay skips, tried again every run).",
 		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.webhooks, m.insertSeconds, m.publishFailures, &logCollector{store: st})

@@ -16,7 +16,7 @@ import (
 // logStore is what ingest needs of the store.
 type logStore interface {
 	InTx(ctx context.Context, fn func(store.Store) error) error
-	GetWebhookLogUnpublished(ctx context.Context, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error)
+	GetWebhookLogUnpublished(ctx context.Context, afterID int64, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error)
 	SetWebhookLogPublished(ctx context.Context, ids []int64, at time.Time) error
 	CountWebhookLog(ctx context.Context, f store.LogFilter) (int, error)
 }
@@ -53,12 +53,12 @@ type pendingAck struct {
 // publishAsync sends a row to JetStream without waiting for its ack.
 func (p *publisher) publishAsync(pub publication) {
 	if !p.nc.IsConnected() {
-		p.metrics.publishFailures.WithLabelValues("disconnected").Inc()
+		p.metrics.publishFailures.WithLabelValues(reasonDisconnected).Inc()
 		return
 	}
 	fut, err := p.js.PublishMsgAsync(events.NewWebhookMsg(pub.id, pub.replayCount, pub.action, pub.payload))
 	if err != nil {
-		p.metrics.publishFailures.WithLabelValues("error").Inc()
+		p.metrics.publishFailures.WithLabelValues(reasonError).Inc()
 		p.log.Warn("publish failed; the relay will retry", "id", pub.id, "err", err)
 		return
 	}
@@ -68,41 +68,85 @@ func (p *publisher) publishAsync(pub publication) {
 		// Too many acks outstanding to track: the row stays unrecorded and
 		// the relay publishes it again under the same Nats-Msg-Id, which
 		// JetStream drops if this publish made it.
-		p.metrics.publishFailures.WithLabelValues("queue_full").Inc()
+		p.metrics.publishFailures.WithLabelValues(reasonQueueFull).Inc()
 	}
 }
 
-// collect waits for acks in publish order until ctx ends.
+// collect waits for acks in publish order until ctx ends, and then for the
+// acks of the publishes already sent, so that record writes those rows down
+// before ingest stops: the relay would publish them again, and once
+// JetStream's duplicate window has passed that is a second message.
+// Ingest's HTTP server has drained by then, so no publish follows.
 func (p *publisher) collect(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			p.drain(nil)
 			return
 		case pa := <-p.futures:
 			select {
 			case <-pa.fut.Ok():
-				p.mu.Lock()
-				p.acked = append(p.acked, pa.id)
-				p.mu.Unlock()
+				p.ack(pa.id)
 			case err := <-pa.fut.Err():
-				p.metrics.publishFailures.WithLabelValues("error").Inc()
-				p.log.Warn("publish not acknowledged; the relay will retry", "id", pa.id, "err", err)
+				p.notAcked(pa.id, err)
 			case <-ctx.Done():
+				p.drain(&pa)
 				return
 			}
 		}
 	}
 }
 
+// drain awaits first (when not nil) and the acks still queued, for at most
+// one publish timeout: every one of them is due by then.
+func (p *publisher) drain(first *pendingAck) {
+	limit := time.NewTimer(p.timeout)
+	defer limit.Stop()
+	pa := first
+	for {
+		if pa == nil {
+			select {
+			case next := <-p.futures:
+				pa = &next
+			default:
+				return
+			}
+		}
+		select {
+		case <-pa.fut.Ok():
+			p.ack(pa.id)
+		case err := <-pa.fut.Err():
+			p.notAcked(pa.id, err)
+		case <-limit.C:
+			return
+		}
+		pa = nil
+	}
+}
+
+func (p *publisher) ack(id int64) {
+	p.mu.Lock()
+	p.acked = append(p.acked, id)
+	p.mu.Unlock()
+}
+
+func (p *publisher) notAcked(id int64, err error) {
+	p.metrics.publishFailures.WithLabelValues(reasonError).Inc()
+	p.log.Warn("publish not acknowledged; the relay will retry", "id", id, "err", err)
+}
+
 // record writes down, every interval until ctx ends, the rows JetStream
-// acknowledged, in one statement. What it fails to record the relay
-// publishes again under the same Nats-Msg-Id, which JetStream drops.
-func (p *publisher) record(ctx context.Context, every time.Duration) {
+// acknowledged, in one statement, and once more when collected closes (the
+// acks collect awaited on the way down). What it fails to record the relay
+// publishes again under the same Nats-Msg-Id, which JetStream drops within
+// its duplicate window.
+func (p *publisher) record(ctx context.Context, collected <-chan struct{}, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			<-collected
 			p.flush(context.WithoutCancel(ctx))
 			return
 		case <-tick.C:
@@ -124,21 +168,16 @@ func (p *publisher) flush(ctx context.Context) {
 	}
 }
 
-// publish sends one row to JetStream and waits for its ack (the relay).
+// publish sends one row to JetStream and waits for its ack (the relay, which
+// counts and logs a failure).
 func (p *publisher) publish(ctx context.Context, pub publication) error {
 	if !p.nc.IsConnected() {
-		p.metrics.publishFailures.WithLabelValues("disconnected").Inc()
 		return errDisconnected
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	_, err := p.js.PublishMsg(ctx, events.NewWebhookMsg(pub.id, pub.replayCount, pub.action, pub.payload))
-	if err != nil {
-		p.metrics.publishFailures.WithLabelValues("error").Inc()
-		p.log.Warn("publish failed; the relay will retry", "id", pub.id, "err", err)
-		return err
-	}
-	return nil
+	return err
 }
 
 var errDisconnected = errors.New("not connected to NATS")

@@ -3,17 +3,21 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // relay publishes rows that were never published (NATS was down, the
-// publisher's queue was full) and rows reset for replay. It replaces the
-// spec's 2-minute tick (§3.1): a row waits for the relay only when the
-// publish right after its commit failed.
+// publisher's queue was full) and rows reset for replay, and records as
+// published the rows whose message was delivered though its ack was never
+// recorded. It replaces the spec's 2-minute tick (§3.1): a row waits for the
+// relay only when the publish right after its commit failed.
 type relay struct {
 	pub   *publisher
 	store logStore
@@ -27,8 +31,16 @@ type relay struct {
 
 // RelaySummary is what one relay run did.
 type RelaySummary struct {
-	Published  int       `json:"published"`
-	Failed     int       `json:"failed"`
+	// Published rows went out to JetStream.
+	Published int `json:"published"`
+	// AlreadyDelivered rows were recorded as published without a publish:
+	// their message had reached the resolver, only its ack was never recorded.
+	AlreadyDelivered int `json:"alreadyDelivered"`
+	// Failed rows could not be published: rows the run skipped (NATS refused
+	// them) and the row at which a lost connection stopped the run.
+	Failed int `json:"failed"`
+	// Remaining rows are unpublished after the run: the failed ones, those a
+	// stopped run did not reach and those younger than the grace.
 	Remaining  int       `json:"remaining"`
 	StartedUTC time.Time `json:"startedUTC"`
 	DurationMS int64     `json:"durationMs"`
@@ -38,8 +50,11 @@ type RelaySummary struct {
 // errRelayBusy: a relay run is already under way.
 var errRelayBusy = errors.New("a relay run is already under way")
 
-// runOnce publishes every row waiting for the relay, page by page, stopping
-// at the first failed publish (NATS is down: the next run goes on).
+// runOnce publishes every row waiting for the relay, page by page. A row
+// NATS refuses is skipped until the next run, so it holds back no other
+// row; the run stops early only when NATS itself is unavailable (the next
+// run, or NATS's return, goes on). Like the spec's processing endpoint
+// (§3.1), the run fails only for what is not a row's own failure.
 func (r *relay) runOnce(ctx context.Context) (RelaySummary, error) {
 	if !r.mu.TryLock() {
 		return RelaySummary{}, errRelayBusy
@@ -47,7 +62,8 @@ func (r *relay) runOnce(ctx context.Context) (RelaySummary, error) {
 	defer r.mu.Unlock()
 	sum := RelaySummary{StartedUTC: time.Now().UTC()}
 	defer func() { sum.DurationMS = time.Since(sum.StartedUTC).Milliseconds() }()
-	err := r.publishAll(ctx, &sum)
+	var failed []int64
+	err := r.publishAll(ctx, &sum, &failed)
 	if n, cerr := r.store.CountWebhookLog(ctx, store.LogFilter{Unpublished: true}); cerr == nil {
 		sum.Remaining = n
 	} else {
@@ -56,37 +72,101 @@ func (r *relay) runOnce(ctx context.Context) (RelaySummary, error) {
 	if err != nil {
 		sum.Error = err.Error()
 	}
-	if sum.Published > 0 || sum.Failed > 0 {
-		r.log.Info("relay run", "published", sum.Published, "failed", sum.Failed, "remaining", sum.Remaining)
+	switch {
+	case sum.Failed > 0:
+		// Logged every run while a row stays unpublishable.
+		r.log.Warn("relay run: rows not published stay unpublished for the next run",
+			"published", sum.Published, "alreadyDelivered", sum.AlreadyDelivered, "failed", sum.Failed,
+			"failedIds", failed, "remaining", sum.Remaining)
+	case sum.Published > 0 || sum.AlreadyDelivered > 0:
+		r.log.Info("relay run", "published", sum.Published, "alreadyDelivered", sum.AlreadyDelivered, "remaining", sum.Remaining)
 	}
 	return sum, err
 }
 
-func (r *relay) publishAll(ctx context.Context, sum *RelaySummary) error {
+// maxLoggedIDs bounds the failed row ids a run's log line lists.
+const maxLoggedIDs = 20
+
+func (r *relay) publishAll(ctx context.Context, sum *RelaySummary, failed *[]int64) error {
+	var after int64 // the pages go on past the rows skipped
 	for {
-		rows, err := r.store.GetWebhookLogUnpublished(ctx, time.Now().Add(-r.grace), r.page)
+		rows, err := r.store.GetWebhookLogUnpublished(ctx, after, time.Now().Add(-r.grace), r.page)
 		if err != nil {
 			return err
 		}
 		var done []int64
-		var pubErr error
+		delivered := 0
+		var stop error
 		for _, row := range rows {
-			if pubErr = r.pub.publish(ctx, publication{id: row.ID, replayCount: row.ReplayCount, action: row.EventAction, payload: row.Payload}); pubErr != nil {
-				sum.Failed++
+			after = row.ID
+			if wasDelivered(row) {
+				done = append(done, row.ID)
+				delivered++
+				continue
+			}
+			err := r.pub.publish(ctx, publication{id: row.ID, replayCount: row.ReplayCount, action: row.EventAction, payload: row.Payload})
+			if err == nil {
+				done = append(done, row.ID)
+				sum.Published++
+				continue
+			}
+			sum.Failed++
+			if len(*failed) < maxLoggedIDs {
+				*failed = append(*failed, row.ID)
+			}
+			if stop = r.failure(ctx, row.ID, err); stop != nil {
 				break
 			}
-			done = append(done, row.ID)
 		}
-		sum.Published += len(done)
 		if err := r.store.SetWebhookLogPublished(ctx, done, time.Now()); err != nil {
 			return err
 		}
-		if pubErr != nil {
-			return pubErr
+		sum.AlreadyDelivered += delivered
+		if stop != nil {
+			return stop
 		}
 		if len(rows) < r.page {
 			return nil
 		}
+	}
+}
+
+// wasDelivered reports whether a row's message evidently reached the
+// resolver although its publish was never recorded (ingest stopped between
+// the ack and its bookkeeping, or the ack was lost): only the stage that
+// handles the message stamps processedUTC or counts a failed attempt (§3),
+// and a reset for replay clears both along with publishedUTC. Publishing it
+// again once JetStream's duplicate window has passed would run the event a
+// second time.
+func wasDelivered(row store.WebhookLogRow) bool {
+	return row.Processed() || row.ProcessAttempts > 0
+}
+
+// failure counts and logs a relay publish that failed, and returns the error
+// that stops the run when the failure is NATS's rather than the row's (every
+// later row would fail the same way), or nil to skip the row: it stays
+// unpublished and the next run tries it again.
+func (r *relay) failure(ctx context.Context, id int64, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return err // shutting down, or the caller of the process endpoint left
+	case !r.pub.nc.IsConnected(), errors.Is(err, errDisconnected),
+		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
+		r.pub.metrics.publishFailures.WithLabelValues(reasonDisconnected).Inc()
+		if !errors.Is(err, errDisconnected) {
+			err = fmt.Errorf("%w: %w", errDisconnected, err)
+		}
+		return fmt.Errorf("publish row %d: %w", id, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
+		// Connected, but JetStream does not answer: each later row would
+		// wait out its own publish timeout.
+		r.pub.metrics.publishFailures.WithLabelValues(reasonError).Inc()
+		return fmt.Errorf("publish row %d: %w", id, err)
+	default:
+		r.pub.metrics.publishFailures.WithLabelValues(reasonRejected).Inc()
+		r.log.Warn("relay: row not published, skipped until the next run", "id", id, "err", err)
+		return nil
 	}
 }
 

@@ -5,14 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/services/ingest"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestNATSDownStill200AndRelayPublishesEveryRowOnce(t *testing.T) {
@@ -77,13 +84,13 @@ type blockingStore struct {
 	release chan struct{}
 }
 
-func (b blockingStore) GetWebhookLogUnpublished(ctx context.Context, before time.Time, limit int) ([]store.WebhookLogRow, error) {
+func (b blockingStore) GetWebhookLogUnpublished(ctx context.Context, after int64, before time.Time, limit int) ([]store.WebhookLogRow, error) {
 	select {
 	case b.entered <- struct{}{}:
 		<-b.release
 	default:
 	}
-	return b.Store.GetWebhookLogUnpublished(ctx, before, limit)
+	return b.Store.GetWebhookLogUnpublished(ctx, after, before, limit)
 }
 
 func TestProcessAnswers409WhileARunIsUnderWay(t *testing.T) {
@@ -131,4 +138,153 @@ func TestRepublishOfAPublishedRowIsDeduplicated(t *testing.T) {
 	is.Equal(res.StatusCode, http.StatusOK)
 	is.Equal(sum["published"], float64(1)) // the relay publishes it again
 	is.Equal(h.streamMsgs(), uint64(1))    // and JetStream keeps one message: same Nats-Msg-Id
+}
+
+// insertUnpublished stores rows the way ingest does, without publishing
+// them: what the relay finds after the publish that follows a commit failed.
+func (h *harness) insertUnpublished(payloads ...string) []int64 {
+	h.t.Helper()
+	rows := make([]store.NewWebhookLogRow, len(payloads))
+	for i, p := range payloads {
+		rows[i] = store.NewWebhookLogRow{ReceivedUTC: time.Now().UTC(), EventAction: "change-job-status", Payload: p, IsAuthenticated: true}
+	}
+	ids, err := h.store.InsertWebhookLogs(context.Background(), rows)
+	if err != nil {
+		h.t.Fatalf("insert rows: %v", err)
+	}
+	return ids
+}
+
+func (h *harness) published(id int64) bool {
+	h.t.Helper()
+	r, err := h.store.GetWebhookLog(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return !r.PublishedUTC.IsZero()
+}
+
+// TestARowNATSRefusesDoesNotHoldBackTheRest: two rows over the server's
+// max_payload (stored when a server took more, or by an older ingest) fill
+// the relay's first page; the rows after them are published all the same,
+// and the refused ones are counted, logged and tried again every run.
+func TestARowNATSRefusesDoesNotHoldBackTheRest(t *testing.T) {
+	is := is.New(t)
+	h := start(t, withRelayPage(2))
+	huge := `{"eventAction":"change-job-status","pad":"` + strings.Repeat("a", int(natsserver.MaxPayload)) + `"}`
+	ids := h.insertUnpublished(huge, huge,
+		`{"eventAction":"change-job-status","jobId":1}`,
+		`{"eventAction":"change-job-status","jobId":2}`,
+		`{"eventAction":"change-job-status","jobId":3}`)
+
+	for run := 1; run <= 2; run++ {
+		res, sum := h.process()
+		is.Equal(res.StatusCode, http.StatusOK)                                                                // a row's failure does not fail the run (§3.1)
+		is.Equal(sum["failed"], float64(2))                                                                    // the refused rows, each run
+		is.Equal(sum["remaining"], float64(2))                                                                 // and they stay unpublished
+		is.Equal(h.streamMsgs(), uint64(3))                                                                    // the rows behind them went out, once
+		is.True(!h.published(ids[0]))                                                                          // the refused rows wait
+		is.True(!h.published(ids[1]))                                                                          //
+		is.True(h.published(ids[2]))                                                                           // the others are recorded
+		is.True(h.published(ids[4]))                                                                           //
+		is.Equal(sum["published"], float64(3*(2-run)))                                                         // in the first run only
+		is.Equal(h.metric(`primeflow_webhook_publish_failures_total{reason="rejected"}`), strconv.Itoa(2*run)) // counted, each run
+	}
+	is.Equal(h.metric(`primeflow_webhooklog_rows{state="unpublished"}`), "2")                        // visible on the gauge
+	is.True(strings.Contains(h.logs.String(), fmt.Sprintf("id=%d", ids[0])))                         // logged with the row id
+	is.True(strings.Contains(h.logs.String(), "maximum payload exceeded"))                           // and why
+	is.True(strings.Contains(h.logs.String(), fmt.Sprintf("failedIds=\"[%d %d]\"", ids[0], ids[1]))) // the run says which rows wait
+}
+
+// TestADeliveredRowIsRecordedNotPublishedAgain: a row whose message reached
+// the resolver (processed, or an attempt recorded) but whose publish was
+// never recorded is marked published without a second message; a row reset
+// for replay goes out again.
+func TestADeliveredRowIsRecordedNotPublishedAgain(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	h := start(t)
+	ids := h.insertUnpublished(
+		`{"eventAction":"change-job-status","jobId":1}`, // processed
+		`{"eventAction":"change-job-status","jobId":2}`, // failed an attempt
+		`{"eventAction":"change-job-status","jobId":3}`, // never delivered
+		`{"eventAction":"change-job-status","jobId":4}`, // processed, then reset for replay
+	)
+	is.NoErr(h.store.SetWebhookLogProcessed(ctx, ids[0], "", "Processed"))
+	_, err := h.store.IncrementWebhookLogAttempt(ctx, ids[1], "", "prime: 503")
+	is.NoErr(err)
+	is.NoErr(h.store.SetWebhookLogProcessed(ctx, ids[3], "", "Processed"))
+	n, err := h.store.ResetWebhookLog(ctx, store.LogFilter{IDs: ids[3:]})
+	is.NoErr(err)
+	is.Equal(n, 1)
+
+	res, sum := h.process()
+	is.Equal(res.StatusCode, http.StatusOK)
+	is.Equal(sum["published"], float64(2))        // the undelivered row and the reset one
+	is.Equal(sum["alreadyDelivered"], float64(2)) // the delivered rows only recorded
+	is.Equal(sum["remaining"], float64(0))        // nothing waits
+	is.Equal(h.streamMsgs(), uint64(2))           // no second message for a delivered row
+	for _, id := range ids {
+		is.True(h.published(id)) // every row recorded as published
+	}
+}
+
+// heldAck is a publish whose ack reaches ingest only once release is closed.
+type heldAck struct {
+	jetstream.PubAckFuture
+	release <-chan struct{}
+	once    sync.Once
+	ok      chan *jetstream.PubAck
+}
+
+func (f *heldAck) Ok() <-chan *jetstream.PubAck {
+	f.once.Do(func() {
+		f.ok = make(chan *jetstream.PubAck, 1)
+		go func() {
+			<-f.release
+			f.ok <- <-f.PubAckFuture.Ok()
+		}()
+	})
+	return f.ok
+}
+
+// heldAcksJetStream publishes at once and holds every ack until release.
+type heldAcksJetStream struct {
+	jetstream.JetStream
+	release chan struct{}
+}
+
+func (j heldAcksJetStream) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	fut, err := j.JetStream.PublishMsgAsync(m, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &heldAck{PubAckFuture: fut, release: j.release}, nil
+}
+
+// TestAnAckDueAtShutdownIsRecorded: ingest stops while an ack is on its way;
+// it waits for it and records the row, which the relay would otherwise
+// publish again (a second message once the duplicate window has passed).
+func TestAnAckDueAtShutdownIsRecorded(t *testing.T) {
+	is := is.New(t)
+	held := heldAcksJetStream{release: make(chan struct{})}
+	h := start(t,
+		withConfig(func(c *ingest.Config) { c.PublishTimeout = time.Minute }),
+		withJetStream(func(js jetstream.JetStream) jetstream.JetStream { held.JetStream = js; return held }))
+	row := h.stored(h.post(`{"eventAction":"change-job-status","jobId":5}`, "API-Key", apiKey))
+	flowtest.Eventually(t, "the message stored in the stream", func() bool { return h.streamMsgs() == 1 })
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.stop() }()
+	flowtest.Eventually(t, "ingest's HTTP server gone", func() bool {
+		res, err := http.Get(h.url + "/healthz")
+		if err == nil {
+			res.Body.Close()
+		}
+		return err != nil
+	})
+	time.Sleep(200 * time.Millisecond) // the runners' context ends right after the HTTP server
+	close(held.release)                // the ack arrives during the shutdown
+	is.NoErr(<-stopped)
+	is.True(h.published(row.ID)) // recorded before ingest stopped
 }

@@ -257,9 +257,11 @@ END;
 GO
 
 -- spPrimeflowGetWebhookLogUnpublished: the rows the relay still has to publish
--- (never published, or reset for replay) received before @ReceivedBefore,
--- oldest first.
+-- (never published, or reset for replay) with an id above @AfterID received
+-- before @ReceivedBefore, oldest first. The relay pages on with the last id it
+-- saw, so a row it cannot publish does not come back on every page.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowGetWebhookLogUnpublished
+    @AfterID        BIGINT = 0,
     @ReceivedBefore DATETIME2(3),
     @Top            INT = 100
 AS
@@ -271,6 +273,7 @@ BEGIN
         processedUTC, processAttempts, processStatus, publishedUTC, replayCount
     FROM dbo.ethPrimeWebhookLog
     WHERE publishedUTC IS NULL
+      AND id > @AfterID
       AND receivedUTC < @ReceivedBefore
     ORDER BY id;
 END;

@@ -26,7 +26,19 @@ func Server(t testing.TB) *server.Server {
 // stop a server and start it again on the same port and data.
 func ServerAt(t testing.TB, listen, dir string) *server.Server {
 	t.Helper()
-	srv, err := natsserver.Start(natsserver.Config{Listen: listen, StoreDir: dir})
+	return start(t, natsserver.Config{Listen: listen, StoreDir: dir})
+}
+
+// ServerWithMaxPayload starts a server like Server that accepts messages of
+// at most maxPayload bytes, headers included.
+func ServerWithMaxPayload(t testing.TB, maxPayload int32) *server.Server {
+	t.Helper()
+	return start(t, natsserver.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), MaxPayload: maxPayload})
+}
+
+func start(t testing.TB, cfg natsserver.Config) *server.Server {
+	t.Helper()
+	srv, err := natsserver.Start(cfg)
 	if err != nil {
 		t.Fatalf("start nats-server: %v", err)
 	}

@@ -37,7 +37,7 @@ func TestCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, err = s.IncrementWebhookLogAttempt(ctx, 1, "", "boom")
 	try(err)
-	_, err = s.GetWebhookLogUnpublished(ctx, time.Now(), 10)
+	_, err = s.GetWebhookLogUnpublished(ctx, 0, time.Now(), 10)
 	try(err)
 	try(s.SetWebhookLogPublished(ctx, []int64{1, 2}, time.Now()))
 	_, err = s.ResetWebhookLog(ctx, filter)
@@ -97,7 +97,7 @@ func TestNoCallForImpossibleArguments(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(n, 0)                                           // nor resets
 	is.NoErr(s.SetWebhookLogPublished(ctx, nil, time.Now())) // no ids, nothing to send
-	got, err := s.GetWebhookLogUnpublished(ctx, time.Now(), 0)
+	got, err := s.GetWebhookLogUnpublished(ctx, 0, time.Now(), 0)
 	is.NoErr(err)
 	is.Equal(len(got), 0)        // a limit of 0 returns nothing
 	is.Equal(len(rec.take()), 0) // and none of this reached the database

@@ -323,12 +323,12 @@ func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID,
 
 // GetWebhookLogUnpublished returns rows the relay still has to publish; a
 // limit of 0 or less returns none.
-func (s *Store) GetWebhookLogUnpublished(ctx context.Context, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error) {
+func (s *Store) GetWebhookLogUnpublished(ctx context.Context, afterID int64, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	return s.queryLogs(ctx, "get unpublished webhook log", procGetWebhookLogUnpublished,
-		sql.Named("ReceivedBefore", sqlTime(receivedBefore)), sql.Named("Top", limit))
+		sql.Named("AfterID", afterID), sql.Named("ReceivedBefore", sqlTime(receivedBefore)), sql.Named("Top", limit))
 }
 
 // SetWebhookLogPublished records that rows were published.

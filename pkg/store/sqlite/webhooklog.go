@@ -181,9 +181,9 @@ func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID,
 }
 
 // GetWebhookLogUnpublished returns rows the relay still has to publish.
-func (s *Store) GetWebhookLogUnpublished(ctx context.Context, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error) {
+func (s *Store) GetWebhookLogUnpublished(ctx context.Context, afterID int64, receivedBefore time.Time, limit int) ([]store.WebhookLogRow, error) {
 	return s.queryLogs(ctx, "get webhook log unpublished", `SELECT `+logColumns+` FROM ethPrimeWebhookLog
-		WHERE publishedUTC IS NULL AND receivedUTC < ? ORDER BY id LIMIT ?`, formatTime(receivedBefore), limit)
+		WHERE publishedUTC IS NULL AND id > ? AND receivedUTC < ? ORDER BY id LIMIT ?`, afterID, formatTime(receivedBefore), limit)
 }
 
 // SetWebhookLogPublished records that rows were published.

@@ -239,15 +239,18 @@ func testWebhookLog(t *testing.T, open Opener) {
 		s := open(t)
 		all := insert(t, s, 4)
 		later := time.Now().Add(time.Minute)
-		got, err := s.GetWebhookLogUnpublished(ctx, later, 10)
+		got, err := s.GetWebhookLogUnpublished(ctx, 0, later, 10)
 		is.NoErr(err)
 		is.Equal(ids(got), all) // nothing published yet
-		got, err = s.GetWebhookLogUnpublished(ctx, time.Now().Add(-time.Hour), 10)
+		got, err = s.GetWebhookLogUnpublished(ctx, 0, time.Now().Add(-time.Hour), 10)
 		is.NoErr(err)
 		is.Equal(len(got), 0) // rows received after the cut-off wait
+		got, err = s.GetWebhookLogUnpublished(ctx, all[1], later, 10)
+		is.NoErr(err)
+		is.Equal(ids(got), all[2:]) // the relay pages on after the last id it saw
 
 		is.NoErr(s.SetWebhookLogPublished(ctx, all, time.Now()))
-		got, err = s.GetWebhookLogUnpublished(ctx, later, 10)
+		got, err = s.GetWebhookLogUnpublished(ctx, 0, later, 10)
 		is.NoErr(err)
 		is.Equal(len(got), 0) // all published
 
@@ -267,7 +270,7 @@ func testWebhookLog(t *testing.T, open Opener) {
 			is.True(r.PublishedUTC.IsZero()) // the relay publishes it again
 			is.Equal(r.ReplayCount, 1)       // a new replay generation
 		}
-		got, err = s.GetWebhookLogUnpublished(ctx, later, 10)
+		got, err = s.GetWebhookLogUnpublished(ctx, 0, later, 10)
 		is.NoErr(err)
 		is.Equal(ids(got), all[:2]) // the reset rows wait for the relay
 	})
