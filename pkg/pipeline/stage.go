@@ -152,10 +152,12 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 }
 
 // Fail records a failed attempt on the row (payload faults logged with the
-// payload), announces it and returns the attempts so far. It returns an
-// error only when the row could not be written, so the message is
-// redelivered rather than lost.
-func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error) (int, error) {
+// payload), announces it and returns what it announced: the failure with
+// the attempts so far, or, when another run of the event has processed the
+// row meanwhile, that it is processed (nothing recorded: the row is not
+// marked failed). It returns an error only when the row could not be
+// written, so the message is redelivered rather than lost.
+func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error) (events.Done, error) {
 	log := s.Log.With("logId", logID)
 	if errors.Is(cause, ErrPayload) {
 		payload := ""
@@ -167,14 +169,21 @@ func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error
 		log.Warn("event failed", "err", cause)
 	}
 	attempts, err := s.Store.IncrementWebhookLogAttempt(context.WithoutCancel(ctx), logID, jobID, cause.Error())
+	if errors.Is(err, store.ErrAlreadyProcessed) {
+		log.Info("another run of the event processed the row meanwhile: this run's failure is not recorded", "err", cause)
+		d := events.Done{LogID: logID, Outcome: events.OutcomeProcessed}
+		s.Announce(d)
+		return d, nil
+	}
 	if err != nil {
-		return 0, fmt.Errorf("record failed attempt of row %d: %w (after: %v)", logID, err, cause)
+		return events.Done{}, fmt.Errorf("record failed attempt of row %d: %w (after: %v)", logID, err, cause)
 	}
 	if attempts >= store.MaxAttempts {
 		log.Error("event failed its last attempt: it stays unprocessed for a person to look at", "attempts", attempts, "err", cause)
 	}
-	s.Announce(events.Done{LogID: logID, Outcome: events.OutcomeFailed, Attempts: attempts, Error: cause.Error()})
-	return attempts, nil
+	d := events.Done{LogID: logID, Outcome: events.OutcomeFailed, Attempts: attempts, Error: cause.Error()}
+	s.Announce(d)
+	return d, nil
 }
 
 // Announce tells the resolver's lane how a row finished. It is best effort:

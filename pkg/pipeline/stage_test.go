@@ -221,6 +221,31 @@ func TestASecondRunOfAnEventCommitsNothing(t *testing.T) {
 	}
 }
 
+// TestASecondRunThatFailsLeavesTheRowProcessed: a run of an event that
+// fails after another run processed its row records no attempt and does not
+// mark the row failed; it announces the row processed.
+func TestASecondRunThatFailsLeavesTheRowProcessed(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.row()
+	var runs atomic.Int32
+	e.consume(func(context.Context, events.Resolved) (pipeline.Finish, error) {
+		if runs.Add(1) == 1 {
+			return pipeline.Finish{}, nil
+		}
+		return pipeline.Finish{}, errors.New("prime answered 503")
+	})
+	e.dispatch(id, 1)
+	is.Equal(e.announced().Outcome, events.OutcomeProcessed) // the first run committed
+	first := e.Row(id)
+	e.dispatch(id, 2)
+	is.Equal(e.announced(), events.Done{LogID: id, Outcome: events.OutcomeProcessed}) // the failing run: done, as processed
+	row := e.Row(id)
+	is.Equal(row.ProcessAttempts, 0)                 // no attempt recorded
+	is.Equal(row.ProcessStatus, first.ProcessStatus) // nor its error
+	is.Equal(row.ProcessedUTC, first.ProcessedUTC)   // still processed
+}
+
 // TestAReplayedRowIsProcessedAgain: a row reset by primectl replay is queued
 // again, and the stage commits its event as it did the first time (§9).
 func TestAReplayedRowIsProcessedAgain(t *testing.T) {

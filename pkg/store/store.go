@@ -54,4 +54,7 @@ var (
 	// ErrReferenceConflict: a numeric job reference is already mapped to a
 	// different job (§4.1: the relationship is immutable).
 	ErrReferenceConflict = errors.New("numeric reference already mapped to another job")
+	// ErrAlreadyProcessed: a failed attempt was not recorded on a row that
+	// is processed (another run of its event finished it meanwhile).
+	ErrAlreadyProcessed = errors.New("log row already processed")
 )

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 	"unicode/utf8"
 )
@@ -106,7 +107,10 @@ type WebhookLog interface {
 	SetWebhookLogProcessedIfUnprocessed(ctx context.Context, id int64, jobID, status string) (written bool, err error)
 	// IncrementWebhookLogAttempt records a failed attempt and its error and
 	// leaves the row queued; jobID is written only when not empty
-	// (spPrimeIncrementWebhookLogAttempt). It returns the attempts so far.
+	// (spPrimeIncrementWebhookLogAttempt @OnlyIfUnprocessed = 1). It returns
+	// the attempts so far, or ErrAlreadyProcessed, with nothing written,
+	// when the row is processed: a run of its event that fails after
+	// another run finished it must not mark it failed.
 	IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID, status string) (int, error)
 
 	// GetWebhookLogUnpublished returns rows never published (or reset for
@@ -150,4 +154,20 @@ func TruncateStatus(s string) string {
 		n++
 	}
 	return s
+}
+
+// AttemptNotRecorded is what an adapter's IncrementWebhookLogAttempt
+// returns when its guarded update wrote nothing: no such row
+// (ErrNotFound), or one already processed (ErrAlreadyProcessed).
+func AttemptNotRecorded(ctx context.Context, logs interface {
+	GetWebhookLog(ctx context.Context, id int64) (WebhookLogRow, error)
+}, id int64) error {
+	row, err := logs.GetWebhookLog(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case row.Processed():
+		return fmt.Errorf("webhook log %d: %w", id, ErrAlreadyProcessed)
+	}
+	return fmt.Errorf("webhook log %d: the failed attempt was not recorded", id)
 }

@@ -42,11 +42,12 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 	if row.Processed() {
 		gen, fromIngest := events.WebhookMsgGeneration(msg.Headers().Get(nats.MsgIdHdr), logID)
 		switch {
-		case md.NumDelivered > 1:
-			// A redelivery of an event already finished (its ack was lost).
-			// An operator's replay queued the row again on its first
-			// delivery, so its redeliveries find the row processed only
-			// once the replay has run.
+		case fromIngest && md.NumDelivered > 1, !fromIngest && requeuedBy(row, md):
+			// A redelivery of an event already finished (its ack was
+			// lost), or of an operator's replay that queued the row again
+			// (stamping it published at the message's time, requeue) and
+			// has run. A replay whose first delivery failed before that
+			// finds the row not stamped so, and queues it now.
 			r.metrics.events.WithLabelValues(action, "skipped").Inc()
 			return nil
 		case fromIngest && gen <= row.ReplayCount:
@@ -135,6 +136,14 @@ func (r *Resolver) requeue(ctx context.Context, id int64, md *jetstream.MsgMetad
 	return requeued, nil
 }
 
+// requeuedBy reports whether the operator's message md already queued the
+// processed row again: requeue stamped it published at the message's time
+// (compared to the millisecond, as SQL Server keeps it).
+func requeuedBy(row store.WebhookLogRow, md *jetstream.MsgMetadata) bool {
+	d := row.PublishedUTC.Sub(md.Timestamp)
+	return !row.PublishedUTC.IsZero() && d > -time.Millisecond && d < time.Millisecond
+}
+
 // attempt identifies the event and hands it to its stage, or settles it here.
 func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jetstream.MsgMetadata, try int) (events.Done, error) {
 	action := actionLabel(row.EventAction)
@@ -169,11 +178,10 @@ func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jet
 		if errors.Is(err, pipeline.ErrPayload) {
 			r.metrics.events.WithLabelValues(action, "payload_fault").Inc()
 		}
-		attempts, ferr := r.stage.Fail(ctx, row.ID, "", err)
-		if ferr != nil {
+		var ferr error
+		if d, ferr = r.stage.Fail(ctx, row.ID, "", err); ferr != nil {
 			return events.Done{}, ferr
 		}
-		d = events.Done{LogID: row.ID, Outcome: events.OutcomeFailed, Attempts: attempts, Error: err.Error()}
 	}
 	r.metrics.events.WithLabelValues(action, string(d.Outcome)).Inc()
 	return d, nil

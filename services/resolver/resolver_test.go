@@ -361,6 +361,40 @@ func TestReplayOfAProcessedRowIsHandledAgain(t *testing.T) {
 	is.Equal(e.outcomes("duplicate"), 0.0) // not taken for a copy of ingest's
 }
 
+// An operator's replay whose first delivery fails before it has queued the
+// row again (here the database is locked past its busy timeout) is not lost:
+// its redelivery finds the row processed but not queued again by this
+// message, and queues it then.
+func TestReplayWhoseFirstDeliveryFailsIsNotLost(t *testing.T) {
+	t.Parallel() // it waits out SQLite's 10-second busy timeout
+	is := is.New(t)
+	e := start(t)
+	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+	first := e.WaitProcessed(id)
+
+	db, err := sql.Open("sqlite", e.dbPath)
+	is.NoErr(err)
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	is.NoErr(err)
+	defer conn.Close()
+	_, err = conn.ExecContext(context.Background(), "BEGIN IMMEDIATE") // holds the write lock
+	is.NoErr(err)
+	e.cliReplay(id)
+	flowtest.Eventually(t, "the first delivery failed", func() bool {
+		return strings.Contains(e.Logs.String(), "queue log row")
+	})
+	_, err = conn.ExecContext(context.Background(), "ROLLBACK")
+	is.NoErr(err)
+
+	row := e.WaitRow(id, "replayed", func(r store.WebhookLogRow) bool {
+		return r.Processed() && r.ProcessedUTC.After(first.ProcessedUTC)
+	})
+	is.Equal(row.ReplayCount, 1)          // queued again by the redelivery
+	is.Equal(len(e.resolved(id)), 2)      // and handed to the stage again
+	is.Equal(e.outcomes("replayed"), 1.0) // counted once
+}
+
 // The README's command itself, through the nats CLI `make test` builds.
 func TestNatsCLIReplayAsTheREADMEShowsIt(t *testing.T) {
 	cli := natstest.CLI(t)

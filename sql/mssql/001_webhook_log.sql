@@ -160,11 +160,15 @@ GO
 
 -- spPrimeIncrementWebhookLogAttempt (§3): records a failed attempt and its
 -- error and leaves the row queued. Returns the attempts so far, or no row
--- when @ID does not exist.
+-- when @ID does not exist. @OnlyIfUnprocessed, a primeflow addition after
+-- the spec's parameters, = 1 records nothing on a row already processed
+-- (no row returned then either): a run of an event that fails after
+-- another run finished it must not mark the row failed.
 CREATE OR ALTER PROCEDURE dbo.spPrimeIncrementWebhookLogAttempt
-    @ID            BIGINT,
-    @JobId         UNIQUEIDENTIFIER = NULL,
-    @ProcessStatus NVARCHAR(MAX)    = NULL
+    @ID                BIGINT,
+    @JobId             UNIQUEIDENTIFIER = NULL,
+    @ProcessStatus     NVARCHAR(MAX)    = NULL,
+    @OnlyIfUnprocessed BIT              = 0
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -175,7 +179,8 @@ BEGIN
     SET @attempts = processAttempts = processAttempts + 1,
         processStatus = LEFT(@ProcessStatus, 500),
         jobId         = COALESCE(@JobId, jobId)
-    WHERE id = @ID;
+    WHERE id = @ID
+      AND (@OnlyIfUnprocessed = 0 OR processedUTC IS NULL);
 
     SELECT @attempts AS processAttempts WHERE @attempts IS NOT NULL;
 END;

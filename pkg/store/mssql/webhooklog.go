@@ -311,9 +311,10 @@ func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID,
 		return 0, err
 	}
 	var attempts int
+	args = append(args, sql.Named("OnlyIfUnprocessed", true))
 	err = s.q().QueryRowContext(ctx, procIncrementWebhookLogAttempt, args...).Scan(&attempts)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("webhook log %d: %w", id, store.ErrNotFound)
+		return 0, store.AttemptNotRecorded(ctx, s, id)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("mssql: increment webhook log attempt: %w", err)

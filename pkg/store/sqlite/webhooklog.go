@@ -40,7 +40,7 @@ var (
 		SET processedUTC = ?, processStatus = ?, jobId = COALESCE(?, jobId) WHERE id = ?`)
 	incrementAttemptSQL = prepare(`UPDATE ethPrimeWebhookLog
 		SET processAttempts = processAttempts + 1, processStatus = ?, jobId = COALESCE(?, jobId)
-		WHERE id = ? RETURNING processAttempts`)
+		WHERE id = ? AND processedUTC IS NULL RETURNING processAttempts`)
 	// setPublishedSQL takes the ids as one JSON array: one statement for any
 	// number of rows, never over SQLite's limit on parameters.
 	setPublishedSQL  = prepare(`UPDATE ethPrimeWebhookLog SET publishedUTC = ? WHERE id IN (SELECT value FROM json_each(?))`)
@@ -172,7 +172,7 @@ func (s *Store) IncrementWebhookLogAttempt(ctx context.Context, id int64, jobID,
 	var attempts int
 	err := s.w().QueryRowContext(ctx, incrementAttemptSQL, store.TruncateStatus(status), nullString(jobID), id).Scan(&attempts)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("webhook log %d: %w", id, store.ErrNotFound)
+		return 0, store.AttemptNotRecorded(ctx, s, id)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: increment webhook log attempt: %w", err)

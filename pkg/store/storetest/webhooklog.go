@@ -219,6 +219,20 @@ func testWebhookLog(t *testing.T, open Opener) {
 		is.True(errors.Is(err, store.ErrNotFound)) // a missing row
 	})
 
+	t.Run("no attempt is recorded on a processed row", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		id := insert(t, s, 1)[0]
+		is.NoErr(s.SetWebhookLogProcessed(ctx, id, "", "Processed"))
+		_, err := s.IncrementWebhookLogAttempt(ctx, id, "", "Prime answered 503")
+		is.True(errors.Is(err, store.ErrAlreadyProcessed)) // another run finished it
+		got, err := s.GetWebhookLog(ctx, id)
+		is.NoErr(err)
+		is.True(got.Processed())                 // still processed
+		is.Equal(got.ProcessAttempts, 0)         // no attempt
+		is.Equal(got.ProcessStatus, "Processed") // nor its error
+	})
+
 	t.Run("status is truncated to 500 characters", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)
