@@ -8,7 +8,6 @@ package ensurejob
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 )
 
 // DefaultTimeout bounds a request whose context has no deadline.
@@ -40,22 +38,9 @@ func Ensure(ctx context.Context, nc *nats.Conn, req events.EnsureJobRequest) (ev
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return events.EnsureJobReply{}, fmt.Errorf("ensure job: %w", err)
-	}
-	msg, err := nc.RequestWithContext(ctx, events.SubjectEnsureJob, body)
+	reply, err := events.Request[events.EnsureJobReply](ctx, nc, events.SubjectEnsureJob, req)
 	if err != nil {
 		return events.EnsureJobReply{}, fmt.Errorf("ensure job %s: %w", describe(req), err)
-	}
-	// A failure comes back as a micro service error whose body, when there
-	// is one, is still the reply that says what kind of failure it is.
-	var reply events.EnsureJobReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-			return events.EnsureJobReply{}, fmt.Errorf("ensure job %s: job-mirror answered %s: %s", describe(req), code, msg.Header.Get(micro.ErrorHeader))
-		}
-		return events.EnsureJobReply{}, fmt.Errorf("ensure job %s: reply: %w", describe(req), err)
 	}
 	return reply, ReplyError(reply)
 }

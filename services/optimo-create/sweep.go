@@ -2,14 +2,12 @@ package optimocreate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 )
 
 // defaultSweepTimeout is OPTIMO_SWEEP_TIMEOUT's default, for a Config
@@ -87,20 +85,9 @@ func (c *Creator) sweep(ctx context.Context, now time.Time) events.SweepReply {
 // stopped. It returns an error when the sweep did not go through the whole
 // list or did not answer.
 func requestSweep(ctx context.Context, nc *nats.Conn, req events.SweepRequest) (events.SweepReply, error) {
-	body, err := json.Marshal(req)
+	reply, err := events.Request[events.SweepReply](ctx, nc, events.SubjectSweepAppointments, req)
 	if err != nil {
 		return events.SweepReply{}, fmt.Errorf("sweep: %w", err)
-	}
-	msg, err := nc.RequestWithContext(ctx, events.SubjectSweepAppointments, body)
-	if err != nil {
-		return events.SweepReply{}, fmt.Errorf("sweep: %w", err)
-	}
-	var reply events.SweepReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-			return events.SweepReply{}, fmt.Errorf("sweep: child-mirror answered %s: %s", code, msg.Header.Get(micro.ErrorHeader))
-		}
-		return events.SweepReply{}, fmt.Errorf("sweep: reply: %w", err)
 	}
 	if reply.Error != "" {
 		return reply, fmt.Errorf("sweep: child-mirror: %s", reply.Error)
