@@ -34,16 +34,11 @@ func Every(d time.Duration) Schedule {
 	return func(now time.Time) time.Time { return now.Add(d) }
 }
 
-// New returns a Loop for job. every, when above zero, also requests a run
-// that often, the schedule that covers requests lost before they arrived.
-func New(job func(ctx context.Context), every time.Duration) *Loop {
-	return NewScheduled(job, Every(every))
-}
-
-// NewScheduled returns a Loop for job that also requests a run at each time
-// next gives: the first after Run starts, then each after the one before
-// came. A nil next schedules nothing.
-func NewScheduled(job func(ctx context.Context), next Schedule) *Loop {
+// New returns a Loop for job that also requests a run at each time next
+// gives (the schedule that covers requests lost before they arrived): the
+// first after Run starts, then each after the one before came. A nil next
+// schedules nothing.
+func New(job func(ctx context.Context), next Schedule) *Loop {
 	return &Loop{job: job, next: next, pending: make(chan struct{}, 1)}
 }
 

@@ -73,7 +73,7 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 func TestBurstDuringRunCausesOneFollowUp(t *testing.T) {
 	is := is.New(t)
 	r := newRecorder()
-	l := coalesce.New(r.job, 0)
+	l := coalesce.New(r.job, nil)
 	start(t, l)
 
 	r.request(l)
@@ -95,7 +95,7 @@ func TestBurstDuringRunCausesOneFollowUp(t *testing.T) {
 func TestBurstBeforeRunIsOneRun(t *testing.T) {
 	is := is.New(t)
 	r := newRecorder()
-	l := coalesce.New(r.job, 0)
+	l := coalesce.New(r.job, nil)
 	for range 100 {
 		r.request(l)
 	}
@@ -111,7 +111,7 @@ func TestBurstBeforeRunIsOneRun(t *testing.T) {
 // The schedule requests runs on its own.
 func TestScheduleRequestsRuns(t *testing.T) {
 	r := newRecorder()
-	l := coalesce.New(r.job, time.Millisecond)
+	l := coalesce.New(r.job, coalesce.Every(time.Millisecond))
 	start(t, l)
 	for range 3 {
 		wait(t, r.running, "a scheduled run")
@@ -141,7 +141,7 @@ func TestScheduledRunsComeWhenDue(t *testing.T) {
 		due = append(due, now.Add(time.Millisecond))
 		return due[len(due)-1]
 	}
-	l := coalesce.NewScheduled(r.job, next)
+	l := coalesce.New(r.job, next)
 	start(t, l)
 	for range 3 {
 		wait(t, r.running, "a scheduled run")
@@ -156,7 +156,7 @@ func TestScheduledRunsComeWhenDue(t *testing.T) {
 func TestRunEndsWithContext(t *testing.T) {
 	is := is.New(t)
 	r := newRecorder()
-	l := coalesce.New(r.job, 0)
+	l := coalesce.New(r.job, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()

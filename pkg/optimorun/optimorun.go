@@ -45,11 +45,9 @@ type Spec struct {
 	// Busy is what is logged, as an error, when a run gives up waiting for
 	// the lock (§8.3): what happens to the work it left.
 	Busy string
-	// Every also requests a run that often; zero runs only on request.
-	Every time.Duration
-	// Schedule, when set, requests a run at each time it gives instead (a
-	// schedule that changes with the time of day, §8.1); Every is then not
-	// read.
+	// Schedule also requests a run at each time it gives (coalesce.Every for
+	// a fixed interval, or a schedule that changes with the time of day,
+	// §8.1); nil runs only on request.
 	Schedule coalesce.Schedule
 	// OnStart requests a run when Run starts, for requests acked before a
 	// crash.
@@ -135,12 +133,8 @@ func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Co
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	schedule := spec.Schedule
-	if schedule == nil {
-		schedule = coalesce.Every(spec.Every)
-	}
 	return &Runner{spec: spec, js: d.JS, log: d.Log, reg: d.Metrics, locks: locks, metrics: spec.Metrics,
-		loop: coalesce.NewScheduled(job, schedule)}, nil
+		loop: coalesce.New(job, spec.Schedule)}, nil
 }
 
 // Run consumes requests and runs the job until ctx ends; a run in progress

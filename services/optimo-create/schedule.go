@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/coalesce"
 )
 
 // Schedule is OPTIMO_CREATE_EVERY: what requests runs besides
@@ -56,14 +58,11 @@ func (s Schedule) String() string {
 }
 
 // next is the coalesce.Schedule of s in zone; nil for OnRequest.
-func (s Schedule) next(zone *time.Location) func(time.Time) time.Time {
-	switch {
-	case s == SpecSchedule:
+func (s Schedule) next(zone *time.Location) coalesce.Schedule {
+	if s == SpecSchedule {
 		return func(now time.Time) time.Time { return NextRun(now, zone) }
-	case s < 0:
-		return nil
 	}
-	return func(now time.Time) time.Time { return now.Add(time.Duration(s)) }
+	return coalesce.Every(time.Duration(s)) // nil for OnRequest
 }
 
 // NextRun is the parent flow's schedule (§8.1), the first run after t, in

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/coalesce"
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
@@ -87,16 +88,16 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	}
 	p := &Planner{cfg: cfg, store: d.Store, optimo: optimo, log: d.Log, zone: zone, metrics: m}
 	p.runs, err = optimorun.New(ctx, optimorun.Spec{
-		Name:    "optimo-plan",
-		Durable: Durable,
-		Subject: events.SubjectOptimoPlan,
-		LockKey: lock.KeyOptimoPlan,
-		Lock:    cfg.Lock.Named("OPTIMO_PLAN_"),
-		Busy:    "plan run gave up waiting for the lock; the dates stay NotPlanned for the next run",
-		Every:   cfg.Every,
-		OnStart: cfg.OnStart,
-		Result:  result,
-		Metrics: m.run,
+		Name:     "optimo-plan",
+		Durable:  Durable,
+		Subject:  events.SubjectOptimoPlan,
+		LockKey:  lock.KeyOptimoPlan,
+		Lock:     cfg.Lock.Named("OPTIMO_PLAN_"),
+		Busy:     "plan run gave up waiting for the lock; the dates stay NotPlanned for the next run",
+		Schedule: coalesce.Every(cfg.Every),
+		OnStart:  cfg.OnStart,
+		Result:   result,
+		Metrics:  m.run,
 	}, d, p.scheduled)
 	if err != nil {
 		return nil, err
