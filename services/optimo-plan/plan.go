@@ -119,8 +119,7 @@ func (p *Planner) leftovers(ctx context.Context) ([]running, error) {
 			polling = append(polling, running{pl.PlanDate, pl.PlanningID})
 			continue
 		}
-		if _, err := p.setStatus(ctx, store.PlanStatusWrite{PlanDate: pl.PlanDate, Status: store.PlanNotPlanned,
-			OnlyIfStatus: store.PlanPlanning, ErrorText: "queued again: an earlier run stopped before starting its plan"}); err != nil {
+		if err := p.requeue(ctx, pl.PlanDate, errEarlierRunStopped); err != nil {
 			return nil, err
 		}
 	}
@@ -208,7 +207,10 @@ func (p *Planner) start(ctx context.Context, res *Result) ([]running, error) {
 	return started, nil
 }
 
-// requeue puts a date this run marked Planning back in the queue, noting
+// errEarlierRunStopped is why leftovers queues a date again.
+var errEarlierRunStopped = errors.New("queued again: an earlier run stopped before starting its plan")
+
+// requeue puts a date a run marked Planning back in the queue, noting
 // why, unless an order queued it again meanwhile (then it is NotPlanned
 // already).
 func (p *Planner) requeue(ctx context.Context, date string, why error) error {
