@@ -268,7 +268,9 @@ func TestRedeliveredCopyOfAHeldMessageIsNotHandled(t *testing.T) {
 			})
 			is.NoErr(err)
 			publish(t, js, "t.dup", 1)
-			batch, err := cons.FetchNoWait(1)
+			// Fetch waits for it: on a loaded machine the message may not be
+			// pending yet when the publish returns.
+			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 			is.NoErr(err)
 			first := <-batch.Messages()
 			is.True(first != nil) // the earlier holder has it
