@@ -3,7 +3,10 @@ package database
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -18,20 +21,40 @@ const DefaultFile = "primeflow.db"
 // Open opens "sqlite:<path>" or "sqlserver://…"; an empty url is SQLite at
 // dataDir/primeflow.db.
 func Open(ctx context.Context, url, dataDir string) (store.Store, error) {
-	switch {
-	case url == "":
-		return sqlite.Open(ctx, filepath.Join(dataDir, DefaultFile))
-	case strings.HasPrefix(url, "sqlite:"):
-		path := strings.TrimPrefix(url, "sqlite:")
+	if path, ok := SQLitePath(url, dataDir); ok {
 		if path == "" {
 			return nil, fmt.Errorf("DATABASE_URL %q: no file after sqlite:", url)
 		}
 		return sqlite.Open(ctx, path)
-	case strings.HasPrefix(url, "sqlserver://"):
-		return mssql.Open(ctx, url)
-	default:
-		return nil, fmt.Errorf("DATABASE_URL: want sqlite:<path> or sqlserver://…, got a URL starting %q", scheme(url))
 	}
+	if strings.HasPrefix(url, "sqlserver://") {
+		return mssql.Open(ctx, url)
+	}
+	return nil, fmt.Errorf("DATABASE_URL: want sqlite:<path> or sqlserver://…, got a URL starting %q", scheme(url))
+}
+
+// OpenExisting is Open for tools that read or change a database a service
+// made (primectl): a SQLite file that does not exist is an error naming the
+// path, not a new empty database that answers "0 rows".
+func OpenExisting(ctx context.Context, url, dataDir string) (store.Store, error) {
+	if path, ok := SQLitePath(url, dataDir); ok {
+		if _, err := os.Stat(path); path != "" && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no database at %s: run from the directory that holds the pipeline's data, or set DATA_DIR or DATABASE_URL", path)
+		}
+	}
+	return Open(ctx, url, dataDir)
+}
+
+// SQLitePath is the file a SQLite url (or the empty one) names; ok is false
+// for other stores.
+func SQLitePath(url, dataDir string) (path string, ok bool) {
+	switch {
+	case url == "":
+		return filepath.Join(dataDir, DefaultFile), true
+	case strings.HasPrefix(url, "sqlite:"):
+		return strings.TrimPrefix(url, "sqlite:"), true
+	}
+	return "", false
 }
 
 // scheme is the part of a URL before "://" or ":", which holds no secret.

@@ -28,6 +28,21 @@ func TestOpen(t *testing.T) {
 		is.NoErr(err)
 		s.Close()
 	})
+	t.Run("OpenExisting refuses a file that is not there", func(t *testing.T) {
+		is := is.New(t)
+		dir := t.TempDir()
+		_, err := database.OpenExisting(ctx, "", dir)
+		is.True(err != nil)                                                              // refused
+		is.True(strings.Contains(err.Error(), filepath.Join(dir, database.DefaultFile))) // naming the path
+		matches, _ := filepath.Glob(filepath.Join(dir, "*"))
+		is.Equal(len(matches), 0) // and nothing was created
+		s, err := database.Open(ctx, "", dir)
+		is.NoErr(err)
+		s.Close()
+		s, err = database.OpenExisting(ctx, "", dir) // once a service made it, it opens
+		is.NoErr(err)
+		s.Close()
+	})
 	t.Run("a scheme it does not know", func(t *testing.T) {
 		is := is.New(t)
 		_, err := database.Open(ctx, "postgres://user:secret@host/db", "")

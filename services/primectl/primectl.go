@@ -103,8 +103,9 @@ type cli struct {
 	now    func() time.Time
 }
 
+// open opens the database the pipeline writes; it never makes a new one.
 func (c *cli) open(ctx context.Context) (store.Store, error) {
-	return database.Open(ctx, c.cfg.DatabaseURL, c.cfg.DataDir)
+	return database.OpenExisting(ctx, c.cfg.DatabaseURL, c.cfg.DataDir)
 }
 
 // flags makes a flag set that reports its errors on stderr.
@@ -374,6 +375,9 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if err := missingRows(ctx, st, f.IDs); err != nil {
+		return err
+	}
 	n, err := st.CountWebhookLog(ctx, f)
 	if err != nil {
 		return err
@@ -400,6 +404,32 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	fmt.Fprintf(c.stdout, "%d rows reset: ingest's relay publishes them again\n", reset)
 	if *now {
 		return c.processNow(ctx)
+	}
+	return nil
+}
+
+// missingRows fails naming the ids the log has no row for: a mistyped id
+// resets nothing rather than passing as "0 rows".
+func missingRows(ctx context.Context, st store.Store, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := st.ListWebhookLog(ctx, store.LogFilter{IDs: ids, Limit: len(ids)})
+	if err != nil {
+		return err
+	}
+	found := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		found[r.ID] = true
+	}
+	var missing []string
+	for _, id := range ids {
+		if !found[id] {
+			missing = append(missing, strconv.FormatInt(id, 10))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("primectl replay: no row %s in the log; nothing reset", strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -496,8 +526,9 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 		return ErrUsage
 	}
 	if !strings.HasPrefix(c.cfg.DatabaseURL, "sqlserver://") {
-		// SQLite brings its schema up to date each time it is opened.
-		st, err := c.open(ctx)
+		// SQLite brings its schema up to date each time it is opened (and
+		// is made here if it is not there yet).
+		st, err := database.Open(ctx, c.cfg.DatabaseURL, c.cfg.DataDir)
 		if err != nil {
 			return err
 		}

@@ -219,6 +219,15 @@ func TestReplay(t *testing.T) {
 		is.Equal(w.row("queued").ReplayCount, 0) // not the job's unprocessed one
 	})
 
+	t.Run("an id the log does not have resets nothing", func(t *testing.T) {
+		is := is.New(t)
+		w := newWorld(t)
+		_, _, err := w.run("", "replay", id(w, "capped"), "9999", "--yes")
+		is.True(err != nil)                                   // refused
+		is.True(strings.Contains(err.Error(), "no row 9999")) // naming the id
+		is.Equal(w.row("capped").ReplayCount, 0)              // the row it has is not reset either
+	})
+
 	t.Run("everything needs --all", func(t *testing.T) {
 		is := is.New(t)
 		w := newWorld(t)
@@ -304,6 +313,27 @@ func TestFirstSeen(t *testing.T) {
 	is.NoErr(err)
 	is.True(strings.Contains(out, "3 jobs"))    // everything
 	is.True(strings.Contains(out, "completed")) // completed ones too
+}
+
+// TestNoDatabaseIsAnError: run where the pipeline's data is not, primectl
+// says so instead of making an empty database that answers "0 rows".
+func TestNoDatabaseIsAnError(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	w := &world{t: t, env: map[string]string{"DATA_DIR": dir}}
+	for _, args := range [][]string{{"list"}, {"replay", "1", "--yes"}, {"show", "1"}, {"firstseen"}} {
+		_, _, err := w.run("", args...)
+		is.True(err != nil)                                   // refused
+		is.True(strings.Contains(err.Error(), "no database")) // saying why
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "*"))
+	is.Equal(len(matches), 0)           // nothing made
+	out, _, err := w.run("", "migrate") // migrate makes it
+	is.NoErr(err)
+	is.True(strings.Contains(out, "SQLite migrates itself"))
+	out, _, err = w.run("", "list")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "0 of 0")) // and then it opens
 }
 
 func TestMigrateAndUsage(t *testing.T) {
