@@ -51,6 +51,7 @@ type Ingest struct {
 	relay     *relay
 	metrics   *metrics
 	kick      chan struct{}
+	refused   refusals
 }
 
 // New builds ingest and adds its routes to r: the webhook (public) and the

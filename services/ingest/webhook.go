@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
@@ -31,6 +33,7 @@ func (in *Ingest) handleWebhook() http.Handler {
 		received := time.Now().UTC()
 		if !opshttp.Equal(in.cfg.APIKey, r.Header.Get("API-Key")) {
 			in.metrics.webhooks.WithLabelValues("", outcomeUnauthorized).Inc()
+			in.refused.note(in.log, received, remoteIP(r), r.Header.Get("API-Key") != "")
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
@@ -150,6 +153,32 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// refusals logs refused webhooks at most once a refusalLogEvery, with how
+// many were refused since its last line: a key rotated on Prime's side shows
+// in the log, not only in metrics, and a flood of bad requests does not
+// flood the log. The key sent is never logged, only whether there was one.
+type refusals struct {
+	mu      sync.Mutex
+	next    time.Time
+	refused int
+}
+
+const refusalLogEvery = time.Minute
+
+func (f *refusals) note(log *slog.Logger, now time.Time, remoteIP string, keySent bool) {
+	f.mu.Lock()
+	f.refused++
+	if now.Before(f.next) {
+		f.mu.Unlock()
+		return
+	}
+	n := f.refused
+	f.refused, f.next = 0, now.Add(refusalLogEvery)
+	f.mu.Unlock()
+	log.Warn("webhook refused: API-Key missing or not PRIME_WEBHOOK_API_KEY; answered 401, nothing stored",
+		"refused", n, "remoteIP", remoteIP, "keySent", keySent, "nextLineAfter", refusalLogEvery)
 }
 
 func remoteIP(r *http.Request) string {

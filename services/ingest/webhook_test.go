@@ -59,6 +59,21 @@ func TestAPIKey(t *testing.T) {
 	}
 }
 
+// TestRefusalsAreLogged: a refused webhook is logged — a key rotated on
+// Prime's side shows in the log — at most once a minute, never with the key.
+func TestRefusalsAreLogged(t *testing.T) {
+	is := is.New(t)
+	h := start(t)
+	const wrong = "3f0c1a8e-0000-4000-8000-00000000beef"
+	for range 3 {
+		is.Equal(h.post(`{}`, "API-Key", wrong).StatusCode, http.StatusUnauthorized)
+	}
+	logs := h.logs.String()
+	is.Equal(strings.Count(logs, "webhook refused"), 1) // one line for the three
+	is.True(strings.Contains(logs, "keySent=true"))     // saying a key came
+	is.True(!strings.Contains(logs, wrong))             // but not which
+}
+
 func TestStoresTheEventAsReceived(t *testing.T) {
 	h := start(t)
 	for _, tc := range []struct {
