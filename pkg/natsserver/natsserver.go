@@ -4,7 +4,6 @@ package natsserver
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -54,6 +53,15 @@ func Start(cfg Config) (*server.Server, error) {
 		NoLog:      true,
 		MaxPayload: cmp.Or(cfg.MaxPayload, MaxPayload),
 	}
+	if port > 0 {
+		// The server, which logs nothing here, would only time out below
+		// when the address is taken: say so at once, as the HTTP listeners do.
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("nats server cannot listen on %s (NATS_LISTEN): %w", cfg.Listen, err)
+		}
+		ln.Close()
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("nats server: %w", err)
@@ -61,7 +69,7 @@ func Start(cfg Config) (*server.Server, error) {
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
-		return nil, errors.New("nats server: not ready for connections after 10s")
+		return nil, fmt.Errorf("nats server on %s: not ready for connections after 10s", cfg.Listen)
 	}
 	return srv, nil
 }

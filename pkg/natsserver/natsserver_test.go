@@ -1,6 +1,8 @@
 package natsserver_test
 
 import (
+	"net"
+	"strings"
 	"testing"
 
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
@@ -30,4 +32,17 @@ func TestMaxPayload(t *testing.T) {
 			is.Equal(nc.MaxPayload(), tc.want) // what the server tells its clients
 		})
 	}
+}
+
+// TestAddressInUse: a listen address that is taken is an error at once that
+// says so, not a wait for a server that never becomes ready.
+func TestAddressInUse(t *testing.T) {
+	is := is.New(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	defer taken.Close()
+	_, err = natsserver.Start(natsserver.Config{Listen: taken.Addr().String(), StoreDir: t.TempDir()})
+	is.True(err != nil)                                              // refused
+	is.True(strings.Contains(err.Error(), "address already in use")) // saying why
+	is.True(strings.Contains(err.Error(), taken.Addr().String()))    // and where
 }
