@@ -6,22 +6,30 @@ package outbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Store is what the outbox needs of the store.
 type Store interface {
-	GetOutboxUnpublished(ctx context.Context, createdBefore time.Time, limit int) ([]store.OutboxMessage, error)
+	GetOutboxUnpublished(ctx context.Context, afterID int64, createdBefore time.Time, limit int) ([]store.OutboxMessage, error)
 	SetOutboxPublished(ctx context.Context, ids []int64, at time.Time) error
 	PurgeOutbox(ctx context.Context, publishedBefore time.Time) (int, error)
 }
 
-// Publisher publishes outbox messages.
+// Publisher publishes outbox messages. Several publishers and sweepers, in
+// one process or several, may share one outbox: a message published twice
+// (two sweeps reading the same page, a sweep racing the publish after the
+// commit) carries the same Nats-Msg-Id, which JetStream drops within the
+// stream's duplicate window, and recording it published twice only moves
+// its publishedUTC.
 type Publisher struct {
 	JS    jetstream.JetStream
 	Store Store
@@ -31,6 +39,11 @@ type Publisher struct {
 	Grace time.Duration
 	// Keep is how long published messages stay in the table (default 7 days).
 	Keep time.Duration
+	// Page is how many messages a sweep reads at a time (default 200).
+	Page int
+	// Failures, when set, counts the messages a sweep could not publish, by
+	// reason (RegisterFailures).
+	Failures *prometheus.CounterVec
 }
 
 // Message builds an outbox message with a JSON body.
@@ -59,16 +72,23 @@ func (p *Publisher) Send(ctx context.Context, msgs []store.OutboxMessage) error 
 	return firstErr
 }
 
-func (p *Publisher) publish(ctx context.Context, m store.OutboxMessage) error {
+// publishTimeout bounds one publish, and the question that classifies its
+// failure.
+const publishTimeout = 5 * time.Second
+
+func (p *Publisher) publish(ctx context.Context, m store.OutboxMessage, opts ...jetstream.PublishOpt) error {
+	if !p.JS.Conn().IsConnected() {
+		return ErrDisconnected // a publish now would wait out its timeout
+	}
 	msg := nats.NewMsg(m.Subject)
 	msg.Data = m.Data
 	for k, v := range m.Header {
 		msg.Header.Set(k, v)
 	}
 	msg.Header.Set(nats.MsgIdHdr, m.MsgID)
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	_, err := p.JS.PublishMsg(ctx, msg)
+	_, err := p.JS.PublishMsg(ctx, msg, opts...)
 	return err
 }
 
@@ -91,7 +111,7 @@ func (p *Publisher) Run(ctx context.Context, interval time.Duration) error {
 		case <-tick.C:
 		}
 		if err := p.Sweep(ctx, grace); err != nil && ctx.Err() == nil {
-			p.Log.Warn("outbox sweep", "err", err)
+			p.Log.Warn("outbox sweep stopped early", "err", err)
 		}
 		if _, err := p.Store.PurgeOutbox(ctx, time.Now().Add(-keep)); err != nil && ctx.Err() == nil {
 			p.Log.Warn("outbox purge", "err", err)
@@ -99,19 +119,165 @@ func (p *Publisher) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// Sweep publishes every message older than grace that is still unpublished.
+// WithSweeper runs a service with an outbox sweeper next to it: a service
+// that writes the outbox runs this way as a process of its own, so that its
+// hand-offs whose publish failed never wait for another service's sweeper.
+type WithSweeper struct {
+	Service interface {
+		Run(ctx context.Context) error
+	}
+	Sweeper *Publisher
+	// Every is how often the sweeper sweeps.
+	Every time.Duration
+}
+
+// Run runs the service and the sweeper until the service returns, and
+// returns the service's error.
+func (w WithSweeper) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		_ = w.Sweeper.Run(ctx, w.Every) // Run returns only when ctx ends, with nil
+	}()
+	err := w.Service.Run(ctx)
+	stop()
+	<-swept
+	return err
+}
+
+// NewSweeper is a process's outbox sweeper, counting what it cannot publish
+// in primeflow_outbox_sweep_failures_total on reg.
+func NewSweeper(js jetstream.JetStream, st Store, log *slog.Logger, reg prometheus.Registerer) (*Publisher, error) {
+	failures, err := RegisterFailures(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Publisher{JS: js, Store: st, Log: log, Failures: failures}, nil
+}
+
+// maxLoggedIDs bounds the skipped message ids a sweep's log line lists.
+const maxLoggedIDs = 20
+
+// Sweep publishes every message older than grace that is still unpublished,
+// page by page. A message NATS refuses is counted, logged with its id and
+// skipped until the next sweep, so it holds back no other; the sweep stops
+// early, with an error, only when NATS itself is unavailable, since every
+// later message would fail the same way. Like the spec's processing run
+// (§3.1), which records each row's failure against that row, a sweep fails
+// only for what is not a message's own failure.
 func (p *Publisher) Sweep(ctx context.Context, grace time.Duration) error {
+	page := p.Page
+	if page <= 0 {
+		page = 200
+	}
+	before := time.Now().Add(-grace)
+	var after int64 // the pages go on past the messages skipped
+	published, failed := 0, 0
+	var failedIDs []int64
+	defer func() {
+		switch {
+		case failed > 0:
+			// Logged every sweep while a message stays unpublishable.
+			p.Log.Warn("outbox sweep: messages not published stay unpublished for the next sweep",
+				"published", published, "failed", failed, "failedIds", failedIDs)
+		case published > 0:
+			p.Log.Info("outbox sweep published", "messages", published)
+		}
+	}()
 	for {
-		msgs, err := p.Store.GetOutboxUnpublished(ctx, time.Now().Add(-grace), 200)
-		if err != nil || len(msgs) == 0 {
+		msgs, err := p.Store.GetOutboxUnpublished(ctx, after, before, page)
+		if err != nil {
 			return err
 		}
-		if err := p.Send(ctx, msgs); err != nil {
+		var done []int64
+		var stop error
+		for _, m := range msgs {
+			after = m.ID
+			// No retry on "no responders": the next sweep is the retry,
+			// and failure tells at once a subject no stream takes from
+			// JetStream being down.
+			err := p.publish(ctx, m, jetstream.WithRetryAttempts(0))
+			if err == nil {
+				done = append(done, m.ID)
+				continue
+			}
+			if stop = p.failure(ctx, m, err); stop != nil {
+				break
+			}
+			failed++
+			if len(failedIDs) < maxLoggedIDs {
+				failedIDs = append(failedIDs, m.ID)
+			}
+		}
+		if err := p.Store.SetOutboxPublished(ctx, done, time.Now()); err != nil {
 			return err
 		}
-		p.Log.Info("outbox sweep published", "messages", len(msgs))
-		if len(msgs) < 200 {
+		published += len(done)
+		if stop != nil {
+			return stop
+		}
+		if len(msgs) < page {
 			return nil
 		}
 	}
+}
+
+// failure counts and logs a sweep's publish that failed, and returns the
+// error that stops the sweep when NATS is unavailable, or nil to skip the
+// message: it stays unpublished and the next sweep tries it again.
+func (p *Publisher) failure(ctx context.Context, m store.OutboxMessage, err error) error {
+	if ctx.Err() != nil {
+		return err // shutting down
+	}
+	reason := FailureReason(err)
+	switch {
+	case !p.JS.Conn().IsConnected():
+		reason = ReasonDisconnected
+	case reason == ReasonError && errors.Is(err, jetstream.ErrNoStreamResponse) && p.noStreamFor(ctx, m.Subject):
+		reason = ReasonRejected
+	}
+	p.count(reason)
+	if reason != ReasonRejected {
+		return fmt.Errorf("publish outbox message %d: %w", m.ID, err)
+	}
+	p.Log.Warn("outbox: message not published, skipped until the next sweep", "id", m.ID, "subject", m.Subject, "err", err)
+	return nil
+}
+
+// noStreamFor reports whether JetStream answers that no stream takes
+// subject: "no responders" to a publish is what a missing stream and an
+// unavailable JetStream both look like.
+func (p *Publisher) noStreamFor(ctx context.Context, subject string) bool {
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	_, err := p.JS.StreamNameBySubject(ctx, subject)
+	return errors.Is(err, jetstream.ErrStreamNotFound)
+}
+
+func (p *Publisher) count(reason string) {
+	if p.Failures != nil {
+		p.Failures.WithLabelValues(reason).Inc()
+	}
+}
+
+// RegisterFailures registers primeflow_outbox_sweep_failures_total on reg and
+// returns it for Publisher.Failures, or returns the one registered before:
+// every sweeper of a process counts into one.
+func RegisterFailures(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "primeflow_outbox_sweep_failures_total",
+		Help: "Outbox messages a sweep could not publish, by reason: disconnected and error (NATS unavailable, JetStream not answering: the sweep stopped), rejected (NATS refused the message: skipped, tried again every sweep).",
+	}, []string{"reason"})
+	err := reg.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
+			return existing, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("outbox metrics: %w", err)
+	}
+	return c, nil
 }

@@ -34,7 +34,7 @@ func TestSendThenSweepPublishesEachMessageOnce(t *testing.T) {
 	is.NoErr(p.Sweep(ctx, 0))       // the sweeper finds the second
 	is.NoErr(p.Sweep(ctx, 0))       // and a second sweep finds nothing
 
-	left, err := st.GetOutboxUnpublished(ctx, time.Now().Add(time.Minute), 10)
+	left, err := st.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Minute), 10)
 	is.NoErr(err)
 	is.Equal(len(left), 0) // everything recorded as published
 

@@ -15,8 +15,9 @@ import (
 // Queue is what the Drainer needs of the store (store.SMSQueue).
 type Queue interface {
 	ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]store.SMSMessage, error)
-	SetSMSSent(ctx context.Context, id int64, at time.Time) error
-	SetSMSFailed(ctx context.Context, id int64, cause string, retryAt, at time.Time) error
+	SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error
+	SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error
+	ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error
 	NextSMSDue(ctx context.Context) (at time.Time, ok bool, err error)
 	CountSMS(ctx context.Context) (map[store.SMSState]int, error)
 }
@@ -29,7 +30,8 @@ type DrainerConfig struct {
 	// repeats).
 	Backoff []time.Duration `env:"SMS_RETRY_BACKOFF" envDefault:"5s,30s,2m,10m"`
 	// Lease is how long a claim holds a message. It must outlast a send
-	// (SMS_SEND_TIMEOUT): a claim that lapses lets the message be sent again.
+	// (SMS_SEND_TIMEOUT, checked by makesafe): a claim that lapses lets the
+	// message be sent again.
 	Lease time.Duration `env:"SMS_CLAIM_LEASE" envDefault:"2m"`
 	// Sweep is the slowest the queue is looked at, kicks or not.
 	Sweep time.Duration `env:"SMS_SWEEP_INTERVAL" envDefault:"1m"`
@@ -56,15 +58,18 @@ func (c DrainerConfig) check() error {
 
 // Drainer sends the queued messages: when kicked, when a retry falls due,
 // and at least every Sweep. Each message is claimed before it is sent and
-// marked Sent after the Sender accepts it, so it is sent once unless the
-// process dies between the two (store.SMSQueue).
+// its outcome recorded against the claim after (store.SMSQueue says when a
+// message is posted again). When ctx ends, a post that has started runs to
+// its end and is recorded, and a claim not yet posted is given back.
 type Drainer struct {
-	cfg  DrainerConfig
-	q    Queue
-	s    Sender
-	log  *slog.Logger
-	m    *metrics
-	kick chan struct{}
+	cfg DrainerConfig
+	q   Queue
+	s   Sender
+	// logOnly: s is the LogSender, whose messages are logged, not sent.
+	logOnly bool
+	log     *slog.Logger
+	m       *metrics
+	kick    chan struct{}
 }
 
 // NewDrainer makes a drainer and registers its metrics with reg.
@@ -76,7 +81,8 @@ func NewDrainer(cfg DrainerConfig, q Queue, s Sender, log *slog.Logger, reg prom
 	if err != nil {
 		return nil, err
 	}
-	return &Drainer{cfg: cfg, q: q, s: s, log: log, m: m, kick: make(chan struct{}, 1)}, nil
+	_, logOnly := s.(LogSender)
+	return &Drainer{cfg: cfg, q: q, s: s, logOnly: logOnly, log: log, m: m, kick: make(chan struct{}, 1)}, nil
 }
 
 // Kick asks for a drain now. It never blocks; kicks while a drain runs
@@ -118,7 +124,8 @@ func (d *Drainer) Run(ctx context.Context) error {
 }
 
 // Drain sends every message due now, Workers at a time, and returns when
-// none is left or the queue cannot be read.
+// none is left, the queue cannot be read, or ctx ends; it returns only once
+// the posts it started have finished and been recorded.
 func (d *Drainer) Drain(ctx context.Context) error {
 	for ctx.Err() == nil {
 		msgs, err := d.q.ClaimSMS(ctx, time.Now(), d.cfg.Lease, d.cfg.MaxAttempts, d.cfg.Workers)
@@ -139,22 +146,30 @@ func (d *Drainer) Drain(ctx context.Context) error {
 
 // send hands one claimed message to the sender and records the outcome.
 func (d *Drainer) send(ctx context.Context, m store.SMSMessage) {
+	log := d.log.With("sms", m.ID, "source", m.Source, "attempt", m.Attempts)
+	// What is written after ctx ends must still be written.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if ctx.Err() != nil {
+		// Stopping before the post: give the claim back unused, so the
+		// message is due again at once (for another process, or this one's
+		// next start) rather than after its lease, and keeps its attempt. A
+		// make-safe SMS goes within minutes (§6).
+		if err := d.q.ReleaseSMS(rctx, m.ID, m.Attempts, time.Now()); err != nil {
+			log.Warn("sms claim not given back: it is sent when the claim lapses", "err", err)
+		}
+		return
+	}
 	if m.Attempts == 1 {
 		d.m.handoff.Observe(time.Since(m.QueuedUTC).Seconds())
 	}
-	log := d.log.With("sms", m.ID, "source", m.Source, "attempt", m.Attempts)
-	err := d.s.Send(ctx, Message{ID: m.ID, To: m.Recipient, Body: m.Body, Source: m.Source, Attempt: m.Attempts})
+	// A post that has started finishes whatever ctx does: cut short, the
+	// endpoint may have acted on it all the same. The Sender bounds it
+	// (HTTPSender: SMS_SEND_TIMEOUT).
+	err := d.s.Send(context.WithoutCancel(ctx), Message{ID: m.ID, To: m.Recipient, Body: m.Body, Source: m.Source, Attempt: m.Attempts})
 	now := time.Now()
-	// The send happened whatever ctx does now: record it.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
 	if err == nil {
-		d.m.sent.Inc()
-		if rerr := d.q.SetSMSSent(rctx, m.ID, now); rerr != nil {
-			log.Error("sms sent but not recorded: it is sent again when its claim lapses", "err", rerr)
-			return
-		}
-		log.Info("sms sent")
+		d.sent(rctx, log, m, now)
 		return
 	}
 	final := errors.Is(err, ErrPermanent) || m.Attempts >= d.cfg.MaxAttempts
@@ -162,7 +177,11 @@ func (d *Drainer) send(ctx context.Context, m store.SMSMessage) {
 	if !final {
 		retryAt = now.Add(d.cfg.Backoff[min(m.Attempts, len(d.cfg.Backoff))-1])
 	}
-	if rerr := d.q.SetSMSFailed(rctx, m.ID, err.Error(), retryAt, now); rerr != nil {
+	if rerr := d.q.SetSMSFailed(rctx, m.ID, m.Attempts, err.Error(), retryAt, now); rerr != nil {
+		if errors.Is(rerr, store.ErrSMSClaimLost) {
+			log.Error("sms failure not recorded: its claim lapsed during the post (SMS_CLAIM_LEASE)", "err", err, "lease", d.cfg.Lease)
+			return
+		}
 		log.Error("sms failure not recorded: the message is tried again when its claim lapses", "err", rerr, "cause", err)
 		return
 	}
@@ -175,9 +194,29 @@ func (d *Drainer) send(ctx context.Context, m store.SMSMessage) {
 	log.Warn("sms not sent; retrying", "err", err, "at", retryAt)
 }
 
+// sent records a message the sender accepted.
+func (d *Drainer) sent(ctx context.Context, log *slog.Logger, m store.SMSMessage, at time.Time) {
+	what := "sms sent"
+	if d.logOnly {
+		what = "sms logged (not sent: no SMS_SEND_URL)"
+		d.m.logged.Inc()
+	} else {
+		d.m.sent.Inc()
+	}
+	if err := d.q.SetSMSSent(ctx, m.ID, m.Attempts, at); err != nil {
+		if errors.Is(err, store.ErrSMSClaimLost) {
+			log.Error(what+" but not recorded: its claim lapsed during the post (SMS_CLAIM_LEASE)", "lease", d.cfg.Lease)
+			return
+		}
+		log.Error(what+" but not recorded: it is sent again when its claim lapses", "err", err)
+		return
+	}
+	log.Info(what)
+}
+
 type metrics struct {
-	sent, failed, retries prometheus.Counter
-	handoff               prometheus.Histogram
+	sent, logged, failed, retries prometheus.Counter
+	handoff                       prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, q Queue) (*metrics, error) {
@@ -185,6 +224,10 @@ func newMetrics(reg prometheus.Registerer, q Queue) (*metrics, error) {
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_sms_sent_total",
 			Help: "SMS messages the SMS endpoint accepted.",
+		}),
+		logged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_sms_logged_total",
+			Help: "SMS messages logged instead of sent: no SMS_SEND_URL (bin/primeflow on the Prime simulator).",
 		}),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_sms_failed_total",
@@ -200,7 +243,7 @@ func newMetrics(reg prometheus.Registerer, q Queue) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.sent, m.failed, m.retries, m.handoff, queueCollector{q}} {
+	for _, c := range []prometheus.Collector{m.sent, m.logged, m.failed, m.retries, m.handoff, queueCollector{q}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("sms metrics: %w", err)
 		}

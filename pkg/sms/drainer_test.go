@@ -23,33 +23,39 @@ import (
 type rig struct {
 	store   *sqlite.Store
 	ep      *endpoint
+	sender  *sms.HTTPSender
 	drainer *sms.Drainer
 	reg     *prometheus.Registry
 	logs    *lockedWriter
 }
 
-func newRig(t *testing.T, statuses []int, maxAttempts int) *rig {
+func newRig(t *testing.T, ep *endpoint, maxAttempts int) *rig {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "primeflow.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	ep := &endpoint{statuses: statuses}
 	srv := httptest.NewServer(ep)
 	t.Cleanup(srv.Close)
 	sender, err := sms.NewHTTPSender(sms.Config{URL: srv.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedWriter{}
-	reg := prometheus.NewRegistry()
+	r := &rig{store: st, ep: ep, sender: sender, reg: prometheus.NewRegistry(), logs: &lockedWriter{}}
+	r.drainer = r.newDrainer(t, st, sender, maxAttempts, r.reg)
+	return r
+}
+
+// newDrainer makes a drainer over q and s, logging to the rig's logs.
+func (r *rig) newDrainer(t *testing.T, q sms.Queue, s sms.Sender, maxAttempts int, reg prometheus.Registerer) *sms.Drainer {
+	t.Helper()
 	d, err := sms.NewDrainer(sms.DrainerConfig{MaxAttempts: maxAttempts, Backoff: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond},
-		Lease: time.Minute, Sweep: time.Minute, Workers: 4}, st, sender, slog.New(slog.NewTextHandler(logs, nil)), reg)
+		Lease: time.Minute, Sweep: time.Minute, Workers: 4}, q, s, slog.New(slog.NewTextHandler(r.logs, nil)), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{store: st, ep: ep, drainer: d, reg: reg, logs: logs}
+	return d
 }
 
 // lockedWriter lets the drainer's goroutines and the test share a buffer.
@@ -64,14 +70,17 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // waitFor waits, up to a deadline, for the logs to contain text.
 func (l *lockedWriter) waitFor(text string) bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		l.mu.Lock()
-		found := strings.Contains(l.b.String(), text)
-		l.mu.Unlock()
-		if found {
+		if strings.Contains(l.String(), text) {
 			return true
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -145,7 +154,7 @@ func metric(t *testing.T, reg *prometheus.Registry, name, label string) float64 
 
 func TestAnEndpointThatFailsThenRecoversGetsTheMessageOnce(t *testing.T) {
 	is := is.New(t)
-	r := newRig(t, []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusOK}, 5)
+	r := newRig(t, &endpoint{statuses: []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusOK}}, 5)
 	r.run(t)
 	id := r.queue(t, "MAKE SAFE")
 	r.drainer.Kick()
@@ -168,7 +177,7 @@ func TestAnEndpointThatFailsThenRecoversGetsTheMessageOnce(t *testing.T) {
 
 func TestAMessageFailsVisiblyAfterItsLastAttempt(t *testing.T) {
 	is := is.New(t)
-	r := newRig(t, []int{http.StatusBadGateway}, 3)
+	r := newRig(t, &endpoint{statuses: []int{http.StatusBadGateway}}, 3)
 	r.run(t)
 	id := r.queue(t, "x")
 	r.drainer.Kick()
@@ -183,7 +192,7 @@ func TestAMessageFailsVisiblyAfterItsLastAttempt(t *testing.T) {
 
 func TestARefusalIsNotRetried(t *testing.T) {
 	is := is.New(t)
-	r := newRig(t, []int{http.StatusUnprocessableEntity}, 5)
+	r := newRig(t, &endpoint{statuses: []int{http.StatusUnprocessableEntity}}, 5)
 	id := r.queue(t, "x")
 	is.NoErr(r.drainer.Drain(context.Background()))
 	m, err := r.store.GetSMS(context.Background(), id)
@@ -196,7 +205,7 @@ func TestARefusalIsNotRetried(t *testing.T) {
 // Two drainers on one queue (two makesafe processes) send each message once.
 func TestTwoDrainersSendEachMessageOnce(t *testing.T) {
 	is := is.New(t)
-	r := newRig(t, nil, 5)
+	r := newRig(t, &endpoint{}, 5)
 	ids := make([]int64, 30)
 	for i := range ids {
 		ids[i] = r.queue(t, "m")
@@ -218,6 +227,102 @@ func TestTwoDrainersSendEachMessageOnce(t *testing.T) {
 		is.Equal(r.ep.accepted(id), 1) // every message sent exactly once
 	}
 	is.Equal(len(r.ep.got()), len(ids)) // and nothing else
+}
+
+// A shutdown (a deploy's SIGTERM) while the make-safe SMS is being posted
+// lets the post finish and records it: cut short, the post would count as a
+// failure, on its last attempt Failed for good, though the endpoint may
+// have acted on it.
+func TestAShutdownLetsThePostInFlightFinish(t *testing.T) {
+	is := is.New(t)
+	ep := &endpoint{arrived: make(chan int64, 1), hold: make(chan struct{})}
+	r := newRig(t, ep, 1)
+	answer := sync.OnceFunc(func() { close(ep.hold) })
+	t.Cleanup(answer)
+	id := r.queue(t, "MAKE SAFE")
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); r.drainer.Run(ctx) }()
+	select {
+	case got := <-ep.arrived:
+		is.Equal(got, id) // the post reached the endpoint
+	case <-time.After(10 * time.Second):
+		is.Fail() // nothing was posted
+	}
+
+	cancel()
+	select {
+	case <-stopped:
+		is.Fail() // Run returned with its post unanswered
+	case <-time.After(200 * time.Millisecond):
+	}
+	answer()
+	<-stopped
+	m, err := r.store.GetSMS(context.Background(), id)
+	is.NoErr(err)
+	is.Equal(m.State, store.SMSSent)                                  // recorded sent
+	is.Equal(m.Attempts, 1)                                           // on its one attempt
+	is.Equal(m.LastError, "")                                         // with no failure
+	is.Equal(r.ep.accepted(id), 1)                                    // the endpoint answered the post
+	is.Equal(metric(t, r.reg, "primeflow_sms_sent_total", ""), 1.0)   // counted sent
+	is.Equal(metric(t, r.reg, "primeflow_sms_failed_total", ""), 0.0) // not failed
+}
+
+// claimHook is a queue whose ClaimSMS calls claimed once its claim is made.
+type claimHook struct {
+	*sqlite.Store
+	claimed func()
+}
+
+func (q claimHook) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]store.SMSMessage, error) {
+	msgs, err := q.Store.ClaimSMS(ctx, now, lease, maxAttempts, limit)
+	q.claimed()
+	return msgs, err
+}
+
+// A shutdown between a claim and its post gives the claim back: nothing is
+// posted and no attempt is used, so the message goes at the next start on
+// the attempt it had, not after its lease on one fewer.
+func TestAShutdownBeforeThePostGivesTheClaimBack(t *testing.T) {
+	is := is.New(t)
+	r := newRig(t, &endpoint{}, 1)
+	id := r.queue(t, "MAKE SAFE")
+	ctx, cancel := context.WithCancel(context.Background())
+	stopping := r.newDrainer(t, claimHook{Store: r.store, claimed: cancel}, r.sender, 1, prometheus.NewRegistry())
+	is.NoErr(stopping.Drain(ctx))
+	is.Equal(len(r.ep.got()), 0) // nothing posted
+	m, err := r.store.GetSMS(context.Background(), id)
+	is.NoErr(err)
+	is.Equal(m.State, store.SMSQueued)  // queued again
+	is.Equal(m.Attempts, 0)             // its attempt not used
+	is.Equal(m.LastError, "")           // and no failure recorded
+	is.True(m.ClaimedUntilUTC.IsZero()) // no claim left to lapse
+
+	is.NoErr(r.drainer.Drain(context.Background())) // the next start
+	m, err = r.store.GetSMS(context.Background(), id)
+	is.NoErr(err)
+	is.Equal(m.State, store.SMSSent) // sends it
+	is.Equal(m.Attempts, 1)          // on its one attempt
+	is.Equal(r.ep.accepted(id), 1)   // once
+}
+
+// Without SMS_SEND_URL (make run) messages are logged, and the drainer says
+// so: not "sms sent", nor counted sent.
+func TestTheLogSendersMessagesAreLoggedNotSent(t *testing.T) {
+	is := is.New(t)
+	r := newRig(t, &endpoint{}, 5)
+	reg := prometheus.NewRegistry()
+	d := r.newDrainer(t, r.store, sms.LogSender{Log: slog.New(slog.NewTextHandler(r.logs, nil))}, 5, reg)
+	id := r.queue(t, "MAKE SAFE")
+	is.NoErr(d.Drain(context.Background()))
+	m, err := r.store.GetSMS(context.Background(), id)
+	is.NoErr(err)
+	is.Equal(m.State, store.SMSSent)                                  // done with: never handed over again
+	is.True(r.logs.waitFor("sms logged (not sent: no SMS_SEND_URL)")) // the drainer says it was logged
+	is.True(!strings.Contains(r.logs.String(), "sms sent"))           // not sent
+	is.Equal(metric(t, reg, "primeflow_sms_logged_total", ""), 1.0)   // counted logged
+	is.Equal(metric(t, reg, "primeflow_sms_sent_total", ""), 0.0)     // not sent
+	is.Equal(len(r.ep.got()), 0)                                      // and nothing was posted
 }
 
 func mustServer(t *testing.T, h http.Handler) string {

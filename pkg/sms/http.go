@@ -25,8 +25,17 @@ type Config struct {
 	// AuthValue, when set, is sent in AuthHeader (for example "Basic …" or a
 	// token). A secret: never logged.
 	AuthValue string `env:"SMS_SEND_AUTH"`
-	// Timeout bounds one post.
+	// Timeout bounds one post (SendTimeout).
 	Timeout time.Duration `env:"SMS_SEND_TIMEOUT" envDefault:"15s"`
+}
+
+// SendTimeout is how long HTTPSender gives one post: Timeout, or 15s when
+// it is not above zero.
+func (c Config) SendTimeout() time.Duration {
+	if c.Timeout <= 0 {
+		return 15 * time.Second
+	}
+	return c.Timeout
 }
 
 // LogValue logs the configuration without its secret, and the URL without
@@ -80,11 +89,7 @@ func NewHTTPSender(cfg Config, hc *http.Client) (*HTTPSender, error) {
 		return nil, fmt.Errorf("sms: SMS_SEND_URL %q is not an http(s) URL", redactURL(cfg.URL))
 	}
 	if hc == nil {
-		timeout := cfg.Timeout
-		if timeout <= 0 {
-			timeout = 15 * time.Second
-		}
-		hc = &http.Client{Timeout: timeout}
+		hc = &http.Client{Timeout: cfg.SendTimeout()}
 	}
 	header := cfg.AuthHeader
 	if header == "" {
@@ -120,18 +125,35 @@ func (s *HTTPSender) Send(ctx context.Context, m Message) error {
 		return fmt.Errorf("sms %d: post to %s: %w", m.ID, s.redacted, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInError+1))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	err = fmt.Errorf("sms %d: post to %s: HTTP %d: %s", m.ID, s.redacted, resp.StatusCode, strings.TrimSpace(string(snippet)))
+	err = fmt.Errorf("sms %d: post to %s: HTTP %d: %s", m.ID, s.redacted, resp.StatusCode, bodyInError(head))
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
 		return err
 	default:
 		return Permanent(err)
 	}
+}
+
+// maxBodyInError is how much of an error answer's body its error keeps: what
+// an endpoint says is wrong, not a whole HTML error page in the log.
+const maxBodyInError = 200
+
+// bodyInError is the start of an answer's body on one line: at most its
+// first maxBodyInError bytes (a character cut there dropped), then "…" when
+// there was more.
+func bodyInError(body []byte) string {
+	more := len(body) > maxBodyInError
+	body = body[:min(len(body), maxBodyInError)]
+	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(body), "")), " ")
+	if more {
+		text += "…"
+	}
+	return text
 }
 
 func unwrapURLError(err error) error {

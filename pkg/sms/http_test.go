@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/matryer/is"
@@ -21,6 +23,10 @@ type endpoint struct {
 	mu       sync.Mutex
 	statuses []int
 	posts    []post
+	// arrived, when set, hears of each post as it arrives; hold, when set,
+	// keeps each post unanswered until it is closed or the client gives up.
+	arrived chan int64
+	hold    chan struct{}
 }
 
 type post struct {
@@ -34,6 +40,16 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&p); err != nil || r.Method != http.MethodPost {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
+	}
+	if e.arrived != nil {
+		e.arrived <- p.ID
+	}
+	if e.hold != nil {
+		select {
+		case <-e.hold:
+		case <-r.Context().Done():
+			return // the client gave up: nothing was answered
+		}
 	}
 	e.mu.Lock()
 	status := http.StatusOK
@@ -107,6 +123,41 @@ func TestHTTPSenderStatuses(t *testing.T) {
 			err = s.Send(context.Background(), sms.Message{ID: 1, To: "+61400000000", Body: "x"})
 			is.Equal(err == nil, tc.ok)                          // 2xx is sent
 			is.Equal(errors.Is(err, sms.ErrPermanent), tc.final) // other 4xx are refused for good, the rest retried
+		})
+	}
+}
+
+// An error answer's body is kept in the error (and so in the log and the
+// row's LastError) as its start, on one line, marked when cut.
+func TestHTTPSenderKeepsTheStartOfAnErrorBody(t *testing.T) {
+	// The page's 200th byte is the first of a "ü".
+	page := "<!DOCTYPE html>\n<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<hr><hr><hr>" +
+		strings.Repeat("<p>upstream went away: ü</p>\n", 200) + "<p>THE END</p></body></html>"
+	for _, tc := range []struct {
+		name, body, want string
+		cut              bool
+	}{
+		{"a short answer", `{"error":"try later"}`, `{"error":"try later"}`, false},
+		{"an HTML error page", page, "<!DOCTYPE html> <html> <head><title>502 Bad Gateway</title></head> <body> <hr><hr><hr><p>upstream went away: ü</p>", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusBadGateway)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			s, err := sms.NewHTTPSender(sms.Config{URL: srv.URL}, nil)
+			is.NoErr(err)
+			err = s.Send(context.Background(), sms.Message{ID: 1, To: "+61400000000", Body: "x"})
+			is.True(err != nil) // a 502
+			_, body, found := strings.Cut(err.Error(), "HTTP 502: ")
+			is.True(found)                                     // the status
+			is.True(strings.HasPrefix(body, tc.want))          // then the start of the body, on one line
+			is.Equal(strings.HasSuffix(body, "…"), tc.cut)     // marked when cut
+			is.True(len(strings.TrimSuffix(body, "…")) <= 200) // at most 200 bytes of it
+			is.True(!strings.Contains(body, "\n"))             // one line
+			is.True(utf8.ValidString(body))                    // no character cut in two
 		})
 	}
 }

@@ -25,7 +25,9 @@ type Message struct {
 
 // Sender sends one message. A nil error means the message was accepted. An
 // error that matches ErrPermanent means sending it again cannot help;
-// any other error is worth a retry.
+// any other error is worth a retry. The Drainer does not cancel a send it
+// has started, even to shut down: a Sender bounds its own time (HTTPSender:
+// SMS_SEND_TIMEOUT).
 type Sender interface {
 	Send(ctx context.Context, m Message) error
 }

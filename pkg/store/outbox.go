@@ -22,9 +22,10 @@ type OutboxMessage struct {
 type Outbox interface {
 	// InsertOutbox stores messages and returns them with their ids.
 	InsertOutbox(ctx context.Context, msgs []OutboxMessage) ([]OutboxMessage, error)
-	// GetOutboxUnpublished returns messages not yet published that were
-	// written before the given time, oldest first.
-	GetOutboxUnpublished(ctx context.Context, createdBefore time.Time, limit int) ([]OutboxMessage, error)
+	// GetOutboxUnpublished returns messages not yet published after afterID
+	// (0: from the first) that were written before createdBefore, oldest
+	// first: the sweeper pages on by id past the messages it skipped.
+	GetOutboxUnpublished(ctx context.Context, afterID int64, createdBefore time.Time, limit int) ([]OutboxMessage, error)
 	// SetOutboxPublished records that messages were published.
 	SetOutboxPublished(ctx context.Context, ids []int64, at time.Time) error
 	// PurgeOutbox deletes messages published before the given time and

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -34,7 +35,8 @@ type SMSMessage struct {
 	// DedupeKey, when set, is unique: a second message with it is not queued.
 	DedupeKey string
 	State     SMSState
-	// Attempts counts the claims made to send it.
+	// Attempts counts the claims made to send it (a claim given back
+	// unused, ReleaseSMS, does not count).
 	Attempts       int
 	NextAttemptUTC time.Time
 	// ClaimedUntilUTC is when a claim in state Sending lapses: after it the
@@ -57,11 +59,21 @@ type NewSMS struct {
 	Now time.Time
 }
 
-// SMSQueue is the queue of text messages to send. A message is sent at most
-// once as far as the queue can tell: a sender claims it (Sending) before it
-// sends and marks it Sent after the endpoint's 2xx. The only at-least-once
-// window is a sender that dies between the endpoint's 2xx and SetSMSSent:
-// when its claim lapses the message is claimed and sent again.
+// SMSQueue is the queue of text messages to send. A sender claims a message
+// (Sending, Attempts + 1) before it posts it and records the outcome of the
+// post against that claim: Sent after the endpoint's 2xx, or failed. A claim
+// is named by the message's ID and the Attempts the claim gave it; an
+// outcome recorded for a claim the message no longer holds changes nothing
+// (ErrSMSClaimLost), so a late sender can never undo a later claim's work.
+//
+// A message is posted again only when its sender cannot know the endpoint
+// took it: a post with no answer or an error answer (SMS_SEND_TIMEOUT, a
+// lost connection, 408, 429, 5xx) is retried, and a post whose outcome was
+// never recorded (the process died, the database refused the write) is
+// posted again when its claim lapses. A shutdown is neither: the drainer
+// lets a post that has started finish and records it, and gives back a
+// claim it has not posted yet (ReleaseSMS). Every post carries the message's
+// ID, the same on each attempt, so the endpoint can drop a repeat.
 type SMSQueue interface {
 	// QueueSMS queues a message and returns its id. With a DedupeKey already
 	// queued it queues nothing and returns the existing id, queued false.
@@ -72,12 +84,19 @@ type SMSQueue interface {
 	// lapsed claim that was already the maxAttempts-th becomes Failed
 	// instead. Concurrent claims never return the same message.
 	ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]SMSMessage, error)
-	// SetSMSSent marks a message Sent.
-	SetSMSSent(ctx context.Context, id int64, at time.Time) error
+	// SetSMSSent marks a message Sent, if it still holds the claim attempt
+	// names (its Attempts as ClaimSMS returned it). It returns ErrNotFound
+	// for an unknown id and ErrSMSClaimLost when the claim is gone.
+	SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error
 	// SetSMSFailed records a failed send and its error (cut to
-	// MaxStatusLen): the message is Queued again from retryAt, or Failed
-	// when retryAt is zero.
-	SetSMSFailed(ctx context.Context, id int64, cause string, retryAt, at time.Time) error
+	// MaxStatusLen) against the claim attempt names, as SetSMSSent does:
+	// the message is Queued again from retryAt, or Failed when retryAt is
+	// zero.
+	SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error
+	// ReleaseSMS gives back, unused, a claim that posted nothing: the
+	// message is Queued again, as due as it was, with the attempt not
+	// counted. Its errors are SetSMSSent's.
+	ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error
 	// GetSMS returns one message, or ErrNotFound.
 	GetSMS(ctx context.Context, id int64) (SMSMessage, error)
 	// NextSMSDue returns when the next Queued message is due or the next
@@ -86,3 +105,8 @@ type SMSQueue interface {
 	// CountSMS counts the messages in each state.
 	CountSMS(ctx context.Context) (map[SMSState]int, error)
 }
+
+// ErrSMSClaimLost: an SMS outcome or release named a claim the message no
+// longer holds (the claim lapsed and the message was claimed again, or
+// failed on the lapse); nothing was written.
+var ErrSMSClaimLost = errors.New("sms claim no longer held")

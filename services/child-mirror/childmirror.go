@@ -30,7 +30,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -278,31 +277,10 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		if err != nil {
 			return nil, err
 		}
-		sweeper := &outbox.Publisher{JS: d.JS, Store: d.Store, Log: d.Log}
-		return runners{cm, runFunc(func(ctx context.Context) error { return sweeper.Run(ctx, cfg.OutboxSweep) })}, nil
+		sweeper, err := outbox.NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		return outbox.WithSweeper{Service: cm, Sweeper: sweeper, Every: cfg.OutboxSweep}, nil
 	})
 }
-
-// runners runs several runners until ctx ends or one of them fails, which
-// stops the others, and returns their errors.
-type runners []service.Runner
-
-func (rs runners) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(rs))
-	var wg sync.WaitGroup
-	for i, r := range rs {
-		wg.Go(func() {
-			if errs[i] = r.Run(ctx); errs[i] != nil {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-type runFunc func(ctx context.Context) error
-
-func (f runFunc) Run(ctx context.Context) error { return f(ctx) }

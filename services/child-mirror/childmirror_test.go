@@ -231,7 +231,7 @@ func TestOptimoHandOffFailureIsNotThrown(t *testing.T) {
 	id := e.Fire(childmirror.ActionCreateAppointment, appt.ID)
 	row := e.WaitProcessed(id)
 	is.Equal(row.ProcessAttempts, 0) // the event is processed regardless
-	pending, err := e.Env.Store.GetOutboxUnpublished(context.Background(), time.Now().Add(time.Minute), 10)
+	pending, err := e.Env.Store.GetOutboxUnpublished(context.Background(), 0, time.Now().Add(time.Minute), 10)
 	is.NoErr(err)
 	is.Equal(len(pending), 1)                                // the hand-off waits in the outbox
 	is.Equal(pending[0].Subject, events.SubjectOptimoCreate) // it is the create request

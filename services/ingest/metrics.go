@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -17,22 +18,16 @@ const (
 	outcomeBadRequest   = "bad_request"
 )
 
-// Why a publish failed, the values of the reason label of
-// primeflow_webhook_publish_failures_total. The row stays unpublished in
-// each case, and the relay publishes it later.
-const (
-	// reasonDisconnected: not connected to NATS.
-	reasonDisconnected = "disconnected"
-	// reasonError: the publish right after the commit or its ack failed, or
-	// the relay's publish found JetStream not answering.
-	reasonError = "error"
-	// reasonQueueFull: too many acks outstanding to track one more.
-	reasonQueueFull = "queue_full"
-	// reasonRejected: the relay's publish of a row failed while NATS was up
-	// (one over the server's max_payload): the relay skips the row, goes on
-	// with the next ones and tries it again every run.
-	reasonRejected = "rejected"
-)
+// reasonQueueFull is ingest's own reason label value of
+// primeflow_webhook_publish_failures_total: too many acks outstanding to
+// track one more. The others are outbox.FailureReason's: disconnected,
+// error (the publish right after the commit or its ack failed, or the
+// relay's found JetStream not answering) and rejected (the relay's publish
+// of a row failed while NATS was up, one over the server's max_payload, say:
+// the relay skips the row, goes on with the next ones and tries it again
+// every run). The row stays unpublished in each case, and the relay
+// publishes it later.
+const reasonQueueFull = "queue_full"
 
 type metrics struct {
 	webhooks        *prometheus.CounterVec
@@ -55,6 +50,11 @@ func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
 			Name: "primeflow_webhook_publish_failures_total",
 			Help: "Publishes to JetStream that failed after commit (the relay publishes those rows later), by reason: disconnected, error, queue_full, rejected (a row the relay skips, tried again every run).",
 		}, []string{"reason"}),
+	}
+	// Every reason is exported from the start, at 0, so that a rate or an
+	// alert on it reads 0, not "no data".
+	for _, r := range []string{outbox.ReasonDisconnected, outbox.ReasonError, reasonQueueFull, outbox.ReasonRejected} {
+		m.publishFailures.WithLabelValues(r)
 	}
 	reg.MustRegister(m.webhooks, m.insertSeconds, m.publishFailures, &logCollector{store: st})
 	return m

@@ -2,12 +2,12 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,12 +53,12 @@ type pendingAck struct {
 // publishAsync sends a row to JetStream without waiting for its ack.
 func (p *publisher) publishAsync(pub publication) {
 	if !p.nc.IsConnected() {
-		p.metrics.publishFailures.WithLabelValues(reasonDisconnected).Inc()
+		p.metrics.publishFailures.WithLabelValues(outbox.ReasonDisconnected).Inc()
 		return
 	}
 	fut, err := p.js.PublishMsgAsync(events.NewWebhookMsg(pub.id, pub.replayCount, pub.action, pub.payload))
 	if err != nil {
-		p.metrics.publishFailures.WithLabelValues(reasonError).Inc()
+		p.metrics.publishFailures.WithLabelValues(outbox.ReasonError).Inc()
 		p.log.Warn("publish failed; the relay will retry", "id", pub.id, "err", err)
 		return
 	}
@@ -131,7 +131,7 @@ func (p *publisher) ack(id int64) {
 }
 
 func (p *publisher) notAcked(id int64, err error) {
-	p.metrics.publishFailures.WithLabelValues(reasonError).Inc()
+	p.metrics.publishFailures.WithLabelValues(outbox.ReasonError).Inc()
 	p.log.Warn("publish not acknowledged; the relay will retry", "id", id, "err", err)
 }
 
@@ -172,12 +172,10 @@ func (p *publisher) flush(ctx context.Context) {
 // counts and logs a failure).
 func (p *publisher) publish(ctx context.Context, pub publication) error {
 	if !p.nc.IsConnected() {
-		return errDisconnected
+		return outbox.ErrDisconnected
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	_, err := p.js.PublishMsg(ctx, events.NewWebhookMsg(pub.id, pub.replayCount, pub.action, pub.payload))
 	return err
 }
-
-var errDisconnected = errors.New("not connected to NATS")

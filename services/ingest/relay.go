@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // relay publishes rows that were never published (NATS was down, the
@@ -147,27 +146,26 @@ func wasDelivered(row store.WebhookLogRow) bool {
 // later row would fail the same way), or nil to skip the row: it stays
 // unpublished and the next run tries it again.
 func (r *relay) failure(ctx context.Context, id int64, err error) error {
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return err // shutting down, or the caller of the process endpoint left
-	case !r.pub.nc.IsConnected(), errors.Is(err, errDisconnected),
-		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
-		r.pub.metrics.publishFailures.WithLabelValues(reasonDisconnected).Inc()
-		if !errors.Is(err, errDisconnected) {
-			err = fmt.Errorf("%w: %w", errDisconnected, err)
-		}
-		return fmt.Errorf("publish row %d: %w", id, err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
-		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
-		// Connected, but JetStream does not answer: each later row would
-		// wait out its own publish timeout.
-		r.pub.metrics.publishFailures.WithLabelValues(reasonError).Inc()
-		return fmt.Errorf("publish row %d: %w", id, err)
-	default:
-		r.pub.metrics.publishFailures.WithLabelValues(reasonRejected).Inc()
+	}
+	reason := outbox.FailureReason(err)
+	if !r.pub.nc.IsConnected() {
+		reason = outbox.ReasonDisconnected
+	}
+	r.pub.metrics.publishFailures.WithLabelValues(reason).Inc()
+	switch reason {
+	case outbox.ReasonRejected:
 		r.log.Warn("relay: row not published, skipped until the next run", "id", id, "err", err)
 		return nil
+	case outbox.ReasonDisconnected:
+		if !errors.Is(err, outbox.ErrDisconnected) {
+			err = fmt.Errorf("%w: %w", outbox.ErrDisconnected, err)
+		}
 	}
+	// NATS is down, or connected but JetStream does not answer: each later
+	// row would wait out its own publish timeout.
+	return fmt.Errorf("publish row %d: %w", id, err)
 }
 
 // run runs the relay every interval and whenever kick fires (NATS came back),

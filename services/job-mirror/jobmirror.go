@@ -47,6 +47,9 @@ type Config struct {
 	// EnsureTimeout bounds one ensure-job request; a Prime call that would
 	// wait longer for the rate limit answers RetryAfterMS instead.
 	EnsureTimeout time.Duration `env:"JOB_MIRROR_ENSURE_TIMEOUT" envDefault:"20s"`
+	// OutboxSweep is how often a job-mirror running on its own sweeps the
+	// outbox for first-sight hand-offs whose publish failed.
+	OutboxSweep time.Duration `env:"JOB_MIRROR_OUTBOX_SWEEP" envDefault:"10s"`
 }
 
 // PrimeAPI is what job-mirror asks Prime: the job, by GUID or numeric
@@ -103,13 +106,25 @@ func (m *Mirror) Run(ctx context.Context) error {
 	})
 }
 
-// Main runs job-mirror as a process of its own.
+// Main runs job-mirror as a process of its own, with its own Prime client
+// (prime.Config from PRIME_*) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
+	if cfg.OutboxSweep <= 0 {
+		return errors.New("job-mirror: JOB_MIRROR_OUTBOX_SWEEP must be above zero")
+	}
 	return service.MainWithPrime(ctx, "job-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
-		return New(cfg, d, pc)
+		m, err := New(cfg, d, pc)
+		if err != nil {
+			return nil, err
+		}
+		sweeper, err := outbox.NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		return outbox.WithSweeper{Service: m, Sweeper: sweeper, Every: cfg.OutboxSweep}, nil
 	})
 }

@@ -83,6 +83,9 @@ func (c Config) check() error {
 			return fmt.Errorf("makesafe: MAKESAFE_LADDER %v: rungs are whole seconds above zero, ascending", c.Ladder)
 		}
 	}
+	if send := c.SMS.SendTimeout(); c.Drainer.Lease <= send {
+		return fmt.Errorf("makesafe: SMS_CLAIM_LEASE (%s) must be longer than SMS_SEND_TIMEOUT (%s): a claim that lapses during a post lets the SMS be posted again", c.Drainer.Lease, send)
+	}
 	return nil
 }
 
@@ -112,7 +115,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI, sender sms.Sender) (*Makesafe,
 		return nil, err
 	}
 	log := d.Log.With("component", "makesafe")
-	dr, err := sms.NewDrainer(cfg.Drainer, d.Store, sender, log.With("component", "sms"), d.Metrics)
+	dr, err := sms.NewDrainer(cfg.Drainer, d.Store, sender, log.With("sub", "sms"), d.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -241,16 +244,13 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		if err != nil {
 			return nil, err
 		}
-		sweeper := &outbox.Publisher{JS: d.JS, Store: d.Store, Log: d.Log}
-		return runnerFunc(func(ctx context.Context) error {
-			return runAll(ctx, ms.Run, func(ctx context.Context) error { return sweeper.Run(ctx, cfg.OutboxSweep) })
-		}), nil
+		sweeper, err := outbox.NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		return outbox.WithSweeper{Service: ms, Sweeper: sweeper, Every: cfg.OutboxSweep}, nil
 	})
 }
-
-type runnerFunc func(ctx context.Context) error
-
-func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
 // runAll runs fns until ctx ends or one fails, which stops the others, and
 // returns their errors.

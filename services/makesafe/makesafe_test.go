@@ -3,6 +3,7 @@ package makesafe_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -363,7 +364,7 @@ func TestAReplayedDetectionAddsNoSecondLadder(t *testing.T) {
 	for _, c := range first.Checks {
 		is.True(c.DueUTC.Equal(c.DueUTC.Truncate(time.Second))) // due on whole seconds, as @at holds them
 	}
-	unpublished, err := r.Store.GetOutboxUnpublished(context.Background(), time.Now().Add(time.Hour), 10)
+	unpublished, err := r.Store.GetOutboxUnpublished(context.Background(), 0, time.Now().Add(time.Hour), 10)
 	is.NoErr(err)
 	is.Equal(len(unpublished), 0) // every schedule was published at once
 }
@@ -465,6 +466,107 @@ func TestConfigIsChecked(t *testing.T) {
 			is.True(err != nil) // refused
 		})
 	}
+}
+
+// A claim must outlast its post: a lease that lapses during a slow post lets
+// another drain claim the SMS and post it again.
+func TestTheClaimLeaseMustOutlastASend(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		lease, timeout time.Duration
+		refusal        string // "" when accepted
+	}{
+		{"as long as the send timeout", 15 * time.Second, 15 * time.Second, "SMS_CLAIM_LEASE (15s) must be longer than SMS_SEND_TIMEOUT (15s)"},
+		{"shorter than the send timeout", 10 * time.Second, 30 * time.Second, "SMS_CLAIM_LEASE (10s) must be longer than SMS_SEND_TIMEOUT (30s)"},
+		{"shorter than the default send timeout", 10 * time.Second, 0, "SMS_CLAIM_LEASE (10s) must be longer than SMS_SEND_TIMEOUT (15s)"},
+		{"longer than the send timeout", 16 * time.Second, 15 * time.Second, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			env := flowtest.New(t, flowtest.Options{})
+			cfg := testConfig("http://127.0.0.1:1")
+			cfg.Drainer.Lease, cfg.SMS.Timeout = tc.lease, tc.timeout
+			_, err := makesafe.New(cfg, env.Deps, env.Prime, sms.LogSender{Log: env.Deps.Log})
+			if tc.refusal == "" {
+				is.NoErr(err) // accepted
+				return
+			}
+			is.True(err != nil)                                // refused
+			is.True(strings.Contains(err.Error(), tc.refusal)) // naming both settings and their values
+		})
+	}
+}
+
+// The drainer's log lines carry makesafe's component and say they are the
+// SMS drainer's without repeating a key (a JSON object with a key twice is
+// read as either value, or refused, by log shippers).
+func TestTheSMSDrainersLogLinesRepeatNoKey(t *testing.T) {
+	is := is.New(t)
+	env := flowtest.New(t, flowtest.Options{})
+	ep := &smsEndpoint{}
+	srv := httptest.NewServer(ep)
+	defer srv.Close()
+	logs := &flowtest.Buffer{}
+	d := env.Deps
+	d.Log = slog.New(slog.NewJSONHandler(logs, nil))
+	cfg := testConfig(srv.URL)
+	sender, err := makesafe.SenderFor(cfg.SMS, d.Log)
+	is.NoErr(err)
+	ms, err := makesafe.New(cfg, d, env.Prime, sender)
+	is.NoErr(err)
+	_, _, err = env.Store.QueueSMS(context.Background(), store.NewSMS{Recipient: onCall, Body: "MAKE SAFE", Source: "makesafe"})
+	is.NoErr(err)
+	is.NoErr(ms.DrainSMS(context.Background()))
+
+	var sent map[string]any
+	for line := range strings.Lines(logs.String()) {
+		is.Equal(repeatedKeys(t, line), []string(nil)) // no key twice in a line
+		var rec map[string]any
+		is.NoErr(json.Unmarshal([]byte(line), &rec))
+		if rec["msg"] == "sms sent" {
+			sent = rec
+		}
+	}
+	is.True(sent != nil)                    // the drainer logged the send
+	is.Equal(sent["component"], "makesafe") // under makesafe
+	is.Equal(sent["sub"], "sms")            // as its SMS drainer
+}
+
+// repeatedKeys returns the keys that an object in a JSON text holds twice.
+func repeatedKeys(t *testing.T, text string) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(text))
+	var repeated []string
+	var value func()
+	value = func() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				key, err := dec.Token()
+				if err != nil {
+					t.Fatalf("%q: %v", text, err)
+				}
+				if seen[key.(string)] {
+					repeated = append(repeated, key.(string))
+				}
+				seen[key.(string)] = true
+				value()
+			}
+			dec.Token() // }
+		case json.Delim('['):
+			for dec.More() {
+				value()
+			}
+			dec.Token() // ]
+		}
+	}
+	value()
+	return repeated
 }
 
 func TestTheDefaultsAreTheSpecs(t *testing.T) {

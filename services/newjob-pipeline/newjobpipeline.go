@@ -42,6 +42,9 @@ type Config struct {
 	// the last value repeats. Failures are thrown (§6), so the job retries
 	// until the pipeline completes.
 	Backoff []time.Duration `env:"NEWJOB_PIPELINE_BACKOFF" envDefault:"1s,5s,30s,2m,10m" envSeparator:","`
+	// OutboxSweep is how often a pipeline running on its own sweeps the
+	// outbox for make-safe hand-offs whose publish failed.
+	OutboxSweep time.Duration `env:"NEWJOB_PIPELINE_OUTBOX_SWEEP" envDefault:"10s"`
 }
 
 // Pipeline is the newjob-pipeline service.
@@ -170,13 +173,24 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 	return ran, queued, nil
 }
 
-// Main runs the pipeline as a process of its own.
+// Main runs the pipeline as a process of its own, with an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
+	if cfg.OutboxSweep <= 0 {
+		return errors.New("newjob-pipeline: NEWJOB_PIPELINE_OUTBOX_SWEEP must be above zero")
+	}
 	return service.Main(ctx, "newjob-pipeline", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
-		return New(cfg, d)
+		p, err := New(cfg, d)
+		if err != nil {
+			return nil, err
+		}
+		sweeper, err := outbox.NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		return outbox.WithSweeper{Service: p, Sweeper: sweeper, Every: cfg.OutboxSweep}, nil
 	})
 }

@@ -202,8 +202,9 @@ func TestUnclaimedHandOffIsRecorded(t *testing.T) {
 	is.Equal(f.LogID, int64(9)) // claimed on the way
 }
 
-// failingStore fails QueueMissingObjectsByJob while fail is above zero, or
-// blocks it until the context ends when block is set.
+// failingStore fails CompleteFirstSeen, the last write of a run's
+// transaction (after the queued objects and the outbox hand-off), while fail
+// is above zero, or blocks it until the context ends when block is set.
 type failingStore struct {
 	store.Store
 	fail    atomic.Int32
@@ -222,17 +223,32 @@ type failingTx struct {
 
 func (t *failingTx) InTx(ctx context.Context, fn func(store.Store) error) error { return fn(t) }
 
-func (t *failingTx) QueueMissingObjectsByJob(ctx context.Context, jobID string) (int, error) {
+func (t *failingTx) CompleteFirstSeen(ctx context.Context, jobID, status string) error {
 	if t.f.block.Load() {
 		t.f.blocked.Add(1)
 		defer t.f.blocked.Add(-1)
 		<-ctx.Done()
-		return 0, ctx.Err()
+		return ctx.Err()
 	}
 	if t.f.fail.Add(-1) >= 0 {
-		return 0, errors.New("ethSyncQueue is locked")
+		return errors.New("primeflowJobFirstSeen is locked")
 	}
-	return t.Store.QueueMissingObjectsByJob(ctx, jobID)
+	return t.Store.CompleteFirstSeen(ctx, jobID, status)
+}
+
+// handOffsWaiting returns the subjects of the outbox messages not yet
+// published.
+func handOffsWaiting(t *testing.T, e *flowtest.Env) []string {
+	t.Helper()
+	msgs, err := e.Store.GetOutboxUnpublished(context.Background(), 0, time.Now().Add(time.Hour), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, m := range msgs {
+		subjects = append(subjects, m.Subject)
+	}
+	return subjects
 }
 
 func TestFailuresAreRecordedAndRetried(t *testing.T) {
@@ -271,9 +287,11 @@ func TestFailingJobShowsAsFailed(t *testing.T) {
 		failed, err = e.Store.ListFirstSeen(context.Background(), store.FirstSeenFailed, 0)
 		return err == nil && len(failed) == 1
 	})
-	is.Equal(failed[0].JobID, jobA)                                               // what primectl firstseen --failed shows
-	is.True(strings.Contains(failed[0].PipelineStatus, "ethSyncQueue is locked")) // with its last error
-	is.Equal(len(queuedObjects(t, e, jobA)), 0)                                   // nothing half done
+	is.Equal(failed[0].JobID, jobA)                                                        // what primectl firstseen --failed shows
+	is.True(strings.Contains(failed[0].PipelineStatus, "primeflowJobFirstSeen is locked")) // with its last error
+	is.Equal(len(queuedObjects(t, e, jobA)), 0)                                            // nothing half done: no object queued
+	is.Equal(len(handOffsWaiting(t, e)), 0)                                                // no make-safe hand-off in the outbox
+	is.Equal(len(detections(t, e)), 0)                                                     // nor published
 }
 
 // TestKilledBetweenStages stops the pipeline's processes at the seams and
@@ -327,8 +345,10 @@ func TestKilledBetweenStages(t *testing.T) {
 	flowtest.Eventually(t, "the pipeline hanging mid-run", func() bool { return blocking.blocked.Load() > 0 })
 	stopBlocked()
 	for _, j := range jobs {
-		is.Equal(len(queuedObjects(t, e, j)), 0) // the killed run left nothing behind
+		is.Equal(len(queuedObjects(t, e, j)), 0) // the killed run left nothing behind: no object queued
 	}
+	is.Equal(handOffsWaiting(t, e), []string{events.SubjectJobFirstSeen}) // and no make-safe hand-off: only the orphan's first sight waits
+	is.Equal(len(detections(t, e)), 0)                                    // none published
 
 	// 4. Everything restarts: the mirror, the pipeline and the outbox sweeper.
 	restarted := process(e)

@@ -13,7 +13,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -98,6 +100,10 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 		natsURL = ns.ClientURL()
 		log.Info("embedded nats-server", "url", natsURL, "jetstream", filepath.Join(cfg.DataDir, "jetstream"))
+	} else {
+		// Said at once: a NATS_URL left exported in the shell is otherwise
+		// only a wait for streams on a server nobody meant.
+		log.Info("NATS_URL is set: connecting to it, no embedded nats-server", "servers", natsHosts(natsURL))
 	}
 	nc, js, err := service.Connect(ctx, natsURL, "primeflow", cfg.StreamReplicas, log)
 	if err != nil {
@@ -139,8 +145,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL)
 	}
 	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
-		cfg.Makesafe.SMSTo = demoSMSTo
-		log.Info("MAKESAFE_SMS_TO and SMS_SEND_URL are not set: make-safe SMS are logged, not sent")
+		cfg.Makesafe.SMSTo = demoSMSTo // the log-only sender says it logs them
 	}
 	generated(stdout, &cfg)
 
@@ -213,10 +218,11 @@ func services(ctx context.Context, cfg Config, d service.Deps, pc *prime.Client)
 		}
 		runners = append(runners, r)
 	}
-	sweeper := runnerFunc(func(ctx context.Context) error {
-		return (&outbox.Publisher{JS: d.JS, Store: d.Store, Log: d.Log}).Run(ctx, 5*time.Second)
-	})
-	return append(runners, sweeper), nil
+	sweeper, err := outbox.NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return append(runners, runnerFunc(func(ctx context.Context) error { return sweeper.Run(ctx, 5*time.Second) })), nil
 }
 
 // primeSimulator is the Prime simulator the all-in-one process uses: the
@@ -245,3 +251,21 @@ func generated(stdout io.Writer, cfg *Config) {
 type runnerFunc func(ctx context.Context) error
 
 func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// natsHosts are the hosts of NATS_URL's comma-separated URLs, for the log:
+// a URL may carry a user and password.
+func natsHosts(urls string) []string {
+	var hosts []string
+	for _, s := range strings.Split(urls, ",") {
+		s = strings.TrimSpace(s)
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s // as nats.Connect reads it
+		}
+		if u, err := url.Parse(s); err == nil && u.Host != "" {
+			hosts = append(hosts, u.Host)
+		} else {
+			hosts = append(hosts, "(not a URL)")
+		}
+	}
+	return hosts
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/ethosbuilding/primeflow/services/primeflow"
@@ -121,7 +122,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		return stats.Calls["start_planning"] > 0
 	})
 	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "the make-safe SMS handed to the sender", func() bool {
-		return strings.Contains(stderr.String(), "sms sent")
+		return strings.Contains(stderr.String(), "sms logged")
 	})
 
 	// The appointment sweep of §8.1 is served too, as optimo-create asks it.
@@ -154,6 +155,16 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	is.Equal(metric(t, httpAddr, `prime_client_rate_limit_waits_total{client="prime",reason="rate"}`), "")
 	// The OptimoRoute client's metrics are served too.
 	is.True(metric(t, httpAddr, `optimoroute_requests_total{operation="start_planning",result="ok"}`) != "")
+	// Failure counters are served at 0 before their first failure, so an
+	// alert on them reads 0, not "no data".
+	for _, series := range []string{
+		`primeflow_webhook_publish_failures_total{reason="rejected"}`,
+		`primeflow_resolver_payload_shape_changed_total{action="create-estimate"}`,
+		`primeflow_childmirror_swallowed_failures_total{step="ai_summary_nudge"}`,
+		`primeflow_childmirror_sweeps_total{result="rate_limited"}`,
+	} {
+		is.Equal(metric(t, httpAddr, series), "0") // series
+	}
 }
 
 // metric is the value /metrics shows for a series, "" when it shows none.
@@ -206,4 +217,28 @@ func TestRealPrimeNeedsAnSMSSender(t *testing.T) {
 	err := primeflow.Main(context.Background(), func(k string) string { return env[k] }, &stdout, &stderr)
 	is.True(err != nil)                                                // refused
 	is.True(strings.Contains(err.Error(), "SMS_SEND_URL is required")) // naming the setting
+}
+
+// TestNATSURLIsSaid: with NATS_URL set there is no embedded server, and the
+// log says so at once, naming the server without its credentials.
+func TestNATSURLIsSaid(t *testing.T) {
+	is := is.New(t)
+	ns := natstest.Server(t)
+	host := strings.TrimPrefix(ns.ClientURL(), "nats://")
+	env := map[string]string{
+		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
+		"NATS_URL": "nats://primeflow:s3cret@" + host,
+	}
+	var stdout, stderr flowtest.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "started", func() bool { return strings.Contains(stderr.String(), "primeflow started") })
+	cancel()
+	is.NoErr(<-done)
+	logs := stderr.String()
+	is.True(strings.Contains(logs, "NATS_URL is set")) // said
+	is.True(strings.Contains(logs, host))              // naming the server
+	is.True(!strings.Contains(logs, "s3cret"))         // not its password
+	is.True(!strings.Contains(logs, "embedded nats-server url"))
 }

@@ -46,12 +46,15 @@ BEGIN
 END;
 GO
 
--- spPrimeflowOutboxGetUnpublished: the messages still to publish that were
--- written before @CreatedBefore (the sweeper leaves fresh ones to the publish
--- that follows their commit), oldest first, at most @Top.
+-- spPrimeflowOutboxGetUnpublished: the messages still to publish after
+-- @AfterId that were written before @CreatedBefore (the sweeper leaves fresh
+-- ones to the publish that follows their commit), oldest first, at most @Top.
+-- The sweeper pages on by id past the messages NATS refused, which stay
+-- unpublished for its next sweep.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowOutboxGetUnpublished
     @CreatedBefore DATETIME2(3),
-    @Top           INT = 200
+    @Top           INT = 200,
+    @AfterId       BIGINT = 0
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -60,6 +63,7 @@ BEGIN
         id, subject, msgId, headers, data, createdUTC
     FROM dbo.primeflowOutbox
     WHERE publishedUTC IS NULL
+      AND id > @AfterId
       AND createdUTC < @CreatedBefore
     ORDER BY id;
 END;

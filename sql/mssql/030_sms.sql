@@ -110,9 +110,17 @@ BEGIN
 END;
 GO
 
--- spSmsQueueSetSent: the endpoint accepted the message. Returns rowsUpdated.
+-- The outcome of a post is recorded against the claim that made it: @ID
+-- and @Attempt, the Attempts that claim gave the row. A row that no longer
+-- holds the claim (it lapsed and another drain claimed the row, or it
+-- failed on the lapse) is left as it is, so a late sender cannot undo a
+-- later claim's work. Each returns rowsUpdated (0: the claim is gone or the
+-- row does not exist).
+
+-- spSmsQueueSetSent: the endpoint accepted the message.
 CREATE OR ALTER PROCEDURE dbo.spSmsQueueSetSent
     @ID      BIGINT,
+    @Attempt INT,
     @SentUTC DATETIME2(3)
 AS
 BEGIN
@@ -120,16 +128,17 @@ BEGIN
 
     UPDATE dbo.smsQueue
     SET State = N'Sent', SentUTC = @SentUTC, UpdatedUTC = @SentUTC, ClaimedUntilUTC = NULL
-    WHERE ID = @ID;
+    WHERE ID = @ID AND State = N'Sending' AND Attempts = @Attempt;
 
     SELECT @@ROWCOUNT AS rowsUpdated;
 END;
 GO
 
 -- spSmsQueueSetFailed: a send failed. With @RetryUTC the message is Queued
--- again from then; without, it is Failed for good. Returns rowsUpdated.
+-- again from then; without, it is Failed for good.
 CREATE OR ALTER PROCEDURE dbo.spSmsQueueSetFailed
     @ID       BIGINT,
+    @Attempt  INT,
     @Error    NVARCHAR(MAX),
     @RetryUTC DATETIME2(3) = NULL,
     @NowUTC   DATETIME2(3)
@@ -144,7 +153,25 @@ BEGIN
         LastError       = LEFT(@Error, 500),
         ClaimedUntilUTC = NULL,
         UpdatedUTC      = @NowUTC
-    WHERE ID = @ID;
+    WHERE ID = @ID AND State = N'Sending' AND Attempts = @Attempt;
+
+    SELECT @@ROWCOUNT AS rowsUpdated;
+END;
+GO
+
+-- spSmsQueueRelease: a claim that posted nothing (the drainer was stopping)
+-- is given back: Queued again, as due as it was, the attempt not counted.
+CREATE OR ALTER PROCEDURE dbo.spSmsQueueRelease
+    @ID      BIGINT,
+    @Attempt INT,
+    @NowUTC  DATETIME2(3)
+AS
+BEGIN
+    SET NOCOUNT ON;
+
+    UPDATE dbo.smsQueue
+    SET State = N'Queued', Attempts = Attempts - 1, ClaimedUntilUTC = NULL, UpdatedUTC = @NowUTC
+    WHERE ID = @ID AND State = N'Sending' AND Attempts = @Attempt;
 
     SELECT @@ROWCOUNT AS rowsUpdated;
 END;

@@ -39,9 +39,10 @@ func TestMakesafeAndSMSCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, err = s.ClaimSMS(ctx, now, time.Minute, 5, 10)
 	try(err)
-	try(s.SetSMSSent(ctx, 1, now))
-	try(s.SetSMSFailed(ctx, 1, "boom", now.Add(time.Minute), now))
-	try(s.SetSMSFailed(ctx, 1, "boom", time.Time{}, now))
+	try(s.SetSMSSent(ctx, 1, 1, now))
+	try(s.SetSMSFailed(ctx, 1, 1, "boom", now.Add(time.Minute), now))
+	try(s.SetSMSFailed(ctx, 1, 1, "boom", time.Time{}, now))
+	try(s.ReleaseSMS(ctx, 1, 1, now))
 	_, err = s.GetSMS(ctx, 1)
 	try(err)
 	_, _, err = s.NextSMSDue(ctx)
@@ -52,7 +53,7 @@ func TestMakesafeAndSMSCallsMatchTheProcedures(t *testing.T) {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
-	is.Equal(checkCalls(t, rec, scriptModules(t, "030_sms.sql", "031_makesafe.sql"), fits, nil), 11) // both scripts were found
+	is.Equal(checkCalls(t, rec, scriptModules(t, "030_sms.sql", "031_makesafe.sql"), fits, nil), 12) // both scripts were found
 }
 
 func TestMakesafeOffsetsGoAsSeconds(t *testing.T) {

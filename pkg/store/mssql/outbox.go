@@ -70,9 +70,10 @@ func outboxHeaders(h map[string]string) (any, error) {
 	return string(b), nil
 }
 
-// GetOutboxUnpublished returns messages still to publish that were written
-// before createdBefore, oldest first; a limit of 0 or less returns none.
-func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Time, limit int) ([]store.OutboxMessage, error) {
+// GetOutboxUnpublished returns messages still to publish after afterID
+// that were written before createdBefore, oldest first; a limit of 0 or less
+// returns none.
+func (s *Store) GetOutboxUnpublished(ctx context.Context, afterID int64, createdBefore time.Time, limit int) ([]store.OutboxMessage, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -89,7 +90,7 @@ func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Tim
 		}
 		m.Data = []byte(data)
 		return m, nil
-	}, sql.Named("CreatedBefore", sqlTime(createdBefore)), sql.Named("Top", limit))
+	}, sql.Named("AfterId", afterID), sql.Named("CreatedBefore", sqlTime(createdBefore)), sql.Named("Top", limit))
 }
 
 // SetOutboxPublished records that messages were published.

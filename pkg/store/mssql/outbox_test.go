@@ -27,7 +27,9 @@ func TestOutboxAndIdentifyCallsMatchTheProcedures(t *testing.T) {
 		{Subject: "makesafe.detect", MsgID: "m", Header: map[string]string{"Nats-Schedule": "@at 2026-11-30T00:00:00Z"}},
 	})
 	try(err)
-	_, err = s.GetOutboxUnpublished(ctx, time.Now(), 200)
+	_, err = s.GetOutboxUnpublished(ctx, 0, time.Now(), 200)
+	try(err)
+	_, err = s.GetOutboxUnpublished(ctx, 7, time.Now(), 200)
 	try(err)
 	try(s.SetOutboxPublished(ctx, []int64{1, 2, 2}, time.Now()))
 	_, err = s.PurgeOutbox(ctx, time.Now())
@@ -77,9 +79,12 @@ func TestOutboxAndIdentifyNoCallForNothing(t *testing.T) {
 	msgs, err := s.InsertOutbox(ctx, nil)
 	is.NoErr(err)
 	is.Equal(len(msgs), 0) // nothing to insert
-	got, err := s.GetOutboxUnpublished(ctx, time.Now(), 0)
+	got, err := s.GetOutboxUnpublished(ctx, 0, time.Now(), 0)
 	is.NoErr(err)
-	is.Equal(len(got), 0)                                // a limit of 0 returns nothing
+	is.Equal(len(got), 0) // a limit of 0 returns nothing
+	got, err = s.GetOutboxUnpublished(ctx, 7, time.Now(), 0)
+	is.NoErr(err)
+	is.Equal(len(got), 0)                                // from any id
 	is.NoErr(s.SetOutboxPublished(ctx, nil, time.Now())) // no ids, nothing to stamp
 	tables, err := s.IdentifyGuid(ctx, "2402073", store.TableJobs)
 	is.NoErr(err)
@@ -99,7 +104,7 @@ func TestOutboxOnServer(t *testing.T) {
 	msgs, err := s.InsertOutbox(ctx, []store.OutboxMessage{{Subject: "optimo.create.requested", MsgID: "k",
 		Header: map[string]string{"A": "1", "B": "two"}, Data: []byte(body)}})
 	is.NoErr(err)
-	got, err := s.GetOutboxUnpublished(ctx, time.Now().Add(time.Minute), 10)
+	got, err := s.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Minute), 10)
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.Equal(string(got[0].Data), body)                              // text outside Latin-1 kept
@@ -116,7 +121,7 @@ func TestOutboxOnServer(t *testing.T) {
 	n, err := s.PurgeOutbox(ctx, time.Now().Add(-time.Hour))
 	is.NoErr(err)
 	is.Equal(n, published) // every chunk deleted and counted
-	got, err = s.GetOutboxUnpublished(ctx, time.Now().Add(time.Minute), 10)
+	got, err = s.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Minute), 10)
 	is.NoErr(err)
 	is.Equal(len(got), 1) // the unpublished message stays
 }

@@ -17,6 +17,7 @@ const (
 	procSMSClaim     = "dbo.spSmsQueueClaim"
 	procSMSSetSent   = "dbo.spSmsQueueSetSent"
 	procSMSSetFailed = "dbo.spSmsQueueSetFailed"
+	procSMSRelease   = "dbo.spSmsQueueRelease"
 	procSMSGet       = "dbo.spSmsQueueGet"
 	procSMSNextDue   = "dbo.spSmsQueueNextDue"
 	procSMSCount     = "dbo.spSmsQueueCount"
@@ -58,15 +59,41 @@ func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration
 		sql.Named("MaxAttempts", maxAttempts), sql.Named("Top", limit))
 }
 
-// SetSMSSent marks a message Sent (spSmsQueueSetSent).
-func (s *Store) SetSMSSent(ctx context.Context, id int64, at time.Time) error {
-	return s.callUpdating(ctx, "set sms sent", id, procSMSSetSent, sql.Named("ID", id), sql.Named("SentUTC", sqlTime(at)))
+// SetSMSSent marks a message Sent, if it still holds the claim
+// (spSmsQueueSetSent).
+func (s *Store) SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.updateSMSClaim(ctx, "set sms sent", id, attempt, procSMSSetSent,
+		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("SentUTC", sqlTime(at)))
 }
 
-// SetSMSFailed records a failed send (spSmsQueueSetFailed).
-func (s *Store) SetSMSFailed(ctx context.Context, id int64, cause string, retryAt, at time.Time) error {
-	return s.callUpdating(ctx, "set sms failed", id, procSMSSetFailed, sql.Named("ID", id),
-		sql.Named("Error", statusParam(cause)), sql.Named("RetryUTC", sqlTime(retryAt)), sql.Named("NowUTC", sqlTime(at)))
+// SetSMSFailed records a failed send against its claim (spSmsQueueSetFailed).
+func (s *Store) SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error {
+	return s.updateSMSClaim(ctx, "set sms failed", id, attempt, procSMSSetFailed,
+		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("Error", statusParam(cause)),
+		sql.Named("RetryUTC", sqlTime(retryAt)), sql.Named("NowUTC", sqlTime(at)))
+}
+
+// ReleaseSMS gives back a claim that posted nothing (spSmsQueueRelease).
+func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.updateSMSClaim(ctx, "release sms", id, attempt, procSMSRelease,
+		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("NowUTC", sqlTime(at)))
+}
+
+// updateSMSClaim calls a procedure that updates message id while it holds
+// the claim attempt and returns rowsUpdated; 0 is ErrNotFound for an unknown
+// id, else ErrSMSClaimLost.
+func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attempt int, proc string, args ...any) error {
+	var n int
+	if err := s.q().QueryRowContext(ctx, proc, args...).Scan(&n); err != nil {
+		return fmt.Errorf("mssql: %s %d: %w", what, id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	if _, err := s.GetSMS(ctx, id); err != nil {
+		return fmt.Errorf("mssql: %s: %w", what, err)
+	}
+	return fmt.Errorf("mssql: %s %d (attempt %d): %w", what, id, attempt, store.ErrSMSClaimLost)
 }
 
 // callUpdating calls a procedure that returns rowsUpdated; 0 is ErrNotFound.

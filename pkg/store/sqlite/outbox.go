@@ -48,10 +48,11 @@ func (s *Store) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([
 	return out, nil
 }
 
-// GetOutboxUnpublished returns messages still to publish, oldest first.
-func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Time, limit int) ([]store.OutboxMessage, error) {
+// GetOutboxUnpublished returns messages still to publish after afterID,
+// oldest first.
+func (s *Store) GetOutboxUnpublished(ctx context.Context, afterID int64, createdBefore time.Time, limit int) ([]store.OutboxMessage, error) {
 	return queryAll(ctx, s.r(), "get outbox", `SELECT id, subject, msgId, headers, data, createdUTC FROM primeflowOutbox
-		WHERE publishedUTC IS NULL AND createdUTC < ? ORDER BY id LIMIT ?`, func(sc sqlrows.Scanner) (store.OutboxMessage, error) {
+		WHERE publishedUTC IS NULL AND id > ? AND createdUTC < ? ORDER BY id LIMIT ?`, func(sc sqlrows.Scanner) (store.OutboxMessage, error) {
 		var m store.OutboxMessage
 		var header, data string
 		if err := sc.Scan(&m.ID, &m.Subject, &m.MsgID, scanString{&header}, &data, scanTime{&m.CreatedUTC}); err != nil {
@@ -64,7 +65,7 @@ func (s *Store) GetOutboxUnpublished(ctx context.Context, createdBefore time.Tim
 		}
 		m.Data = []byte(data)
 		return m, nil
-	}, formatTime(createdBefore), limit)
+	}, afterID, formatTime(createdBefore), limit)
 }
 
 // SetOutboxPublished records that messages were published.

@@ -108,31 +108,55 @@ func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration
 	return out, nil
 }
 
-// SetSMSSent marks a message Sent.
-func (s *Store) SetSMSSent(ctx context.Context, id int64, at time.Time) error {
+// SetSMSSent marks a message Sent, if it still holds the claim.
+func (s *Store) SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error {
 	t := formatTime(at)
-	return s.updateSMS(ctx, "set sms sent", `UPDATE smsQueue
-		SET State = ?, SentUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL WHERE ID = ?`,
-		string(store.SMSSent), t, t, id)
+	return s.updateSMSClaim(ctx, "set sms sent", id, attempt, `UPDATE smsQueue
+		SET State = ?, SentUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
+		string(store.SMSSent), t, t)
 }
 
-// SetSMSFailed records a failed send: Queued again from retryAt, or Failed.
-func (s *Store) SetSMSFailed(ctx context.Context, id int64, cause string, retryAt, at time.Time) error {
+// SetSMSFailed records a failed send against its claim: Queued again from
+// retryAt, or Failed.
+func (s *Store) SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error {
 	t := formatTime(at)
 	cause = store.TruncateStatus(cause)
 	if retryAt.IsZero() {
-		return s.updateSMS(ctx, "set sms failed", `UPDATE smsQueue
-			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ? WHERE ID = ?`,
-			string(store.SMSFailed), t, t, cause, id)
+		return s.updateSMSClaim(ctx, "set sms failed", id, attempt, `UPDATE smsQueue
+			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?`,
+			string(store.SMSFailed), t, t, cause)
 	}
-	return s.updateSMS(ctx, "set sms failed", `UPDATE smsQueue
-		SET State = ?, NextAttemptUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ? WHERE ID = ?`,
-		string(store.SMSQueued), formatTime(retryAt), t, cause, id)
+	return s.updateSMSClaim(ctx, "set sms failed", id, attempt, `UPDATE smsQueue
+		SET State = ?, NextAttemptUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?`,
+		string(store.SMSQueued), formatTime(retryAt), t, cause)
 }
 
-func (s *Store) updateSMS(ctx context.Context, what, query string, args ...any) error {
-	res, err := s.w().ExecContext(ctx, query, args...)
-	return affectedOne(res, err, what, fmt.Sprintf("sms %d", args[len(args)-1]))
+// ReleaseSMS gives back a claim that posted nothing, its attempt uncounted.
+func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.updateSMSClaim(ctx, "release sms", id, attempt, `UPDATE smsQueue
+		SET State = ?, Attempts = Attempts - 1, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
+		string(store.SMSQueued), formatTime(at))
+}
+
+// updateSMSClaim runs update, an UPDATE smsQueue … SET without its WHERE,
+// on message id while it holds the claim attempt.
+func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attempt int, update string, args ...any) error {
+	res, err := s.w().ExecContext(ctx, update+` WHERE ID = ? AND State = ? AND Attempts = ?`,
+		append(args, id, string(store.SMSSending), attempt)...)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s %d: %w", what, id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: %s %d: %w", what, id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	if _, err := s.GetSMS(ctx, id); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return fmt.Errorf("sqlite: %s %d (attempt %d): %w", what, id, attempt, store.ErrSMSClaimLost)
 }
 
 // GetSMS returns one message.

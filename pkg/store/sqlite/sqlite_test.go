@@ -90,7 +90,7 @@ func TestMarkManyPublished(t *testing.T) {
 		ids[i] = msgs[0].ID + int64(i)
 	}
 	is.NoErr(s.SetOutboxPublished(ctx, ids, at))
-	pending, err := s.GetOutboxUnpublished(ctx, time.Now().Add(time.Hour), 10)
+	pending, err := s.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Hour), 10)
 	is.NoErr(err)
 	is.Equal(len(pending), 0)
 }

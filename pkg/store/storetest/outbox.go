@@ -23,7 +23,7 @@ func testOutbox(t *testing.T, open Opener) {
 	is.True(msgs[0].ID > 0 && msgs[1].ID > msgs[0].ID) // ids in order
 
 	later := time.Now().Add(time.Minute)
-	got, err := s.GetOutboxUnpublished(ctx, later, 10)
+	got, err := s.GetOutboxUnpublished(ctx, 0, later, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 2)
 	is.Equal(got[0].Subject, "prime.job.firstseen")
@@ -32,12 +32,24 @@ func testOutbox(t *testing.T, open Opener) {
 	is.Equal(got[0].Header, map[string]string(nil))                      // no headers
 	is.Equal(got[1].Header["Nats-Schedule"], "@at 2026-11-30T00:00:00Z") // headers kept
 
-	got, err = s.GetOutboxUnpublished(ctx, time.Now().Add(-time.Hour), 10)
+	got, err = s.GetOutboxUnpublished(ctx, 0, time.Now().Add(-time.Hour), 10)
 	is.NoErr(err)
 	is.Equal(len(got), 0) // written after the cut-off
 
+	got, err = s.GetOutboxUnpublished(ctx, msgs[0].ID, later, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].ID, msgs[1].ID) // the page after a message skipped
+	got, err = s.GetOutboxUnpublished(ctx, msgs[1].ID, later, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 0) // none after the last
+	got, err = s.GetOutboxUnpublished(ctx, 0, later, 1)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].ID, msgs[0].ID) // the limit keeps the oldest
+
 	is.NoErr(s.SetOutboxPublished(ctx, []int64{msgs[0].ID}, time.Now().Add(-2*time.Hour)))
-	got, err = s.GetOutboxUnpublished(ctx, later, 10)
+	got, err = s.GetOutboxUnpublished(ctx, 0, later, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].ID, msgs[1].ID) // only the unpublished one
@@ -56,7 +68,7 @@ func testOutbox(t *testing.T, open Opener) {
 		return boom
 	})
 	is.True(errors.Is(err, boom))
-	got, err = s.GetOutboxUnpublished(ctx, later, 10)
+	got, err = s.GetOutboxUnpublished(ctx, 0, later, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 1) // the rolled-back message was never written
 }

@@ -51,7 +51,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.NoErr(err)
 		is.Equal(len(got), 0) // a claimed message is not claimed again
 
-		is.NoErr(s.SetSMSFailed(ctx, id, "endpoint said 503", t0.Add(30*time.Second), t0.Add(time.Second)))
+		is.NoErr(s.SetSMSFailed(ctx, id, 1, "endpoint said 503", t0.Add(30*time.Second), t0.Add(time.Second)))
 		m, err := s.GetSMS(ctx, id)
 		is.NoErr(err)
 		is.Equal(m.State, store.SMSQueued)                        // queued again
@@ -69,7 +69,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.Equal(len(got), 1)        // claimed at it
 		is.Equal(got[0].Attempts, 2) // second attempt
 
-		is.NoErr(s.SetSMSSent(ctx, id, t0.Add(31*time.Second)))
+		is.NoErr(s.SetSMSSent(ctx, id, 2, t0.Add(31*time.Second)))
 		m, err = s.GetSMS(ctx, id)
 		is.NoErr(err)
 		is.Equal(m.State, store.SMSSent)                   // sent
@@ -87,8 +87,9 @@ func testSMSQueue(t *testing.T, open Opener) {
 
 		_, err = s.GetSMS(ctx, id+100)
 		is.True(errors.Is(err, store.ErrNotFound)) // an unknown id
-		is.True(errors.Is(s.SetSMSSent(ctx, id+100, t0), store.ErrNotFound))
-		is.True(errors.Is(s.SetSMSFailed(ctx, id+100, "x", time.Time{}, t0), store.ErrNotFound))
+		is.True(errors.Is(s.SetSMSSent(ctx, id+100, 1, t0), store.ErrNotFound))
+		is.True(errors.Is(s.SetSMSFailed(ctx, id+100, 1, "x", time.Time{}, t0), store.ErrNotFound))
+		is.True(errors.Is(s.ReleaseSMS(ctx, id+100, 1, t0), store.ErrNotFound))
 	})
 
 	t.Run("a lapsed claim is claimed again until the last attempt, then fails", func(t *testing.T) {
@@ -116,6 +117,66 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.True(m.FailedUTC.Equal(t0.Add(10 * lease))) // when
 	})
 
+	// A claim that lapsed while its post ran (SMS_CLAIM_LEASE shorter than
+	// the post) is claimed again; what the first sender reports late must not
+	// undo the second claim's work, nor re-queue a message already sent.
+	t.Run("an outcome counts only for the claim that holds the message", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		id, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "x", Now: t0})
+		is.NoErr(err)
+		first, err := s.ClaimSMS(ctx, t0, lease, 5, 10)
+		is.NoErr(err)
+		is.Equal(len(first), 1) // the first claim
+		second, err := s.ClaimSMS(ctx, t0.Add(2*lease), lease, 5, 10)
+		is.NoErr(err)
+		is.Equal(len(second), 1)        // claimed again once the first lapsed
+		is.Equal(second[0].Attempts, 2) // the second claim
+
+		err = s.SetSMSSent(ctx, id, first[0].Attempts, t0.Add(2*lease))
+		is.True(errors.Is(err, store.ErrSMSClaimLost)) // the lapsed claim records nothing
+		m, err := s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(m.State, store.SMSSending) // the second claim still holds it
+		is.Equal(m.Attempts, 2)
+
+		is.NoErr(s.SetSMSSent(ctx, id, second[0].Attempts, t0.Add(2*lease+time.Second))) // the holder records
+		err = s.SetSMSFailed(ctx, id, first[0].Attempts, "context deadline exceeded", t0.Add(3*lease), t0.Add(3*lease))
+		is.True(errors.Is(err, store.ErrSMSClaimLost))                                                        // a late failure of the first claim
+		is.True(errors.Is(s.ReleaseSMS(ctx, id, second[0].Attempts, t0.Add(3*lease)), store.ErrSMSClaimLost)) // nor can a claim be given back once recorded
+		m, err = s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(m.State, store.SMSSent) // stays Sent: not queued for a third post
+		is.Equal(m.LastError, "")        // with nothing of the late failure
+		got, err := s.ClaimSMS(ctx, t0.Add(time.Hour), lease, 5, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // and is never claimed again
+	})
+
+	t.Run("a released claim is queued again without using an attempt", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		id, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "x", Now: t0})
+		is.NoErr(err)
+		got, err := s.ClaimSMS(ctx, t0, lease, 1, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1) // the last (and only) attempt claimed
+		is.NoErr(s.ReleaseSMS(ctx, id, got[0].Attempts, t0.Add(time.Second)))
+		m, err := s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(m.State, store.SMSQueued)               // queued again
+		is.Equal(m.Attempts, 0)                          // the attempt not counted
+		is.True(m.NextAttemptUTC.Equal(t0))              // as due as it was
+		is.True(m.ClaimedUntilUTC.IsZero())              // unclaimed
+		is.Equal(m.LastError, "")                        // no failure recorded
+		is.True(m.UpdatedUTC.Equal(t0.Add(time.Second))) // when
+		got, err = s.ClaimSMS(ctx, t0.Add(time.Second), lease, 1, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1)                                                                    // claimed at once
+		is.Equal(got[0].Attempts, 1)                                                             // for its one attempt still
+		is.True(errors.Is(s.ReleaseSMS(ctx, id, 2, t0.Add(time.Second)), store.ErrSMSClaimLost)) // a claim it does not hold
+	})
+
 	t.Run("a final failure stays failed", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)
@@ -123,7 +184,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.NoErr(err)
 		_, err = s.ClaimSMS(ctx, t0, lease, 5, 10)
 		is.NoErr(err)
-		is.NoErr(s.SetSMSFailed(ctx, id, strings.Repeat("e", 2*store.MaxStatusLen), time.Time{}, t0.Add(time.Second)))
+		is.NoErr(s.SetSMSFailed(ctx, id, 1, strings.Repeat("e", 2*store.MaxStatusLen), time.Time{}, t0.Add(time.Second)))
 		m, err := s.GetSMS(ctx, id)
 		is.NoErr(err)
 		is.Equal(m.State, store.SMSFailed)             // failed for good

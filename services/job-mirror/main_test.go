@@ -1,0 +1,79 @@
+package jobmirror_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
+	"github.com/matryer/is"
+)
+
+// TestMainSweepsItsOwnOutbox: job-mirror running as a process of its own,
+// with no other service about, publishes a first-sight hand-off whose
+// publish after the commit failed from its own outbox sweeper.
+func TestMainSweepsItsOwnOutbox(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dataDir})} // the database Main opens
+	prime := e.Sim.ClientConfig(e.SimURL)
+	vars := map[string]string{
+		"NATS_URL":                e.NATS.ClientURL(),
+		"DATA_DIR":                dataDir,
+		"HTTP_ADDR":               "127.0.0.1:0",
+		"PRIME_API_URL":           prime.URL,
+		"PRIME_CLIENT_ID":         prime.ClientID,
+		"PRIME_CLIENT_SECRET":     prime.ClientSecret,
+		"PRIME_USERNAME":          prime.Username,
+		"PRIME_PASSWORD":          prime.Password,
+		"JOB_MIRROR_OUTBOX_SWEEP": "50ms",
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	logs := &flowtest.Buffer{}
+	go func() { done <- jobmirror.Main(runCtx, func(k string) string { return vars[k] }, logs) }()
+	flowtest.Eventually(t, "job-mirror consuming", func() bool {
+		_, err := e.JS.Consumer(ctx, events.StreamResolved, jobmirror.Durable)
+		return err == nil
+	})
+
+	s, err := e.JS.Stream(ctx, events.StreamJob)
+	is.NoErr(err)
+	cfg := s.CachedInfo().Config
+	is.NoErr(e.JS.DeleteStream(ctx, events.StreamJob)) // nothing takes prime.job.firstseen
+	j := e.Sim.NewJob()
+	reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
+	is.NoErr(err)
+	is.True(reply.FirstSight) // job-mirror saw the job first
+	flowtest.Eventually(t, "the publish after the commit failed", func() bool {
+		return strings.Contains(logs.String(), "first-sight hand-off not published yet")
+	})
+	pending, err := e.Store.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Hour), 10)
+	is.NoErr(err)
+	is.Equal(len(pending), 1)                                // the hand-off waits in the outbox
+	is.Equal(pending[0].Subject, events.SubjectJobFirstSeen) // it is the first sight
+
+	_, err = e.JS.CreateStream(ctx, cfg) // NATS takes it again
+	is.NoErr(err)
+	flowtest.Eventually(t, "the hand-off published by job-mirror's sweeper", func() bool {
+		stream, err := e.JS.Stream(ctx, events.StreamJob)
+		return err == nil && stream.CachedInfo().State.Msgs > 0
+	})
+	is.Equal(e.handoffs(j.ID), 1) // the job's first sight, once
+	flowtest.Eventually(t, "and recorded", func() bool {
+		pending, err := e.Store.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Hour), 10)
+		return err == nil && len(pending) == 0
+	})
+	cancel()
+	select {
+	case err := <-done:
+		is.NoErr(err) // Main stops cleanly when its context ends
+	case <-time.After(30 * time.Second):
+		t.Fatal("Main did not stop")
+	}
+}

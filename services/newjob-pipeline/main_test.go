@@ -1,0 +1,64 @@
+package newjobpipeline_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
+	"github.com/matryer/is"
+)
+
+// TestMainSweepsItsOwnOutbox: the pipeline running as a process of its own,
+// with no other service about, publishes a make-safe hand-off whose publish
+// after the commit failed from its own outbox sweeper.
+func TestMainSweepsItsOwnOutbox(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	e := flowtest.New(t, flowtest.Options{StoreDir: dataDir}) // the database Main opens
+	vars := map[string]string{
+		"NATS_URL":                     e.NATS.ClientURL(),
+		"DATA_DIR":                     dataDir,
+		"HTTP_ADDR":                    "127.0.0.1:0",
+		"NEWJOB_PIPELINE_OUTBOX_SWEEP": "50ms",
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	logs := &flowtest.Buffer{}
+	go func() { done <- newjobpipeline.Main(runCtx, func(k string) string { return vars[k] }, logs) }()
+	flowtest.Eventually(t, "the pipeline consuming", func() bool {
+		_, err := e.JS.Consumer(ctx, events.StreamJob, newjobpipeline.Durable)
+		return err == nil
+	})
+
+	s, err := e.JS.Stream(ctx, events.StreamMakesafe)
+	is.NoErr(err)
+	cfg := s.CachedInfo().Config
+	is.NoErr(e.JS.DeleteStream(ctx, events.StreamMakesafe)) // nothing takes makesafe.detect
+	claim(t, e, jobA, 3, events.FirstSeenMsgID(jobA))
+	flowtest.Eventually(t, "the publish after the commit failed", func() bool {
+		return strings.Contains(logs.String(), "make-safe hand-off not published yet")
+	})
+	is.True(completed(e, jobA)())                                           // the pipeline completed
+	is.Equal(handOffsWaiting(t, e), []string{events.SubjectMakesafeDetect}) // and its hand-off waits in the outbox
+
+	_, err = e.JS.CreateStream(ctx, cfg) // NATS takes it again
+	is.NoErr(err)
+	flowtest.Eventually(t, "the hand-off published by the pipeline's sweeper", func() bool {
+		stream, err := e.JS.Stream(ctx, events.StreamMakesafe)
+		return err == nil && stream.CachedInfo().State.Msgs > 0
+	})
+	is.Equal(len(detections(t, e)[jobA]), 1) // the job's make-safe hand-off, once
+	flowtest.Eventually(t, "and recorded", func() bool { return len(handOffsWaiting(t, e)) == 0 })
+	cancel()
+	select {
+	case err := <-done:
+		is.NoErr(err) // Main stops cleanly when its context ends
+	case <-time.After(30 * time.Second):
+		t.Fatal("Main did not stop")
+	}
+}
