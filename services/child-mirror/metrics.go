@@ -34,6 +34,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Appointments the sweeps went through, by outcome: saved (the mirror lacked that version), unchanged (held at that version or newer: no Prime call), failed.",
 		}, []string{"outcome"}),
 	}
+	// The known label values are exported from the start, at 0: an alert
+	// on them reads 0, not "no data".
+	for vec, values := range map[*prometheus.CounterVec][]string{
+		m.swallowed: {"contact_sync", "ai_summary_nudge"},
+		m.sweeps:    {"ok", "rate_limited", "stopped", "bad_request"},
+		m.swept:     {"saved", "unchanged", "failed"},
+	} {
+		for _, v := range values {
+			vec.WithLabelValues(v)
+		}
+	}
 	for _, c := range []prometheus.Collector{m.events, m.swallowed, m.sweeps, m.swept} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("child-mirror metrics"), err)

@@ -51,9 +51,16 @@ func (c *ChildMirror) serveSweep(ctx context.Context) (micro.Service, error) {
 
 func (c *ChildMirror) handleSweep(ctx context.Context, req micro.Request) {
 	var r events.SweepRequest
-	if err := json.Unmarshal(req.Data(), &r); err != nil || r.FromUTC.IsZero() || !r.FromUTC.Before(r.ToUTC) {
+	var bad string
+	switch err := json.Unmarshal(req.Data(), &r); {
+	case err != nil:
+		bad = fmt.Sprintf("not a sweep request (%v): want {\"fromUTC\":…,\"toUTC\":…} with RFC 3339 times, e.g. 2026-12-01T00:00:00Z", err)
+	case r.FromUTC.IsZero() || !r.FromUTC.Before(r.ToUTC):
+		bad = "not a sweep request: it needs fromUTC before toUTC"
+	}
+	if bad != "" {
 		c.metrics.sweeps.WithLabelValues("bad_request").Inc()
-		if err := req.Error("400", "not a sweep request: it needs fromUTC before toUTC", nil); err != nil {
+		if err := req.Error("400", bad, nil); err != nil {
 			c.log.Warn("sweep: answering", "err", err)
 		}
 		return

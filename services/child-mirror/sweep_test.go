@@ -201,10 +201,16 @@ func TestSweepRefusesABadRequest(t *testing.T) {
 	e := start(t, options{})
 	now := time.Now()
 	stats := e.Sim.Stats()
-	for _, body := range []string{`not json`, `{}`, string(must(json.Marshal(events.SweepRequest{FromUTC: now, ToUTC: now})))} {
-		msg, err := e.NC.Request(events.SubjectSweepAppointments, []byte(body), 10*time.Second)
+	for _, tc := range []struct{ body, says string }{
+		{`not json`, "RFC 3339"},
+		{`{"fromUTC":"2026-12-01","toUTC":"2026-12-03"}`, "RFC 3339"}, // dates, not times: says the format
+		{`{}`, "fromUTC before toUTC"},
+		{string(must(json.Marshal(events.SweepRequest{FromUTC: now, ToUTC: now}))), "fromUTC before toUTC"},
+	} {
+		msg, err := e.NC.Request(events.SubjectSweepAppointments, []byte(tc.body), 10*time.Second)
 		is.NoErr(err)
-		is.Equal(msg.Header.Get(micro.ErrorCodeHeader), "400") // refused
+		is.Equal(msg.Header.Get(micro.ErrorCodeHeader), "400")                // refused
+		is.True(strings.Contains(msg.Header.Get(micro.ErrorHeader), tc.says)) // saying what is wrong
 	}
 	is.Equal(len(e.calls(stats)), 0) // without a call to Prime
 }

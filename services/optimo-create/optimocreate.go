@@ -144,7 +144,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info("optimo-create schedule", "every", cfg.Every, "zone", zone.String(), "sweepDays", cfg.SweepDays)
+	c.log.Info("optimo-create schedule", "every", cfg.Every.String(), "zone", zone.String(), "sweepDays", cfg.SweepDays)
 	return c, nil
 }
 

@@ -254,7 +254,7 @@ func (r *Resolver) warnShape(action, entity string, g guidProp, preferred []stri
 	if g.preferred {
 		return
 	}
-	r.metrics.shapeChanged.WithLabelValues(action).Inc()
+	r.metrics.shapeChanged.WithLabelValues(actionLabel(action)).Inc()
 	r.log.Warn("payload shape has changed: id found under an unexpected property; update the preferred property names",
 		"action", action, "entity", entity, "property", g.name, "preferred", preferred)
 }

@@ -33,6 +33,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Ids found under an unexpected payload property (§4.2 step 2).",
 		}, []string{"action"}),
 	}
+	// Exported from the start, at 0: an alert on it reads 0, not "no data".
+	for _, a := range Actions {
+		m.shapeChanged.WithLabelValues(a)
+	}
 	for _, c := range []prometheus.Collector{m.events, m.laneSeconds, m.probes, m.shapeChanged} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("resolver metrics"), err)
