@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -123,9 +124,7 @@ func (p *Publisher) Run(ctx context.Context, interval time.Duration) error {
 // that writes the outbox runs this way as a process of its own, so that its
 // hand-offs whose publish failed never wait for another service's sweeper.
 type WithSweeper struct {
-	Service interface {
-		Run(ctx context.Context) error
-	}
+	Service service.Runner
 	Sweeper *Publisher
 	// Every is how often the sweeper sweeps.
 	Every time.Duration
@@ -154,6 +153,16 @@ func NewSweeper(js jetstream.JetStream, st Store, log *slog.Logger, reg promethe
 		return nil, err
 	}
 	return &Publisher{JS: js, Store: st, Log: log, Failures: failures}, nil
+}
+
+// Swept is svc, a service that writes the outbox, run as a process of its
+// own: WithSweeper, with the process's sweeper (NewSweeper) sweeping every.
+func Swept(svc service.Runner, d service.Deps, every time.Duration) (service.Runner, error) {
+	sweeper, err := NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return WithSweeper{Service: svc, Sweeper: sweeper, Every: every}, nil
 }
 
 // maxLoggedIDs bounds the skipped message ids a sweep's log line lists.

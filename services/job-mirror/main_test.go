@@ -21,22 +21,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dataDir})} // the database Main opens
-	prime := e.Sim.ClientConfig(e.SimURL)
-	vars := map[string]string{
-		"NATS_URL":                e.NATS.ClientURL(),
-		"DATA_DIR":                dataDir,
-		"HTTP_ADDR":               "127.0.0.1:0",
-		"PRIME_API_URL":           prime.URL,
-		"PRIME_CLIENT_ID":         prime.ClientID,
-		"PRIME_CLIENT_SECRET":     prime.ClientSecret,
-		"PRIME_USERNAME":          prime.Username,
-		"PRIME_PASSWORD":          prime.Password,
-		"JOB_MIRROR_OUTBOX_SWEEP": "50ms",
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	logs := &flowtest.Buffer{}
-	go func() { done <- jobmirror.Main(runCtx, func(k string) string { return vars[k] }, logs) }()
+	logs, stop := e.RunMain(jobmirror.Main, e.MainVars(dataDir, map[string]string{"JOB_MIRROR_OUTBOX_SWEEP": "50ms"}))
 	flowtest.Eventually(t, "job-mirror consuming", func() bool {
 		_, err := e.JS.Consumer(ctx, events.StreamResolved, jobmirror.Durable)
 		return err == nil
@@ -69,11 +54,5 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 		pending, err := e.Store.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Hour), 10)
 		return err == nil && len(pending) == 0
 	})
-	cancel()
-	select {
-	case err := <-done:
-		is.NoErr(err) // Main stops cleanly when its context ends
-	case <-time.After(30 * time.Second):
-		t.Fatal("Main did not stop")
-	}
+	stop() // Main stops cleanly when its context ends
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
@@ -27,20 +26,11 @@ func TestMainRunsTheServiceFromTheEnvironment(t *testing.T) {
 	defer srv.Close()
 	dataDir := t.TempDir()
 	prime := env.Sim.ClientConfig(env.SimURL)
-	vars := map[string]string{
-		"NATS_URL":            env.NATS.ClientURL(),
-		"DATA_DIR":            dataDir,
-		"HTTP_ADDR":           "127.0.0.1:0",
-		"PRIME_API_URL":       prime.URL,
-		"PRIME_CLIENT_ID":     prime.ClientID,
-		"PRIME_CLIENT_SECRET": prime.ClientSecret,
-		"PRIME_USERNAME":      prime.Username,
-		"PRIME_PASSWORD":      prime.Password,
-		"MAKESAFE_SMS_TO":     onCall,
-		"SMS_SEND_URL":        srv.URL + "/webhook/sms?key=k3y",
-		"SMS_SEND_AUTH":       "Bearer s3cret",
-	}
-	getenv := func(k string) string { return vars[k] }
+	vars := env.MainVars(dataDir, map[string]string{
+		"MAKESAFE_SMS_TO": onCall,
+		"SMS_SEND_URL":    srv.URL + "/webhook/sms?key=k3y",
+		"SMS_SEND_AUTH":   "Bearer s3cret",
+	})
 
 	for _, missing := range []string{"MAKESAFE_SMS_TO", "SMS_SEND_URL"} {
 		t.Run("without "+missing, func(t *testing.T) {
@@ -67,21 +57,12 @@ func TestMainRunsTheServiceFromTheEnvironment(t *testing.T) {
 		JobID: strings.ToLower(j.ID), AllocationType: "Make Safe", IsMakeSafe: true, Version: 1})
 	is.NoErr(err)
 
-	logs := &flowtest.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- makesafe.Main(ctx, getenv, logs) }()
+	logs, stop := env.RunMain(makesafe.Main, vars)
 	r := &rig{Env: env}
 	r.detect(j.ID, false, "main")
 	flowtest.Eventually(t, "the SMS is posted", func() bool { return len(ep.accepted()) == 1 })
 	is.True(strings.Contains(ep.accepted()[0].Message, j.JobNumber)) // the job's SMS
-	cancel()
-	select {
-	case err := <-done:
-		is.NoErr(err) // Main stops cleanly when its context ends
-	case <-time.After(30 * time.Second):
-		t.Fatal("Main did not stop")
-	}
+	stop()                                                           // Main stops cleanly when its context ends
 	for _, secret := range []string{"k3y", "s3cret", prime.Password, prime.ClientSecret} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the logs show %q", secret)

@@ -244,11 +244,7 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		if err != nil {
 			return nil, err
 		}
-		sweeper, err := outbox.NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
-		if err != nil {
-			return nil, err
-		}
-		return outbox.WithSweeper{Service: ms, Sweeper: sweeper, Every: cfg.OutboxSweep}, nil
+		return outbox.Swept(ms, d, cfg.OutboxSweep)
 	})
 }
 

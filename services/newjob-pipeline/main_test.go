@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
@@ -20,16 +19,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	e := flowtest.New(t, flowtest.Options{StoreDir: dataDir}) // the database Main opens
-	vars := map[string]string{
-		"NATS_URL":                     e.NATS.ClientURL(),
-		"DATA_DIR":                     dataDir,
-		"HTTP_ADDR":                    "127.0.0.1:0",
-		"NEWJOB_PIPELINE_OUTBOX_SWEEP": "50ms",
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	logs := &flowtest.Buffer{}
-	go func() { done <- newjobpipeline.Main(runCtx, func(k string) string { return vars[k] }, logs) }()
+	logs, stop := e.RunMain(newjobpipeline.Main, e.MainVars(dataDir, map[string]string{"NEWJOB_PIPELINE_OUTBOX_SWEEP": "50ms"}))
 	flowtest.Eventually(t, "the pipeline consuming", func() bool {
 		_, err := e.JS.Consumer(ctx, events.StreamJob, newjobpipeline.Durable)
 		return err == nil
@@ -54,11 +44,5 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	})
 	is.Equal(len(detections(t, e)[jobA]), 1) // the job's make-safe hand-off, once
 	flowtest.Eventually(t, "and recorded", func() bool { return len(handOffsWaiting(t, e)) == 0 })
-	cancel()
-	select {
-	case err := <-done:
-		is.NoErr(err) // Main stops cleanly when its context ends
-	case <-time.After(30 * time.Second):
-		t.Fatal("Main did not stop")
-	}
+	stop() // Main stops cleanly when its context ends
 }

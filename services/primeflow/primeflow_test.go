@@ -193,15 +193,9 @@ func TestMakeRunGeneratesSecrets(t *testing.T) {
 	env := map[string]string{
 		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
 	}
-	var stdout, stderr flowtest.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
-	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "started", func() bool { return strings.Contains(stderr.String(), "primeflow started") })
-	cancel()
-	is.NoErr(<-done)
-	is.True(strings.Contains(stdout.String(), "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
-	is.True(strings.Contains(stdout.String(), "generated for this run: admin / "))                            // and a login
+	stdout, _ := startAndStop(t, env)
+	is.True(strings.Contains(stdout, "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
+	is.True(strings.Contains(stdout, "generated for this run: admin / "))                            // and a login
 }
 
 // TestRealPrimeNeedsAnSMSSender: with a real Prime, a blank SMS_SEND_URL
@@ -229,16 +223,25 @@ func TestNATSURLIsSaid(t *testing.T) {
 		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
 		"NATS_URL": "nats://primeflow:s3cret@" + host,
 	}
-	var stdout, stderr flowtest.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
-	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "started", func() bool { return strings.Contains(stderr.String(), "primeflow started") })
-	cancel()
-	is.NoErr(<-done)
-	logs := stderr.String()
+	_, logs := startAndStop(t, env)
 	is.True(strings.Contains(logs, "NATS_URL is set")) // said
 	is.True(strings.Contains(logs, host))              // naming the server
 	is.True(!strings.Contains(logs, "s3cret"))         // not its password
 	is.True(!strings.Contains(logs, "embedded nats-server url"))
+}
+
+// startAndStop runs bin/primeflow's Main with env until it has started,
+// stops it, checks that it stopped cleanly, and returns what it printed.
+func startAndStop(t *testing.T, env map[string]string) (stdout, stderr string) {
+	t.Helper()
+	var out, logs flowtest.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &out, &logs) }()
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "started", func() bool { return strings.Contains(logs.String(), "primeflow started") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("primeflow did not stop cleanly: %v", err)
+	}
+	return out.String(), logs.String()
 }
