@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 
@@ -35,14 +36,25 @@ func StreamConfigs(replicas int) ([]jetstream.StreamConfig, error) {
 	return cfgs, nil
 }
 
-// EnsureStreams creates or updates every stream defined in streams/.
+// EnsureStreams creates every stream defined in streams/, and updates one
+// only when its configuration differs from the file's: each process applies
+// them at start-up, and an update that changes nothing still takes the
+// stream's locks while other processes create their consumers on it
+// (nats-server 2.15.2 reads the store's configuration without the lock
+// there, a data race that make race found).
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	cfgs, err := StreamConfigs(replicas)
 	if err != nil {
 		return err
 	}
 	for _, cfg := range cfgs {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		// A create of a stream that exists with the same configuration
+		// succeeds; with another, it fails with ErrStreamNameAlreadyInUse.
+		_, err := js.CreateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			_, err = js.UpdateStream(ctx, cfg)
+		}
+		if err != nil {
 			return fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
 	}

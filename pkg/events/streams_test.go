@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -34,6 +36,43 @@ func TestEnsureStreamsIsRepeatable(t *testing.T) {
 	}
 	_, err = js.KeyValue(ctx, events.BucketLocks)
 	is.NoErr(err) // the KV_locks stream binds as the locks bucket
+}
+
+// TestEnsureStreamsUpdatesOnlyWhatDiffers: applying the streams again
+// updates none that matches its file, and puts back one that was changed.
+func TestEnsureStreamsUpdatesOnlyWhatDiffers(t *testing.T) {
+	is := is.New(t)
+	srv := natstest.Server(t)
+	nc, js := natstest.Connect(t, srv) // applies the streams once
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED.>")
+	is.NoErr(err)
+	is.NoErr(nc.Flush())
+
+	is.NoErr(events.EnsureStreams(ctx, js, 0))
+	is.NoErr(nc.Flush())
+	_, err = updates.NextMsg(200 * time.Millisecond)
+	is.True(errors.Is(err, nats.ErrTimeout)) // nothing updated
+
+	s, err := js.Stream(ctx, events.StreamWebhook)
+	is.NoErr(err)
+	changed := s.CachedInfo().Config
+	want := changed.MaxAge
+	changed.MaxAge = time.Hour
+	_, err = js.UpdateStream(ctx, changed)
+	is.NoErr(err)
+	_, err = updates.NextMsg(2 * time.Second) // that change's advisory
+	is.NoErr(err)
+	is.NoErr(events.EnsureStreams(ctx, js, 0))
+	msg, err := updates.NextMsg(2 * time.Second)
+	is.NoErr(err)
+	is.Equal(msg.Subject, "$JS.EVENT.ADVISORY.STREAM.UPDATED."+events.StreamWebhook) // the changed one is put back
+	s, err = js.Stream(ctx, events.StreamWebhook)
+	is.NoErr(err)
+	is.Equal(s.CachedInfo().Config.MaxAge, want)
+	_, err = updates.NextMsg(200 * time.Millisecond)
+	is.True(errors.Is(err, nats.ErrTimeout)) // and only it
 }
 
 func TestWebhookSubjects(t *testing.T) {
