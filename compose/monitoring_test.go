@@ -122,6 +122,8 @@ func TestPrometheusScrapes(t *testing.T) {
 	var secrets []string
 	for _, s := range prom.Secrets {
 		secrets = append(secrets, s.Source)
+		is.True(s.Mode != nil)                 // a mode set, not Compose's default (0400 in older releases)
+		is.Equal(int64(*s.Mode), int64(0o444)) // readable by Prometheus's user (nobody)
 	}
 	is.Equal(secrets, []string{"admin_user", "admin_password"})                            // both secrets mounted (at /run/secrets/<name>)
 	is.Equal(p.Secrets["admin_user"].Environment, "ADMIN_USER")                            // from the same variable the services use
@@ -448,4 +450,36 @@ func TestWebhooksDashboardShowsTheIngestPath(t *testing.T) {
 	}
 	is.True(strings.Contains(exprs.String(), "histogram_quantile(0.5, sum by (le) (rate(primeflow_webhook_insert_seconds_bucket"))  // p50
 	is.True(strings.Contains(exprs.String(), "histogram_quantile(0.99, sum by (le) (rate(primeflow_webhook_insert_seconds_bucket")) // p99
+}
+
+// TestFailureCountersAreOnADashboard: every counter of failures the Go code
+// declares (a name with "fail" in it, or a payload shape change) is queried
+// by a dashboard, and so are the SMS sends: these are what the README's
+// "Lag and dashboards" serves at 0 from the start for an operator to watch.
+func TestFailureCountersAreOnADashboard(t *testing.T) {
+	root := repoRoot(t)
+	metrics := codeMetrics(t, goDirs(t, filepath.Join(root, "pkg"), filepath.Join(root, "services")))
+	var exprs strings.Builder
+	for _, file := range []string{"stream-lag.json", "webhooks.json"} {
+		for _, p := range readDashboard(t, file).Panels {
+			for _, tg := range p.Targets {
+				exprs.WriteString(tg.Expr + "\n")
+			}
+		}
+	}
+	want := []string{"primeflow_sms_sent_total", "primeflow_sms_send_retries_total", "primeflow_resolver_payload_shape_changed_total"}
+	for name := range metrics {
+		if strings.Contains(name, "fail") && strings.HasSuffix(name, "_total") {
+			want = append(want, name)
+		}
+	}
+	slices.Sort(want)
+	for _, name := range want {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			_, declared := metrics[name]
+			is.True(declared)                                   // the code still declares it
+			is.True(strings.Contains(exprs.String(), name+"[")) // a dashboard queries it
+		})
+	}
 }

@@ -1,0 +1,200 @@
+package compose_test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/matryer/is"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// TestServicesStartWithComposeEnvironment builds each service (in the
+// workspace, as make build does, sharing the tests' build cache: the
+// image's GOWORK=off build would rebuild every dependency, minutes in CI)
+// and starts it with the environment
+// docker-compose.yml gives it (.env.example's placeholders), against a
+// 3-node NATS cluster run from compose/nats/nats-N.conf (hosts and ports
+// rewritten for one machine) and a migrated SQLite file in place of SQL
+// Server: a value compose sets that a service refuses (a bad type, a
+// missing required variable, SMS_CLAIM_LEASE not above SMS_SEND_TIMEOUT, a
+// max_payload ingest cannot live with, R3 streams the cluster cannot hold)
+// fails here, where docker compose would leave the container restarting.
+// Healthy means /healthz answers 200 to compose/healthcheck's request.
+func TestServicesStartWithComposeEnvironment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts every service: not with -short")
+	}
+	p := loadProject(t)
+	root := repoRoot(t)
+	bin := t.TempDir()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, len(appServices)+1)
+	for _, name := range append([]string{"primectl"}, appServices...) {
+		wg.Go(func() {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name)
+			cmd.Dir = filepath.Join(root, "services", name)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("build %s: %v\n%s", name, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	natsURL := startCluster(t, p)
+	db := "sqlite:" + filepath.Join(t.TempDir(), "primeflow.db")
+	migrate := exec.Command(filepath.Join(bin, "primectl"), "migrate")
+	migrate.Env = []string{"DATABASE_URL=" + db}
+	if out, err := migrate.CombinedOutput(); err != nil {
+		t.Fatalf("primectl migrate: %v\n%s", err, out)
+	}
+
+	for _, name := range appServices {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			s := service(t, p, name)
+			port := freePort(t)
+			vars := []string{}
+			for k, v := range s.Environment {
+				if v != nil {
+					vars = append(vars, k+"="+*v)
+				}
+			}
+			// Only where the stack's hosts are: the cluster, the database, a
+			// free port. Everything else is compose's.
+			vars = append(vars, "NATS_URL="+natsURL(s), "DATABASE_URL="+db, fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", port))
+			stderr := &syncWriter{w: &bytes.Buffer{}}
+			cmd := exec.Command(filepath.Join(bin, name))
+			cmd.Env = vars
+			cmd.Stderr = stderr
+			is.NoErr(cmd.Start()) // the service starts
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() {
+				cmd.Process.Signal(os.Interrupt)
+				select {
+				case <-exited:
+				case <-time.After(30 * time.Second):
+					cmd.Process.Kill()
+				}
+			})
+
+			deadline := time.After(60 * time.Second)
+			for {
+				select {
+				case err := <-exited:
+					exited <- err
+					t.Fatalf("%s exited with compose's environment: %v\n%s", name, err, stderr.String())
+				case <-deadline:
+					t.Fatalf("%s: /healthz not 200 within 60s\n%s", name, stderr.String())
+				case <-time.After(200 * time.Millisecond):
+				}
+				req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz", port), nil)
+				req.SetBasicAuth(env(s, "ADMIN_USER"), env(s, "ADMIN_PASSWORD"))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return // healthy, as compose/healthcheck sees it
+				}
+			}
+		})
+	}
+}
+
+// startCluster runs compose/nats/nats-N.conf as three servers in this
+// process, on free ports of 127.0.0.1, and returns what a service's NATS_URL
+// becomes: compose's, with each node's host and port rewritten.
+func startCluster(t *testing.T, p *types.Project) func(types.ServiceConfig) string {
+	t.Helper()
+	nodes := []string{"nats-1", "nats-2", "nats-3"}
+	client, route := map[string]int{}, map[string]int{}
+	var routes []string
+	for _, n := range nodes {
+		client[n], route[n] = freePort(t), freePort(t)
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", route[n]))
+	}
+	for _, n := range nodes {
+		s := service(t, p, n)
+		t.Setenv("NATS_USER", env(s, "NATS_USER"))
+		t.Setenv("NATS_PASSWORD", env(s, "NATS_PASSWORD"))
+		opts, err := server.ProcessConfigFile(filepath.Join("nats", n+".conf"))
+		if err != nil {
+			t.Fatalf("%s.conf: %v", n, err)
+		}
+		opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", client[n], 0
+		opts.Cluster.Host, opts.Cluster.Port = "127.0.0.1", route[n]
+		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		opts.StoreDir = t.TempDir()
+		opts.NoSigs, opts.NoLog = true, true
+		ns, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		ns.Start()
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		if !ns.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("%s: not ready", n)
+		}
+	}
+	return func(s types.ServiceConfig) string {
+		var out []string
+		for _, raw := range strings.Split(env(s, "NATS_URL"), ",") {
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Fatalf("NATS_URL %q: %v", raw, err)
+			}
+			port, ok := client[u.Hostname()]
+			if !ok {
+				t.Fatalf("NATS_URL names %s, which is not a node", u.Host)
+			}
+			u.Host = fmt.Sprintf("127.0.0.1:%d", port)
+			out = append(out, u.String())
+		}
+		return strings.Join(out, ",")
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (w *syncWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(b)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.String()
+}
