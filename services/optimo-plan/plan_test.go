@@ -246,6 +246,46 @@ func TestStartFailureParksNothing(t *testing.T) {
 	}
 }
 
+// An order written for the date while one of the run's calls is under way
+// survives whatever the run writes when the call answers (§8.4, §10.8):
+// the planning id after start_planning, RoutesCompleted after get_routes, or
+// the park when get_routes is refused. Each write is guarded on the status
+// the run set; without the guard the order's NotPlanned is overwritten.
+func TestAnOrderDuringACallIsNotOverwritten(t *testing.T) {
+	for _, tc := range []struct {
+		name, op string
+		refuse   bool // answer the call with a refusal of the date
+	}{
+		{"start_planning succeeds", optimoroute.OpStartPlanning, false},
+		{"get_routes succeeds", optimoroute.OpGetRoutes, false},
+		{"get_routes refused", optimoroute.OpGetRoutes, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, false)
+			e.order("A-1", dayOne)
+			var once atomic.Bool
+			e.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/"+tc.op) || !once.CompareAndSwap(false, true) {
+					e.sim.ServeHTTP(w, r)
+					return
+				}
+				if tc.refuse {
+					e.order("A-2", dayOne) // a booking lands during the call
+					w.Header().Set("Content-Type", "application/json")
+					w.Write([]byte(`{"success":false,"code":"ERR_INVALID_PARAM_FORMAT","message":"refused"}`))
+					return
+				}
+				e.sim.ServeHTTP(w, r)  // OptimoRoute answers for A-1 only
+				e.order("A-2", dayOne) // and a booking lands before the answer reaches the run
+			}))
+			_, err := e.planner(testConfig()).Plan(e.ctx)
+			is.NoErr(err)
+			is.Equal(e.plan(dayOne).PlanStatus, store.PlanNotPlanned) // still queued for A-2
+		})
+	}
+}
+
 // A refusal that arrives after an order queued the date again during the
 // call leaves it NotPlanned (§8.4): the refusal was of the request before
 // the order, and the next run plans the date with it.
