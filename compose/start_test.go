@@ -78,6 +78,11 @@ func TestServicesStartWithComposeEnvironment(t *testing.T) {
 			// Only where the stack's hosts are: the cluster, the database, a
 			// free port. Everything else is compose's.
 			vars = append(vars, "NATS_URL="+natsURL(s), "DATABASE_URL="+db, fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", port))
+			if s.Environment["TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID"] != nil {
+				// .env.example's placeholder, which job-mirror refuses: a
+				// status GUID, as an operator sets it.
+				vars = append(vars, "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID=3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c")
+			}
 			stderr := &syncWriter{w: &bytes.Buffer{}}
 			cmd := exec.Command(filepath.Join(bin, name))
 			cmd.Env = vars

@@ -6,6 +6,7 @@ require (
 	github.com/ethosbuilding/primeflow/pkg v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
+	github.com/google/uuid v1.6.0
 	github.com/matryer/is v1.4.1
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
@@ -22,7 +23,6 @@ require (
 	github.com/golang-sql/civil v0.0.0-20220223132316-b832511892a9 // indirect
 	github.com/golang-sql/sqlexp v0.1.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/lmittmann/tint v1.2.1 // indirect

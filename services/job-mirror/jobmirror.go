@@ -9,6 +9,7 @@ package jobmirror
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,11 +74,34 @@ type Mirror struct {
 	metrics *metrics
 }
 
+// ErrNoTriageStatus: job-mirror on a real Prime needs
+// TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID, or no customer is ever invited to
+// triage (§5.1 step 6: "a missed invite means the customer never hears from
+// us"); only bin/primeflow on the Prime simulator runs without it.
+var ErrNoTriageStatus = errors.New("job-mirror: TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is required: without it no triage invite is queued (§5.1 step 6)")
+
+// checkTriageStatus refuses a TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID that
+// is set but cannot be a status: the all-zero GUID (a placeholder) or
+// anything not a GUID would match no job's status and queue no invite,
+// silently.
+func checkTriageStatus(v string) error {
+	if v == "" {
+		return nil
+	}
+	if id, err := uuid.Parse(v); err != nil || len(v) != 36 || id == uuid.Nil {
+		return fmt.Errorf("job-mirror: TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID %q: want the GUID of Prime's InitialContactMade job status", v)
+	}
+	return nil
+}
+
 // New builds job-mirror from the shared Deps, its Config and the Prime
 // client it shares with the other services of the process.
 func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
 	if cfg.Workers <= 0 || cfg.EnsureTimeout <= 0 {
 		return nil, errors.New("job-mirror: JOB_MIRROR_WORKERS and JOB_MIRROR_ENSURE_TIMEOUT must be above zero")
+	}
+	if err := checkTriageStatus(cfg.TriageInitialContactMadeStatusID); err != nil {
+		return nil, err
 	}
 	log := d.Log.With("component", "job-mirror")
 	if cfg.TriageInitialContactMadeStatusID == "" {
@@ -115,6 +140,9 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	}
 	if cfg.OutboxSweep <= 0 {
 		return errors.New("job-mirror: JOB_MIRROR_OUTBOX_SWEEP must be above zero")
+	}
+	if cfg.TriageInitialContactMadeStatusID == "" {
+		return ErrNoTriageStatus
 	}
 	return service.MainWithPrime(ctx, "job-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		m, err := New(cfg, d, pc)

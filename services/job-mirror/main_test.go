@@ -21,7 +21,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dataDir})} // the database Main opens
-	logs, stop := e.RunMain(jobmirror.Main, e.MainVars(dataDir, map[string]string{"JOB_MIRROR_OUTBOX_SWEEP": "50ms"}))
+	logs, stop := e.RunMain(jobmirror.Main, e.MainVars(dataDir, map[string]string{"JOB_MIRROR_OUTBOX_SWEEP": "50ms", "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": statusICM}))
 	flowtest.Eventually(t, "job-mirror consuming", func() bool {
 		_, err := e.JS.Consumer(ctx, events.StreamResolved, jobmirror.Durable)
 		return err == nil
@@ -55,4 +55,26 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 		return err == nil && len(pending) == 0
 	})
 	stop() // Main stops cleanly when its context ends
+}
+
+// TestMainNeedsATriageStatus: job-mirror on a real Prime refuses to start
+// without the status whose arrival queues a triage invite, or with one that
+// cannot be a status (the all-zero placeholder), rather than queue no invite
+// at all, silently (§5.1 step 6).
+func TestMainNeedsATriageStatus(t *testing.T) {
+	e := flowtest.New(t, flowtest.Options{})
+	for _, tc := range []struct{ value, says string }{
+		{"", "is required"},
+		{"00000000-0000-0000-0000-000000000000", `"00000000-0000-0000-0000-000000000000"`},
+		{"change-me", `"change-me"`},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			is := is.New(t)
+			vars := e.MainVars(t.TempDir(), map[string]string{"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": tc.value})
+			err := jobmirror.Main(context.Background(), func(k string) string { return vars[k] }, &flowtest.Buffer{})
+			is.True(err != nil)                                                             // refused
+			is.True(strings.Contains(err.Error(), "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID")) // naming the setting
+			is.True(strings.Contains(err.Error(), tc.says))
+		})
+	}
 }

@@ -87,6 +87,9 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		// refuses to start without the URL).
 		return errors.New("primeflow: SMS_SEND_URL is required with a real Prime (PRIME_API_URL): without it no make-safe SMS is sent")
 	}
+	if cfg.Prime.Enabled() && cfg.JobMirror.TriageInitialContactMadeStatusID == "" {
+		return fmt.Errorf("primeflow: with a real Prime (PRIME_API_URL): %w", jobmirror.ErrNoTriageStatus)
+	}
 	log, err := logging.New(stderr, cfg.Logging)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -198,19 +199,32 @@ func TestMakeRunGeneratesSecrets(t *testing.T) {
 	is.True(strings.Contains(stdout, "generated for this run: admin / "))                            // and a login
 }
 
-// TestRealPrimeNeedsAnSMSSender: with a real Prime, a blank SMS_SEND_URL
-// would only log the make-safe SMS of real jobs, so the process refuses to
-// start and says why; only a run on the simulator logs them.
-func TestRealPrimeNeedsAnSMSSender(t *testing.T) {
-	is := is.New(t)
-	env := map[string]string{
-		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
-		"PRIME_API_URL": "https://prime.invalid/api.prime/v2",
+// TestRealPrimeNeedsAnSMSSenderAndATriageStatus: with a real Prime, a blank
+// SMS_SEND_URL would only log the make-safe SMS of real jobs, and a blank
+// TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID would queue no triage invite, so the
+// process refuses to start and says why; only a run on the simulator goes
+// without them.
+func TestRealPrimeNeedsAnSMSSenderAndATriageStatus(t *testing.T) {
+	for _, tc := range []struct {
+		set  map[string]string
+		says string
+	}{
+		{nil, "SMS_SEND_URL is required"},
+		{map[string]string{"SMS_SEND_URL": "https://sms.invalid/send"}, "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is required"},
+	} {
+		t.Run(tc.says, func(t *testing.T) {
+			is := is.New(t)
+			env := map[string]string{
+				"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
+				"PRIME_API_URL": "https://prime.invalid/api.prime/v2",
+			}
+			maps.Copy(env, tc.set)
+			var stdout, stderr flowtest.Buffer
+			err := primeflow.Main(context.Background(), func(k string) string { return env[k] }, &stdout, &stderr)
+			is.True(err != nil)                             // refused
+			is.True(strings.Contains(err.Error(), tc.says)) // naming the setting
+		})
 	}
-	var stdout, stderr flowtest.Buffer
-	err := primeflow.Main(context.Background(), func(k string) string { return env[k] }, &stdout, &stderr)
-	is.True(err != nil)                                                // refused
-	is.True(strings.Contains(err.Error(), "SMS_SEND_URL is required")) // naming the setting
 }
 
 // TestNATSURLIsSaid: with NATS_URL set there is no embedded server, and the
