@@ -25,6 +25,7 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 	jobID := strings.ToLower(s.job.ID)
 	log := m.log.With("logId", ev.LogID, "jobId", jobID)
 	var w mirrored
+	var wipErr error // step 5's failure, counted and logged once committed
 	return pipeline.Finish{
 		JobID: jobID,
 		Write: func(ctx context.Context, tx store.Store) error {
@@ -34,11 +35,10 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 			}
 			// Step 5: logged and swallowed. The job is mirrored already, and
 			// api/clientwipupdate/evaluate recovers a missed trigger; the
-			// (job, source) key keeps a replay from queueing it twice.
-			if _, err := tx.QueueClientWIPStatusChange(ctx, jobID, store.ClientWIPSource(ev.LogID)); err != nil {
-				m.metrics.wipFailures.Inc()
-				log.Warn("Client WIP trigger not queued (logged only, §5.1 step 5)", "err", err)
-			}
+			// (job, source) key keeps a replay from queueing it twice. The
+			// failure is assigned, not counted, here: a group commit may run
+			// this function twice.
+			_, wipErr = tx.QueueClientWIPStatusChange(ctx, jobID, store.ClientWIPSource(ev.LogID))
 			// Step 6, last: a missed invite means the customer never hears
 			// from us, so a failure fails the event and it retries.
 			if _, err := tx.QueueTriageInvite(ctx, jobID, m.cfg.TriageInitialContactMadeStatusID); err != nil {
@@ -46,7 +46,13 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 			}
 			return nil
 		},
-		After: func(ctx context.Context) { m.handOff(ctx, w, ActionChangeJobStatus) },
+		After: func(ctx context.Context) {
+			if wipErr != nil {
+				m.metrics.wipFailures.Inc()
+				log.Warn("Client WIP trigger not queued (logged only, §5.1 step 5)", "err", wipErr)
+			}
+			m.handOff(ctx, w, ActionChangeJobStatus)
+		},
 	}, nil
 }
 
