@@ -31,13 +31,37 @@ type Resolved struct {
 	EntityID string `json:"entityId,omitempty"`
 	// EntityInMirror: EntityID was already in its mirror table.
 	EntityInMirror bool `json:"entityInMirror,omitempty"`
-	// ConfirmID is a GUID to look for in the mirror after the sync: the site
-	// form of change-custom-form-status (§5.3), the estimate of
-	// create-estimate (§5.4). Empty when the payload had none.
+	// Confirm lists the payload's GUID-valued properties, to look for in the
+	// mirror after the sync: the site form of change-custom-form-status
+	// (§5.3), the estimate of create-estimate (§5.4). Property names are not
+	// trusted (§10.2), so every one is carried, in the order they are probed
+	// (§4.2 steps 1–2): the preferred names first, then the rest by name.
+	Confirm []PayloadGUIDProperty `json:"confirm,omitempty"`
+	// ConfirmID is the single GUID to confirm that resolvers sent before
+	// Confirm; it is read only from messages that have no Confirm.
 	ConfirmID string `json:"confirmId,omitempty"`
 	// Fetched holds Prime records the resolver fetched while identifying, so
 	// the next stage does not fetch them again.
 	Fetched []Resource `json:"fetched,omitempty"`
+}
+
+// ConfirmCandidates is what to confirm after the sync, in probe order:
+// Confirm, or, in a message from an older resolver, its ConfirmID under a
+// preferred name.
+func (r Resolved) ConfirmCandidates() []PayloadGUIDProperty {
+	if len(r.Confirm) == 0 && r.ConfirmID != "" {
+		return []PayloadGUIDProperty{{ID: r.ConfirmID, Preferred: true}}
+	}
+	return r.Confirm
+}
+
+// PayloadGUIDProperty is a payload property whose value is a GUID.
+type PayloadGUIDProperty struct {
+	Property string `json:"property"`
+	ID       string `json:"id"`
+	// Preferred: Property is one of the names the action expects the id
+	// under; an id found under any other means Prime's payload has changed.
+	Preferred bool `json:"preferred,omitempty"`
 }
 
 // Resource is a Prime record as JSON:API gives it: its type, id and attributes.

@@ -16,6 +16,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go"
 )
 
 // before reports whether a was written before b (both must be there).
@@ -331,40 +332,56 @@ func TestCustomFormStatus(t *testing.T) {
 }
 
 // §5.3 and §5.4: the throw and warn rules of the confirmation, and no job
-// reference at all.
+// reference at all. No property name is trusted (§4.2, §10.2): every GUID
+// of the payload is probed, and the event's own job does not count.
 func TestConfirmRules(t *testing.T) {
 	e := start(t, options{})
 	job := e.Sim.NewJob()
 	form := e.Sim.NewSiteForm(job.ID)
 	est := e.Sim.NewEstimate(job.ID)
 	appt := e.Sim.NewAppointment(job.ID)
-	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, appt.ID)) // the appointment is in the mirror
+	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, appt.ID)) // the appointment and the job are in the mirror
 	const (
 		absent   = "7f3e2d1c-0b9a-4876-8543-210fedcba987"
 		notFound = "not in the mirror after the sync" // the warning of §5.3/§5.4 step 3
+		shape    = "payload shape has changed"        // the warning of §4.2 step 2
 	)
 	for _, tc := range []struct {
-		name, action, prop, id string
-		processed              bool
-		status                 string
-		warns                  bool // the not-found warning is logged for the row
+		name, action string
+		props        []string // the payload's GUID properties, name then value
+		processed    bool
+		status       string
+		warns        bool // the not-found warning is logged for the row
+		shapeChanged bool // the shape warning is logged for the row
 	}{
-		{"site form found", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", form.ID, true, "", false},
-		{"site form absent only warns", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", absent, true, "", true},
-		{"site form of the wrong type throws", childmirror.ActionChangeCustomFormStatus, "customFormStatusId", appt.ID, false, "WrongEntityType", false},
-		{"estimate found", childmirror.ActionCreateEstimate, "estimateId", est.ID, true, "", false},
-		{"estimate absent only warns", childmirror.ActionCreateEstimate, "estimateId", absent, true, "", true},
-		{"estimate of the wrong type throws", childmirror.ActionCreateEstimate, "estimateId", appt.ID, false, "WrongEntityType", false},
+		{"site form found", childmirror.ActionChangeCustomFormStatus, []string{"customFormStatusId", form.ID}, true, "", false, false},
+		{"site form absent only warns", childmirror.ActionChangeCustomFormStatus, []string{"customFormStatusId", absent}, true, "", true, false},
+		{"site form of the wrong type throws", childmirror.ActionChangeCustomFormStatus, []string{"customFormStatusId", appt.ID}, false, "WrongEntityType", false, false},
+		{"estimate found", childmirror.ActionCreateEstimate, []string{"estimateId", est.ID}, true, "", false, false},
+		{"estimate absent only warns", childmirror.ActionCreateEstimate, []string{"estimateId", absent}, true, "", true, false},
+		{"estimate of the wrong type throws", childmirror.ActionCreateEstimate, []string{"estimateId", appt.ID}, false, "WrongEntityType", false, false},
+		// Prime renames the id and sends the job's GUID under a name that sorts first.
+		{"renamed site form id beside the job's GUID", childmirror.ActionChangeCustomFormStatus,
+			[]string{"jobUuid", job.ID, "siteFormUuid", form.ID}, true, "", false, true},
+		{"renamed estimate id beside the job's GUID", childmirror.ActionCreateEstimate,
+			[]string{"jobUuid", job.ID, "quoteUuid", est.ID}, true, "", false, true},
+		{"the job's GUID alone only warns", childmirror.ActionCreateEstimate,
+			[]string{"jobUuid", job.ID}, true, "", false, false},
+		{"the only other GUID of the wrong type throws", childmirror.ActionChangeCustomFormStatus,
+			[]string{"jobUuid", job.ID, "siteFormUuid", appt.ID}, false, "WrongEntityType", false, false},
+		{"an absent id beside one of the wrong type throws", childmirror.ActionCreateEstimate,
+			[]string{"estimateId", absent, "appointmentUuid", appt.ID}, false, "WrongEntityType", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			id := e.Publish(tc.action, body(tc.action, job.Ref, tc.prop, tc.id))
+			id := e.Publish(tc.action, body(tc.action, job.Ref, tc.props...))
 			if tc.processed {
 				row := e.WaitProcessed(id)
 				is.Equal(row.ProcessAttempts, 0) // processed at once
-				// The warning is logged inside the transaction that marks
-				// the row processed, so it is there by now if ever.
-				is.Equal(strings.Contains(e.logged(id), notFound), tc.warns) // warned only when the id is not in the mirror
+				// The warnings are logged inside the transaction that marks
+				// the row processed, so they are there by now if ever.
+				is.Equal(strings.Contains(e.logged(id), notFound), tc.warns)     // warned only when the id is not in the mirror
+				is.Equal(strings.Contains(e.logged(id), shape), tc.shapeChanged) // warned only when the id came under an unexpected name
 				return
 			}
 			row := e.capped(id)
@@ -382,6 +399,50 @@ func TestConfirmRules(t *testing.T) {
 			is.True(strings.Contains(row.ProcessStatus, "MissingIdentifier")) // thrown, attempts to the cap
 		}
 	})
+}
+
+// A resolved event an older resolver left in the stream carries the one id
+// to confirm in confirmId: it is still confirmed, and still throws when it
+// is of the wrong type.
+func TestConfirmOfAnOlderResolversMessage(t *testing.T) {
+	e := start(t, options{})
+	job := e.Sim.NewJob()
+	est := e.Sim.NewEstimate(job.ID)
+	appt := e.Sim.NewAppointment(job.ID)
+	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, appt.ID)) // the appointment and the job are in the mirror
+	for _, tc := range []struct {
+		name, confirmID string
+		fault           string // the payload fault recorded, or none
+	}{
+		{"the estimate is confirmed", est.ID, ""},
+		{"an id of the wrong type throws", appt.ID, "WrongEntityType"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			action := childmirror.ActionCreateEstimate
+			payload := body(action, job.Ref, "estimateId", tc.confirmID)
+			// The row is in the log but not on the webhook stream: only the
+			// resolved event below reaches a stage.
+			id, err := e.Env.Store.InsertWebhookLog(ctx, store.NewWebhookLogRow{
+				ReceivedUTC: time.Now().UTC(), EventAction: action, Payload: payload, IsAuthenticated: true})
+			is.NoErr(err)
+			m := nats.NewMsg(events.ResolvedSubject(action))
+			m.Data = fmt.Appendf(nil, `{"logId":%d,"action":%q,"numericRef":%d,"jobId":%q,"confirmId":%q}`,
+				id, action, job.Ref, job.ID, tc.confirmID)
+			m.Header.Set(events.HeaderLogID, fmt.Sprint(id))
+			_, err = e.JS.PublishMsg(ctx, m)
+			is.NoErr(err)
+			if tc.fault == "" {
+				e.WaitProcessed(id)
+				is.True(!strings.Contains(e.logged(id), "after the sync")) // confirmed, no warning
+				return
+			}
+			row := e.failedOnce(id)
+			is.True(!row.Processed())                              // not processed
+			is.True(strings.Contains(row.ProcessStatus, tc.fault)) // the payload fault is the recorded error
+		})
+	}
 }
 
 // §5.3 step 4: a failure to queue the AI summary fails the event, and

@@ -35,7 +35,7 @@ func (c *ChildMirror) estimate(ctx context.Context, ev events.Resolved) (pipelin
 				return err
 			}
 			// Step 3: estimateId must now be in primeEstimates.
-			return confirm(ctx, tx, log, ev, store.TableEstimates, "Prime did not list it among the job's estimates")
+			return confirm(ctx, tx, log, ev, jobID, store.TableEstimates, "Prime did not list it among the job's estimates")
 		},
 	}, nil
 }

@@ -45,7 +45,7 @@ func (c *ChildMirror) customFormStatus(ctx context.Context, ev events.Resolved) 
 			}
 			// Step 3: the form must now be in primeSiteForms. Not found only
 			// warns: it may hang off a non-Job object, which step 2 does not query.
-			if err := confirm(ctx, tx, log, ev, store.TableSiteForms,
+			if err := confirm(ctx, tx, log, ev, jobID, store.TableSiteForms,
 				"it may hang off a non-Job object, and only the job's Job forms are synced"); err != nil {
 				return err
 			}
@@ -74,25 +74,43 @@ func (c *ChildMirror) referencedJob(ctx context.Context, ev events.Resolved) (st
 	return c.ensureJob(ctx, events.EnsureJobRequest{JobID: strings.ToLower(jobID), LogID: ev.LogID, Fetched: job})
 }
 
-// confirm checks, after the sync, that the event's GUID (ConfirmID) is now
-// in its mirror table (§5.3 step 3, §5.4 step 3). Found elsewhere in the
-// mirror is WrongEntityType, thrown; found nowhere is only a warning.
-func confirm(ctx context.Context, tx store.Store, log *slog.Logger, ev events.Resolved, table, why string) error {
-	if ev.ConfirmID == "" {
-		log.Warn("the payload had no id to confirm after the sync", "expected", table)
-		return nil
-	}
-	tables, err := tx.IdentifyGuid(ctx, ev.ConfirmID, table)
-	if err != nil {
-		return err
+// confirm checks, after the sync, that the event's id is now in its mirror
+// table (§5.3 step 3, §5.4 step 3). No property name is trusted (§4.2,
+// §10.2): every GUID of the payload is probed in order, and the first in
+// the table is the id, with a warning if it came under an unexpected name.
+// The event's own job is expected in a payload and is skipped. When none is
+// in the table, a GUID elsewhere in the mirror is WrongEntityType, thrown;
+// found nowhere is only a warning.
+func confirm(ctx context.Context, tx store.Store, log *slog.Logger, ev events.Resolved, jobID, table, why string) error {
+	var probed, elsewhere []string
+	for _, c := range ev.ConfirmCandidates() {
+		if strings.EqualFold(c.ID, jobID) {
+			continue
+		}
+		tables, err := tx.IdentifyGuid(ctx, c.ID, table)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(tables, table) {
+			if !c.Preferred {
+				log.Warn("payload shape has changed: the id to confirm came under an unexpected property; update the preferred property names",
+					"property", c.Property, "id", c.ID, "table", table)
+			}
+			return nil
+		}
+		probed = append(probed, c.Property+"="+c.ID)
+		if len(tables) > 0 {
+			elsewhere = append(elsewhere, fmt.Sprintf("%s=%s is in %v", c.Property, c.ID, tables))
+		}
 	}
 	switch {
-	case slices.Contains(tables, table):
-		return nil
-	case len(tables) > 0:
-		return pipeline.Fault(pipeline.WrongEntityType, ev.Action, "%s is in %v, not %s", ev.ConfirmID, tables, table)
+	case len(elsewhere) > 0:
+		return pipeline.Fault(pipeline.WrongEntityType, ev.Action, "expected %s; %v", table, elsewhere)
+	case len(probed) == 0:
+		log.Warn("the payload had no id to confirm after the sync", "expected", table)
+	default:
+		log.Warn("the event's id is not in the mirror after the sync; "+why, "ids", probed, "table", table)
 	}
-	log.Warn("the event's id is not in the mirror after the sync; "+why, "id", ev.ConfirmID, "table", table)
 	return nil
 }
 

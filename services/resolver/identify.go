@@ -126,17 +126,15 @@ func (r *Resolver) requireEntity(ctx context.Context, p payload, ev events.Resol
 
 // jobByReference is ResolveJobIdAsync(forceSync: false) (§4.1): the map
 // first, Prime on a miss. No reference is MissingIdentifier, thrown (§5.3,
-// §5.4). The GUID to confirm after the sync travels in ConfirmID.
+// §5.4). Every GUID-valued property travels in Confirm, the preferred names
+// first: which one is the id to confirm is known only after the sync, so
+// the stage probes them and warns of a changed shape (§4.2, §10.2).
 func (r *Resolver) jobByReference(ctx context.Context, p payload, ev events.Resolved, confirm ...string) (outcome, error) {
 	if ev.NumericRef == 0 {
 		return outcome{}, pipeline.Fault(pipeline.MissingIdentifier, ev.Action, "no numeric jobId in the payload")
 	}
-	if ids := p.guids(confirm...); len(ids) > 0 {
-		ev.ConfirmID = ids[0].id
-		if !ids[0].preferred {
-			r.log.Warn("payload shape has changed: the id to confirm came under an unexpected property",
-				"logId", ev.LogID, "action", ev.Action, "property", ids[0].name, "expected", confirm)
-		}
+	for _, g := range p.guids(confirm...) {
+		ev.Confirm = append(ev.Confirm, events.PayloadGUIDProperty{Property: g.name, ID: g.id, Preferred: g.preferred})
 	}
 	jobID, mapped, err := r.store.GetJobIDByReference(ctx, ev.NumericRef)
 	if err != nil {

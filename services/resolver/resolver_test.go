@@ -227,6 +227,38 @@ func TestAppointmentIdentification(t *testing.T) {
 	})
 }
 
+// §5.3 and §5.4 confirm the event's id only after the sync, and no
+// property name is trusted (§4.2, §10.2): every GUID-valued property goes to
+// the stage, the preferred names first, in their order, then the rest by
+// name; the job's own GUID among them.
+func TestConfirmCarriesEveryGuid(t *testing.T) {
+	e := start(t)
+	job := e.Sim.NewJob()
+	const a, b, c = "0a7c3e61-5d2b-4f8e-9c14-6b3d2a1e0f57", "1b8d4f72-6e3c-4a9f-8d25-7c4e3b2f1a68", "2c9e5a83-7f4d-4b1a-9e36-8d5f4c3a2b79"
+	for _, tc := range []struct {
+		name, action string
+		props        string
+		want         []events.PayloadGUIDProperty
+	}{
+		{"the preferred names first, then the rest by name", "change-custom-form-status", `"siteFormId":"` + b + `","zeta":"` + c + `","customFormStatusId":"` + a + `","jobUuid":"` + job.ID + `","note":"not a GUID"`,
+			[]events.PayloadGUIDProperty{{Property: "customFormStatusId", ID: a, Preferred: true}, {Property: "siteFormId", ID: b, Preferred: true},
+				{Property: "jobUuid", ID: job.ID}, {Property: "zeta", ID: c}}},
+		{"a renamed id beside the job's GUID", "create-estimate", `"jobUuid":"` + job.ID + `","estimateUuid":"` + a + `"`,
+			[]events.PayloadGUIDProperty{{Property: "estimateUuid", ID: a}, {Property: "jobUuid", ID: job.ID}}},
+		{"no GUID", "create-estimate", `"seq":1`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			id := e.Publish(tc.action, fmt.Sprintf(`{"eventAction":%q,"jobId":%d,%s}`, tc.action, job.Ref, tc.props))
+			e.WaitProcessed(id)
+			ev := e.resolved(id)[0]
+			is.Equal(ev.JobID, job.ID)    // the job of the numeric reference
+			is.Equal(ev.Confirm, tc.want) // every GUID, in probe order
+			is.Equal(ev.ConfirmID, "")    // the field of older resolvers is left empty
+		})
+	}
+}
+
 func TestLanesKeepOneJobInOrderAndOneAtATime(t *testing.T) {
 	is := is.New(t)
 	e := start(t)
