@@ -2,13 +2,16 @@ package ensurejob_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go"
@@ -41,9 +44,78 @@ func TestEnsureWithNoJobMirror(t *testing.T) {
 	is := is.New(t)
 	nc, _ := natstest.Connect(t, natstest.Server(t))
 	_, err := ensurejob.Ensure(context.Background(), nc, events.EnsureJobRequest{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"})
-	is.True(errors.Is(err, nats.ErrNoResponders)) // nobody answers: an ordinary failure, not a rate limit
+	is.True(errors.Is(err, nats.ErrNoResponders))         // nobody answers
+	is.True(errors.Is(err, pipeline.ErrUnavailable))      // which makes the event wait (§9)
+	is.Equal(pipeline.RetryAfter(err), ensurejob.MinWait) // a while
+	is.True(!errors.Is(err, prime.ErrRateLimited))        // not Prime's rate limit
 	_, err = ensurejob.Ensure(context.Background(), nc, events.EnsureJobRequest{})
-	is.True(err != nil) // a request must name a job
+	is.True(err != nil && !errors.Is(err, pipeline.ErrUnavailable)) // a request must name a job
+}
+
+// TestCaller: what a Caller makes of job-mirror's answers, and of none.
+func TestCaller(t *testing.T) {
+	req := events.EnsureJobRequest{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"}
+	caller := func(t *testing.T) *ensurejob.Caller {
+		nc, _ := natstest.Connect(t, natstest.Server(t))
+		return &ensurejob.Caller{NC: nc, Timeout: 200 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	}
+	// answer plays job-mirror's endpoint: it answers reply, or nothing when
+	// reply is nil.
+	answer := func(t *testing.T, c *ensurejob.Caller, reply *events.EnsureJobReply) {
+		sub, err := c.NC.Subscribe(events.SubjectEnsureJob, func(m *nats.Msg) {
+			if reply != nil {
+				b, _ := json.Marshal(reply)
+				m.Respond(b)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sub.Unsubscribe() })
+	}
+
+	t.Run("no responders: the wait grows with the outage", func(t *testing.T) {
+		is := is.New(t)
+		c := caller(t)
+		_, err := c.Ensure(context.Background(), req)
+		is.True(errors.Is(err, nats.ErrNoResponders))         // nobody answers
+		is.Equal(pipeline.RetryAfter(err), ensurejob.MinWait) // at first the event waits the least
+		time.Sleep(ensurejob.MinWait + 100*time.Millisecond)
+		_, err = c.Ensure(context.Background(), req)
+		is.True(pipeline.RetryAfter(err) > ensurejob.MinWait)  // then as long as job-mirror has not answered
+		is.True(pipeline.RetryAfter(err) <= ensurejob.MaxWait) // within the bound
+		is.True(c.Unanswered() > ensurejob.MinWait)            // the outage, seen
+	})
+	t.Run("no answer by the request's deadline", func(t *testing.T) {
+		is := is.New(t)
+		c := caller(t)
+		answer(t, c, nil)
+		_, err := c.Ensure(context.Background(), req)
+		is.True(errors.Is(err, context.DeadlineExceeded)) // job-mirror did not answer in time
+		is.True(errors.Is(err, pipeline.ErrUnavailable))  // the event waits
+		is.True(c.Unanswered() > 0)                       // and the outage is seen
+	})
+	t.Run("cut short by the caller", func(t *testing.T) {
+		is := is.New(t)
+		c := caller(t)
+		answer(t, c, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err := c.Ensure(ctx, req)
+		is.True(errors.Is(err, context.DeadlineExceeded)) // the caller's own deadline (a shutdown's cancel alike)
+		is.True(!errors.Is(err, pipeline.ErrUnavailable)) // is no outage of job-mirror
+		is.Equal(c.Unanswered(), time.Duration(0))        // nor seen as one
+	})
+	t.Run("an answer that is an error ends the outage", func(t *testing.T) {
+		is := is.New(t)
+		c := caller(t)
+		_, err := c.Ensure(context.Background(), req)
+		is.True(errors.Is(err, pipeline.ErrUnavailable)) // job-mirror down
+		answer(t, c, &events.EnsureJobReply{Error: "database is locked"})
+		_, err = c.Ensure(context.Background(), req)
+		is.True(err != nil && !errors.Is(err, pipeline.ErrUnavailable)) // job-mirror's failure: an attempt, as before
+		is.Equal(c.Unanswered(), time.Duration(0))                      // job-mirror answers again
+	})
 }
 
 func TestRow(t *testing.T) {

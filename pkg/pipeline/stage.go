@@ -39,9 +39,42 @@ type Finish struct {
 }
 
 // Work handles one resolved event. It returns what to commit, or an error:
-// a *PayloadFault, a rate-limit error from Prime (the event waits, no
-// attempt is counted), or any other failure (an attempt is counted).
+// a *PayloadFault, a rate-limit error from Prime or an *UnavailableError
+// (the event waits, no attempt is counted), or any other failure (an
+// attempt is counted).
 type Work func(ctx context.Context, ev events.Resolved) (Finish, error)
+
+// ErrUnavailable matches every *UnavailableError (errors.Is).
+var ErrUnavailable = errors.New("service unavailable")
+
+// UnavailableError: a service a stage asks on an event's behalf did not
+// answer — job-mirror's ensure-job endpoint (§4.3) had no responder, let
+// the request's deadline pass, or the connection was closed or draining.
+// Like Prime's rate limit it is not a failure of the event (§9 counts the
+// handler's own failures): the event waits RetryAfter and runs again, and
+// no attempt is counted, so an outage of the service does not cap the
+// events that arrive during it (§3), which would lose steps such as
+// make-safe detection for good (§10.5). An answer that is an error is not
+// an UnavailableError: it fails the attempt as before.
+type UnavailableError struct {
+	// Service is the service that did not answer ("job-mirror").
+	Service string
+	// RetryAfter is how long the event waits before it runs again.
+	RetryAfter time.Duration
+	// Err is the request's error.
+	Err error
+}
+
+// Error says which service did not answer, how long the event waits and why.
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("%s did not answer, retry after %s: %v", e.Service, e.RetryAfter, e.Err)
+}
+
+// Unwrap returns the request's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // Stage finishes log rows for the handlers of one service.
 type Stage struct {
@@ -58,7 +91,8 @@ var errAlreadyProcessed = errors.New("log row already processed")
 // Handler turns work into a consume.Handler for prime.resolved messages.
 // Every outcome is settled on the row before the message is acked: processed
 // with the effects, or a failed attempt with its error; the resolver's lane
-// learns it on events.DoneSubject and retries the event from there. The
+// learns it on events.DoneSubject and retries the event from there. An
+// event that waits (RetryAfter) leaves the row as it was. The
 // message is redelivered instead when the row itself cannot be written, and
 // handed back untouched when the consumer is shutting down.
 func (s *Stage) Handler(work Work) consume.Handler {
@@ -97,10 +131,11 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			// runs again after the restart.
 			return fmt.Errorf("log row %d handed back on shutdown: %w", ev.LogID, err)
 		}
-		var limited *prime.RateLimitedError
-		if errors.As(err, &limited) {
-			log.Info("rate limited by Prime: the event waits", "retryAfter", limited.RetryAfter)
-			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeRateLimited, RetryAfterMS: limited.RetryAfter.Milliseconds()})
+		if after, ok := wait(err); ok {
+			// The lane waits and hands the event over again; the row is
+			// left as it was.
+			log.Info("the event waits, no attempt counted", "retryAfter", after, "err", err)
+			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeRateLimited, RetryAfterMS: after.Milliseconds()})
 			return nil
 		}
 		_, err = s.Fail(ctx, ev.LogID, fin.JobID, err)
@@ -198,11 +233,24 @@ func (s *Stage) Announce(d events.Done) {
 	}
 }
 
-// RetryAfter is how long a rate-limited error asks to wait, or 0.
+// RetryAfter is how long an error that makes the event wait asks to wait
+// — Prime's rate limit, or a service that did not answer — or 0.
 func RetryAfter(err error) time.Duration {
+	after, _ := wait(err)
+	return after
+}
+
+// wait reports whether err makes the event wait instead of failing an
+// attempt, and for how long: a *prime.RateLimitedError or an
+// *UnavailableError.
+func wait(err error) (time.Duration, bool) {
 	var limited *prime.RateLimitedError
 	if errors.As(err, &limited) {
-		return limited.RetryAfter
+		return limited.RetryAfter, true
 	}
-	return 0
+	var unavailable *UnavailableError
+	if errors.As(err, &unavailable) {
+		return unavailable.RetryAfter, true
+	}
+	return 0, false
 }

@@ -290,3 +290,24 @@ func TestAFailureIsAnAttempt(t *testing.T) {
 	is.Equal(d.Attempts, 1)                   // the first
 	is.Equal(e.Row(id).ProcessAttempts, 1)    // and recorded on the row
 }
+
+// TestAnUnavailableServiceMakesTheEventWait: work that could not reach a
+// service it needs (job-mirror's ensure-job endpoint had no responder) is
+// no failure of the event (§9): the stage announces a wait, as for Prime's
+// rate limit, and leaves the row as it was — no attempt, no error.
+func TestAnUnavailableServiceMakesTheEventWait(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.row()
+	e.consume(func(context.Context, events.Resolved) (pipeline.Finish, error) {
+		return pipeline.Finish{}, &pipeline.UnavailableError{Service: "job-mirror", RetryAfter: 1500 * time.Millisecond,
+			Err: fmt.Errorf("ensure job: %w", nats.ErrNoResponders)}
+	})
+	e.dispatch(id, 1)
+	is.Equal(e.announced(), events.Done{LogID: id, Outcome: events.OutcomeRateLimited, RetryAfterMS: 1500}) // the lane waits, as for a rate limit
+	flowtest.Eventually(t, "the message acked", func() bool { return e.ackPending() == 0 })
+	row := e.Row(id)
+	is.Equal(row.ProcessAttempts, 0) // no attempt recorded
+	is.True(!row.Processed())        // the row still queued
+	is.Equal(row.ProcessStatus, "")  // with no error written
+}

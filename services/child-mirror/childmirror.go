@@ -71,7 +71,9 @@ type Config struct {
 	// Workers is how many events are handled at once (the resolver already
 	// keeps each job's events one at a time).
 	Workers int `env:"CHILD_MIRROR_WORKERS" envDefault:"16"`
-	// EnsureTimeout bounds the ensure-job request to job-mirror (§4.3).
+	// EnsureTimeout bounds the ensure-job request to job-mirror (§4.3). A
+	// request it cuts short, like one nobody answers, makes the event wait
+	// for job-mirror: no attempt is counted (§9).
 	EnsureTimeout time.Duration `env:"CHILD_MIRROR_ENSURE_TIMEOUT" envDefault:"60s"`
 	// ContactSyncTimeout bounds the contact sync after an appointment
 	// (§5.2 step 4); it is swallowed when it runs out, so a Prime hold does
@@ -113,6 +115,7 @@ type ChildMirror struct {
 	stage   *pipeline.Stage
 	hc      *http.Client
 	metrics *metrics
+	ensure  *ensurejob.Caller
 }
 
 // New builds child-mirror from the shared Deps, its Config and the Prime
@@ -127,7 +130,8 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 		}
 	}
 	log := d.Log.With("component", "child-mirror")
-	m, err := newMetrics(d.Metrics)
+	ensure := &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: log}
+	m, err := newMetrics(d.Metrics, ensure.Unanswered)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +139,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 		log.Info("AI_SUMMARY_NUDGE_URL is blank: no AI summary nudge after site form events (the queue row is still written)")
 	}
 	return &ChildMirror{
-		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, metrics: m,
+		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, metrics: m, ensure: ensure,
 		hc: &http.Client{Timeout: cfg.AISummaryNudgeTimeout},
 		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Log: log,
 			Outbox: &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}},
@@ -186,11 +190,11 @@ func (c *ChildMirror) work(ctx context.Context, ev events.Resolved) (pipeline.Fi
 // ensureJob makes sure the job is in primeJobs before a child row is
 // written (§4.3, EnsureJobMirroredAsync) and returns its GUID: job-mirror
 // fetches a missing job, writes it and hands it to the new-job pipeline. A
-// rate-limited answer is a *prime.RateLimitedError (the event waits).
+// rate-limited answer is a *prime.RateLimitedError, and no answer a
+// *pipeline.UnavailableError: either way the event waits, no attempt
+// counted (§9).
 func (c *ChildMirror) ensureJob(ctx context.Context, req events.EnsureJobRequest) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.EnsureTimeout)
-	defer cancel()
-	reply, err := ensurejob.Ensure(ctx, c.nc, req)
+	reply, err := c.ensure.Ensure(ctx, req)
 	if err != nil {
 		return "", err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -30,6 +31,7 @@ type env struct {
 	*flowtest.Env
 	store  *recordingStore
 	nudges *nudgeServer
+	deps   service.Deps // the services' Deps, on the recording store
 }
 
 type options struct {
@@ -38,6 +40,8 @@ type options struct {
 	nudgeStatus int
 	// noNudge leaves AI_SUMMARY_NUDGE_URL blank.
 	noNudge bool
+	// noJobMirror starts without job-mirror (startJobMirror starts it).
+	noJobMirror bool
 }
 
 func start(t *testing.T, o options) *env {
@@ -46,17 +50,13 @@ func start(t *testing.T, o options) *env {
 	e.store = &recordingStore{Store: e.Env.Store, shared: &shared{}}
 	d := e.Deps
 	d.Store = e.store
+	e.deps = d
 
 	r, err := resolver.New(resolver.Config{Lanes: 8, LaneWait: 20 * time.Second, Backoff: []time.Duration{10 * time.Millisecond}}, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Run("resolver", r)
-	jm, err := jobmirror.New(jobmirror.Config{Workers: 4, EnsureTimeout: 5 * time.Second}, d, e.Prime)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Run("job-mirror", jm)
 
 	e.nudges = &nudgeServer{status: o.nudgeStatus}
 	srv := httptest.NewServer(e.nudges)
@@ -74,11 +74,25 @@ func start(t *testing.T, o options) *env {
 		t.Fatal(err)
 	}
 	e.Run("child-mirror", cm)
-	flowtest.Eventually(t, "job-mirror's ensure-job micro service", func() bool {
+	if !o.noJobMirror {
+		e.startJobMirror()
+	}
+	return e
+}
+
+// startJobMirror starts job-mirror and waits for its ensure-job micro
+// service to answer.
+func (e *env) startJobMirror() {
+	e.T.Helper()
+	jm, err := jobmirror.New(jobmirror.Config{Workers: 4, EnsureTimeout: 5 * time.Second}, e.deps, e.Prime)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.Run("job-mirror", jm)
+	flowtest.Eventually(e.T, "job-mirror's ensure-job micro service", func() bool {
 		_, err := e.NC.Request("$SRV.PING."+jobmirror.ServiceName, nil, time.Second)
 		return err == nil
 	})
-	return e
 }
 
 // recordingStore records, in order, the mirror writes every service makes

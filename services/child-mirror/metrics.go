@@ -2,6 +2,7 @@ package childmirror
 
 import (
 	"errors"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -15,11 +16,13 @@ type metrics struct {
 	swept     *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers child-mirror's metrics; unanswered is how long
+// job-mirror has gone unanswered (ensurejob.Caller.Unanswered).
+func newMetrics(reg prometheus.Registerer, unanswered func() time.Duration) (*metrics, error) {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_childmirror_events_total",
-			Help: "Child events handled by child-mirror, by eventAction and outcome: ok (committed unless the commit fails), failed, payload_fault, rate_limited.",
+			Help: "Child events handled by child-mirror, by eventAction and outcome: ok (committed unless the commit fails), failed, payload_fault, rate_limited, unavailable (job-mirror did not answer: the event waits, no attempt counted).",
 		}, []string{"action", "outcome"}),
 		swallowed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_childmirror_swallowed_failures_total",
@@ -45,7 +48,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			vec.WithLabelValues(v)
 		}
 	}
-	for _, c := range []prometheus.Collector{m.events, m.swallowed, m.sweeps, m.swept} {
+	// §9: job-mirror down is not a failure of the child events, which wait
+	// for it unseen on the rows; this says they wait.
+	jobMirrorUnanswered := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "primeflow_childmirror_job_mirror_unanswered_seconds",
+		Help: "How long job-mirror has not answered child-mirror's ensure-job requests (no responders, timeouts), 0 while it answers. Meanwhile child events wait for it, no attempt counted.",
+	}, func() float64 { return unanswered().Seconds() })
+	for _, c := range []prometheus.Collector{m.events, m.swallowed, m.sweeps, m.swept, jobMirrorUnanswered} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("child-mirror metrics"), err)
 		}
@@ -62,6 +71,8 @@ func outcome(err error) string {
 		return "payload_fault"
 	case errors.Is(err, prime.ErrRateLimited):
 		return "rate_limited"
+	case errors.Is(err, pipeline.ErrUnavailable):
+		return "unavailable"
 	default:
 		return "failed"
 	}

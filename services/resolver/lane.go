@@ -102,8 +102,10 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 			}
 			return consume.Retry(errors.New(d.Error), r.backoff(d.Attempts))
 		case events.OutcomeRateLimited:
-			// Prime asked us to slow down: the lane holds the job's events
-			// and tries again after Retry-After; no attempt is counted.
+			// Prime asked us to slow down, or a service the stage needs
+			// did not answer (pipeline.UnavailableError, §9): the lane
+			// holds the job's events and tries again after the wait the
+			// stage announced; no attempt is counted.
 			wait := time.Duration(d.RetryAfterMS) * time.Millisecond
 			select {
 			case <-ctx.Done():
