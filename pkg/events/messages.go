@@ -81,7 +81,9 @@ const (
 	// OutcomeFailed: a failed attempt is recorded on the row; Attempts says
 	// how many so far.
 	OutcomeFailed Outcome = "failed"
-	// OutcomeRateLimited: Prime asked us to wait RetryAfterMS; no attempt counted.
+	// OutcomeRateLimited: the event waits RetryAfterMS, no attempt counted:
+	// Prime's rate limit, or a service the stage needs did not answer
+	// (pipeline.UnavailableError: job-mirror's ensure-job).
 	OutcomeRateLimited Outcome = "rate_limited"
 )
 
