@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -289,6 +290,28 @@ func TestAFailureIsAnAttempt(t *testing.T) {
 	is.Equal(d.Outcome, events.OutcomeFailed) // announced as a failed attempt
 	is.Equal(d.Attempts, 1)                   // the first
 	is.Equal(e.Row(id).ProcessAttempts, 1)    // and recorded on the row
+}
+
+// TestAPayloadFaultIsLoggedWithItsPayload: a payload fault is logged as an
+// error with the row's payload, apart from other failures, so the parser can
+// be fixed from the log (§9: "logged with the payload").
+func TestAPayloadFaultIsLoggedWithItsPayload(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.row()
+	e.consume(func(context.Context, events.Resolved) (pipeline.Finish, error) {
+		return pipeline.Finish{}, pipeline.Fault(pipeline.UnknownIdentifier, action, "no job")
+	})
+	e.dispatch(id, 1)
+	is.Equal(e.announced().Outcome, events.OutcomeFailed) // an attempt, like any failure
+	var line string
+	for l := range strings.Lines(e.Logs.String()) {
+		if strings.Contains(l, "payload fault: fix the parser") {
+			line = l
+		}
+	}
+	is.True(strings.Contains(line, "level=ERROR"))    // logged as an error
+	is.True(strings.Contains(line, `eventAction\":`)) // with the payload, which the error does not hold
 }
 
 // TestAnUnavailableServiceMakesTheEventWait: work that could not reach a
