@@ -74,6 +74,10 @@ func start(t *testing.T, o options) *env {
 		t.Fatal(err)
 	}
 	e.Run("child-mirror", cm)
+	flowtest.Eventually(e.T, "child-mirror's sweep micro service", func() bool {
+		_, err := e.NC.Request("$SRV.PING."+childmirror.ServiceName, nil, time.Second)
+		return err == nil
+	})
 	if !o.noJobMirror {
 		e.startJobMirror()
 	}
