@@ -158,18 +158,20 @@ func TestKeyOrdersMessagesOfOneKey(t *testing.T) {
 }
 
 func TestLongHandlerIsNotRedelivered(t *testing.T) {
+	t.Parallel() // its time is AckWaits slept through
 	is := is.New(t)
 	js := setup(t)
 	var calls atomic.Int32
 	release := make(chan struct{})
-	run(t, js, consume.Spec{AckWait: 300 * time.Millisecond}, func(ctx context.Context, _ jetstream.Msg) error {
+	const ackWait = 1500 * time.Millisecond // heartbeats every ackWait/3: 1s of room for a stalled process
+	run(t, js, consume.Spec{AckWait: ackWait}, func(ctx context.Context, _ jetstream.Msg) error {
 		calls.Add(1)
 		<-release
 		return nil
 	})
 	publish(t, js, "t.slow", 1)
 	wait(t, "handler started", func() bool { return calls.Load() == 1 })
-	time.Sleep(time.Second) // over three AckWaits: heartbeats keep it ours
+	time.Sleep(2 * ackWait) // over two AckWaits: heartbeats keep it ours
 	close(release)
 	time.Sleep(100 * time.Millisecond)
 	is.Equal(calls.Load(), int32(1)) // handled once
@@ -212,6 +214,7 @@ func TestStoppedConsumerHandsBackWhatItFetched(t *testing.T) {
 // worker is busy — are kept alive as well as the one in hand: each is handled
 // once, in order, however long it waits.
 func TestWaitingMessagesAreKeptAlive(t *testing.T) {
+	t.Parallel() // its time is AckWaits slept through
 	for _, tc := range []struct {
 		name string
 		key  func(jetstream.Msg) string
@@ -220,9 +223,10 @@ func TestWaitingMessagesAreKeptAlive(t *testing.T) {
 		{"prefetched for a busy worker", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			is := is.New(t)
 			js := setup(t)
-			const ackWait = 500 * time.Millisecond // heartbeats every ackWait/3: room for a loaded machine
+			const ackWait = 1500 * time.Millisecond // heartbeats every ackWait/3: 1s of room for a stalled process on a loaded machine
 			var mu sync.Mutex
 			var got []string // body#delivery, in the order handled
 			run(t, js, consume.Spec{Workers: 1, AckWait: ackWait, Key: tc.key}, func(_ context.Context, msg jetstream.Msg) error {
@@ -247,6 +251,7 @@ func TestWaitingMessagesAreKeptAlive(t *testing.T) {
 // message again while the consumer still holds it (queued or in hand), the
 // copy is not handled a second time.
 func TestRedeliveredCopyOfAHeldMessageIsNotHandled(t *testing.T) {
+	t.Parallel() // its time is AckWaits slept through
 	for _, tc := range []struct {
 		name    string
 		workers int
@@ -256,10 +261,11 @@ func TestRedeliveredCopyOfAHeldMessageIsNotHandled(t *testing.T) {
 		{"shared", 4, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			is := is.New(t)
 			js := setup(t)
 			ctx := context.Background()
-			const ackWait = 500 * time.Millisecond // heartbeats every ackWait/3: room for a loaded machine
+			const ackWait = 1500 * time.Millisecond // heartbeats every ackWait/3: 1s of room for a stalled process
 			// The consumer as Run makes it: an earlier holder of the durable
 			// takes the message first and never acks it.
 			cons, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{

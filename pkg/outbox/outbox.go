@@ -180,7 +180,9 @@ func (p *Publisher) Sweep(ctx context.Context, grace time.Duration) error {
 	if page <= 0 {
 		page = 200
 	}
-	before := time.Now().Add(-grace)
+	// The store keeps createdUTC to the millisecond: without rounding up,
+	// a message created in the current millisecond is not "before" it.
+	before := time.Now().Add(-grace).Truncate(time.Millisecond).Add(time.Millisecond)
 	var after int64 // the pages go on past the messages skipped
 	published, failed := 0, 0
 	var failedIDs []int64
