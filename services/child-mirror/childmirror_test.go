@@ -367,10 +367,12 @@ func TestConfirmRules(t *testing.T) {
 			[]string{"jobUuid", job.ID, "quoteUuid", est.ID}, true, "", false, true},
 		{"the job's GUID alone only warns", childmirror.ActionCreateEstimate,
 			[]string{"jobUuid", job.ID}, true, "", false, false},
-		{"the only other GUID of the wrong type throws", childmirror.ActionChangeCustomFormStatus,
-			[]string{"jobUuid", job.ID, "siteFormUuid", appt.ID}, false, "WrongEntityType", false, false},
-		{"an absent id beside one of the wrong type throws", childmirror.ActionCreateEstimate,
-			[]string{"estimateId", absent, "appointmentUuid", appt.ID}, false, "WrongEntityType", false, false},
+		// Another record's GUID under another name is not the id: only the
+		// expected name of the wrong type throws (§5.3/§5.4 step 3).
+		{"another record's GUID under an unexpected name only warns", childmirror.ActionChangeCustomFormStatus,
+			[]string{"jobUuid", job.ID, "siteFormUuid", appt.ID}, true, "", true, false},
+		{"an absent id beside another record's GUID only warns", childmirror.ActionCreateEstimate,
+			[]string{"estimateId", absent, "appointmentUuid", appt.ID}, true, "", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)

@@ -79,8 +79,10 @@ func (c *ChildMirror) referencedJob(ctx context.Context, ev events.Resolved) (st
 // §10.2): every GUID of the payload is probed in order, and the first in
 // the table is the id, with a warning if it came under an unexpected name.
 // The event's own job is expected in a payload and is skipped. When none is
-// in the table, a GUID elsewhere in the mirror is WrongEntityType, thrown;
-// found nowhere is only a warning.
+// in the table, an id under the expected name (customFormStatusId,
+// estimateId …) that is elsewhere in the mirror is WrongEntityType, thrown,
+// as the spec's step 3 reads; any other GUID elsewhere is some other record
+// the payload names, and like an id found nowhere only warns.
 func confirm(ctx context.Context, tx store.Store, log *slog.Logger, ev events.Resolved, jobID, table, why string) error {
 	var probed, elsewhere []string
 	for _, c := range ev.ConfirmCandidates() {
@@ -99,7 +101,7 @@ func confirm(ctx context.Context, tx store.Store, log *slog.Logger, ev events.Re
 			return nil
 		}
 		probed = append(probed, c.Property+"="+c.ID)
-		if len(tables) > 0 {
+		if len(tables) > 0 && c.Preferred {
 			elsewhere = append(elsewhere, fmt.Sprintf("%s=%s is in %v", c.Property, c.ID, tables))
 		}
 	}
