@@ -38,7 +38,8 @@ type Resolved struct {
 	// (§4.2 steps 1–2): the preferred names first, then the rest by name.
 	Confirm []PayloadGUIDProperty `json:"confirm,omitempty"`
 	// ConfirmID is the single GUID to confirm that resolvers sent before
-	// Confirm; it is read only from messages that have no Confirm.
+	// Confirm; it is read only from messages that have no Confirm, and still
+	// set (the first preferred one) for child-mirrors that read only it.
 	ConfirmID string `json:"confirmId,omitempty"`
 	// Fetched holds Prime records the resolver fetched while identifying, so
 	// the next stage does not fetch them again.

@@ -135,6 +135,11 @@ func (r *Resolver) jobByReference(ctx context.Context, p payload, ev events.Reso
 	}
 	for _, g := range p.guids(confirm...) {
 		ev.Confirm = append(ev.Confirm, events.PayloadGUIDProperty{Property: g.name, ID: g.id, Preferred: g.preferred})
+		if g.preferred && ev.ConfirmID == "" {
+			// For a child-mirror of the release before Confirm, during a
+			// rolling deploy: the id under its expected name, if any.
+			ev.ConfirmID = g.id
+		}
 	}
 	jobID, mapped, err := r.store.GetJobIDByReference(ctx, ev.NumericRef)
 	if err != nil {
