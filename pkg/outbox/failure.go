@@ -26,10 +26,16 @@ var ErrDisconnected = errors.New("not connected to NATS")
 // FailureReason says why a publish failed, from its error alone:
 // ReasonDisconnected or ReasonError when NATS itself is unavailable, so that
 // every later publish would fail the same way (each one waiting out its
-// timeout) and a run of publishes should stop; ReasonRejected when NATS
-// refused this message, which should hold back no other.
+// timeout) and a run of publishes should stop — JetStream answering with a
+// server error (code 5xx) among them; ReasonRejected when NATS refused this
+// message, which should hold back no other.
 func FailureReason(err error) string {
+	var api *jetstream.APIError
 	switch {
+	case errors.As(err, &api) && api.Code >= 500:
+		// JetStream answered that it cannot store now (insufficient
+		// resources, a store failure): an outage, not this message.
+		return ReasonError
 	case errors.Is(err, ErrDisconnected), errors.Is(err, nats.ErrConnectionClosed),
 		errors.Is(err, nats.ErrConnectionDraining):
 		return ReasonDisconnected
