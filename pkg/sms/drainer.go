@@ -128,7 +128,13 @@ func (d *Drainer) Run(ctx context.Context) error {
 // the posts it started have finished and been recorded.
 func (d *Drainer) Drain(ctx context.Context) error {
 	for ctx.Err() == nil {
-		msgs, err := d.q.ClaimSMS(ctx, time.Now(), d.cfg.Lease, d.cfg.MaxAttempts, d.cfg.Workers)
+		// The claim is not cut short by ctx: a claim the database made
+		// while the caller gave up would hold its rows, an attempt spent,
+		// until the lease lapses. Claimed, they go to send, which gives them
+		// back when ctx has ended.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		msgs, err := d.q.ClaimSMS(cctx, time.Now(), d.cfg.Lease, d.cfg.MaxAttempts, d.cfg.Workers)
+		cancel()
 		if err != nil {
 			return err
 		}
@@ -144,11 +150,15 @@ func (d *Drainer) Drain(ctx context.Context) error {
 	return nil
 }
 
+// recordTimeout bounds a claim and the write of a post's outcome, which a
+// shutdown does not cut short.
+const recordTimeout = 10 * time.Second
+
 // send hands one claimed message to the sender and records the outcome.
 func (d *Drainer) send(ctx context.Context, m store.SMSMessage) {
 	log := d.log.With("sms", m.ID, "source", m.Source, "attempt", m.Attempts)
 	// What is written after ctx ends must still be written.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if ctx.Err() != nil {
 		// Stopping before the post: give the claim back unused, so the
