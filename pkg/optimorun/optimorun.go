@@ -26,6 +26,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go/jetstream"
@@ -84,29 +85,16 @@ type Metrics struct {
 // Register registers the three collectors with reg, each as Register does.
 func (m Metrics) Register(reg prometheus.Registerer) (Metrics, error) {
 	var err error
-	if m.Requests, err = Register(reg, m.Requests); err != nil {
+	if m.Requests, err = opshttp.Register(reg, m.Requests); err != nil {
 		return m, err
 	}
-	if m.Runs, err = Register(reg, m.Runs); err != nil {
+	if m.Runs, err = opshttp.Register(reg, m.Runs); err != nil {
 		return m, err
 	}
-	if m.Seconds, err = Register(reg, m.Seconds); err != nil {
+	if m.Seconds, err = opshttp.Register(reg, m.Seconds); err != nil {
 		return m, err
 	}
 	return m, nil
-}
-
-// Register registers c, or returns the collector registered before it (a
-// service built twice in one process, as a restart test does).
-func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 // Runner consumes a service's requests and runs its job, coalesced, each

@@ -12,6 +12,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/matryer/is"
@@ -39,7 +40,7 @@ func TestRegisterReusesTheFirst(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(second.Runs, first.Runs)         // the first collector, not a new one
 	is.Equal(second.Requests, first.Requests) // for each of them
-	_, err = optimorun.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_requests_total", Help: "h"}))
+	_, err = opshttp.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_requests_total", Help: "h"}))
 	is.True(err != nil) // a different collector under a taken name is refused
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
@@ -280,13 +281,7 @@ func RegisterFailures(reg prometheus.Registerer) (*prometheus.CounterVec, error)
 		Name: "primeflow_outbox_sweep_failures_total",
 		Help: "Outbox messages a sweep could not publish, by reason: disconnected and error (NATS unavailable, JetStream not answering: the sweep stopped), rejected (NATS refused the message: skipped, tried again every sweep).",
 	}, []string{"reason"})
-	err := reg.Register(c)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
-			return existing, nil
-		}
-	}
+	c, err := opshttp.Register(reg, c)
 	if err != nil {
 		return nil, fmt.Errorf("outbox metrics: %w", err)
 	}

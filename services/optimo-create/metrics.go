@@ -3,6 +3,7 @@ package optimocreate
 import (
 	"fmt"
 
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -32,14 +33,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("optimo-create metrics: %w", err)
 	}
-	orders, err := optimorun.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	orders, err := opshttp.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_optimocreate_orders_total",
 		Help: "Orders by outcome: written (created or changed), deleted, refused (not an order, or refused by OptimoRoute; recorded with the reason).",
 	}, []string{"outcome"}))
 	if err != nil {
 		return nil, fmt.Errorf("optimo-create metrics: %w", err)
 	}
-	sweeps, err := optimorun.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	sweeps, err := opshttp.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_optimocreate_sweeps_total",
 		Help: "Appointment sweeps asked of child-mirror before the queues (§8.1, runs in M–F 15:00–16:59), by result: ok, rate_limited (Prime's limit stopped it), timeout (no reply within OPTIMO_SWEEP_TIMEOUT), error. The queues are drained whatever the result.",
 	}, []string{"result"}))

@@ -3,7 +3,6 @@ package optimocreate_test
 import (
 	"context"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,26 +59,7 @@ func startFlow(t *testing.T, childMirror bool) *flow {
 	return f
 }
 
-// clock is the time optimo-create's runs go by; the test moves it.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
-// creator is optimo-create on clk, with metrics of its own.
-func (f *flow) creator(clk *clock) (*optimocreate.Creator, *prometheus.Registry) {
+func (f *flow) creator(clk *optimosim.Clock) (*optimocreate.Creator, *prometheus.Registry) {
 	f.T.Helper()
 	reg := prometheus.NewRegistry()
 	d := f.Deps
@@ -122,7 +102,7 @@ func TestRunInTheBandSweepsFirst(t *testing.T) {
 	is := is.New(t)
 	f := startFlow(t, true)
 	band := weekday(15, 20)
-	clk := &clock{now: band}
+	clk := optimosim.NewClock(band)
 	job, missed := f.missedAppointment(band)
 	c, reg := f.creator(clk)
 
@@ -145,13 +125,13 @@ func TestRunInTheBandSweepsFirst(t *testing.T) {
 	is.Equal(f.Sim.Stats().ByEndpoint["GET /appointments"], int64(1))                // one page of the list
 	is.True(f.Sim.Stats().ByEndpoint["GET /appointments/{id}"] == 0)                 // no appointment fetched one by one
 
-	clk.Set(band.Add(9 * time.Minute)) // a run the webhook asked for, before the next quarter hour
+	clk.Advance(9 * time.Minute) // a run the webhook asked for, before the next quarter hour
 	res, err = c.Create(context.Background())
 	is.NoErr(err)
 	is.True(!res.Swept)                                               // does not sweep again
 	is.Equal(f.Sim.Stats().ByEndpoint["GET /appointments"], int64(1)) // nor ask Prime
 
-	clk.Set(band.Add(10 * time.Minute)) // the next scheduled run
+	clk.Advance(time.Minute) // the next scheduled run, at band + 10 minutes
 	res, err = c.Create(context.Background())
 	is.NoErr(err)
 	is.True(res.Swept)                 // sweeps
@@ -172,7 +152,7 @@ func TestRunOutsideTheBandDoesNotSweep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			is := is.New(t)
 			f := startFlow(t, true)
-			clk := &clock{now: at}
+			clk := optimosim.NewClock(at)
 			_, missed := f.missedAppointment(at)
 			c, reg := f.creator(clk)
 			res, err := c.Create(context.Background())
@@ -216,7 +196,7 @@ func TestFailedSweepStillDrainsTheQueues(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			f := startFlow(t, tt.childMirror)
-			clk := &clock{now: weekday(16, 10)}
+			clk := optimosim.NewClock(weekday(16, 10))
 			f.Sim.SetFaults(tt.faults)
 			// An appointment whose webhook did come: mirrored, queued.
 			job := store.Job{JobID: jobID, JobNumber: "J012345", AddressLine1: "12 Lygon St", Suburb: "Carlton", State: "VIC", Postcode: "3053", Version: 1}
