@@ -3,6 +3,7 @@ package optimoplan
 import (
 	"fmt"
 
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -31,7 +32,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("optimo-plan metrics: %w", err)
 	}
-	dates, err := optimorun.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	dates, err := opshttp.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_optimoplan_dates_total",
 		Help: "Dates by what a run did with them: started, start_failed (refused: parked as E:<code>), start_deferred (OptimoRoute already planning it: left NotPlanned), completed, cancelled, error, unknown, poll_limit (left Planning for the next run), requeued (left NotPlanned, §8.4), routed.",
 	}, []string{"outcome"}))
