@@ -23,6 +23,10 @@ type Config struct {
 	// MaxPayload is the largest message the server accepts, headers
 	// included; 0 is MaxPayload.
 	MaxPayload int32
+	// MonitorListen is host:port for the HTTP monitoring endpoints
+	// (/varz, /jsz …, what prometheus-nats-exporter reads); port -1 picks a
+	// free one (Server.MonitorAddr says which); empty serves none.
+	MonitorListen string
 }
 
 // MaxPayload is the embedded server's max_payload: 4 MiB, as
@@ -35,13 +39,9 @@ const MaxPayload int32 = 4 << 20
 // Start runs a server and waits until it accepts connections. The caller
 // stops it with Shutdown and WaitForShutdown.
 func Start(cfg Config) (*server.Server, error) {
-	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	host, port, err := hostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("nats listen address %q: %w", cfg.Listen, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("nats listen port %q: %w", portStr, err)
 	}
 	opts := &server.Options{
 		ServerName: cfg.ServerName,
@@ -53,14 +53,23 @@ func Start(cfg Config) (*server.Server, error) {
 		NoLog:      true,
 		MaxPayload: cmp.Or(cfg.MaxPayload, MaxPayload),
 	}
-	if port > 0 {
-		// The server, which logs nothing here, would only time out below
-		// when the address is taken: say so at once, as the HTTP listeners do.
-		ln, err := net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("nats server cannot listen on %s (NATS_LISTEN): %w", cfg.Listen, err)
+	if err := free(cfg.Listen, port, "NATS_LISTEN"); err != nil {
+		return nil, err
+	}
+	if cfg.MonitorListen != "" {
+		host, port, err := hostPort(cfg.MonitorListen)
+		if err == nil && (port == 0 || port < -1) {
+			// 0 is "no monitoring" to nats-server: a port asked for and not
+			// served would be found missing only when something reads it.
+			err = fmt.Errorf("port %d: a port, or -1 for a free one", port)
 		}
-		ln.Close()
+		if err != nil {
+			return nil, fmt.Errorf("nats monitoring address %q (NATS_MONITOR_LISTEN): %w", cfg.MonitorListen, err)
+		}
+		if err := free(cfg.MonitorListen, port, "NATS_MONITOR_LISTEN"); err != nil {
+			return nil, err
+		}
+		opts.HTTPHost, opts.HTTPPort = host, port
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -72,4 +81,30 @@ func Start(cfg Config) (*server.Server, error) {
 		return nil, fmt.Errorf("nats server on %s: not ready for connections after 10s", cfg.Listen)
 	}
 	return srv, nil
+}
+
+func hostPort(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", portStr, err)
+	}
+	return host, port, nil
+}
+
+// free fails when addr, a fixed port, is taken: the server, which logs
+// nothing here, would only time out (or serve no monitoring) when the
+// address is taken; say so at once, as the HTTP listeners do.
+func free(addr string, port int, variable string) error {
+	if port <= 0 {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("nats server cannot listen on %s (%s): %w", addr, variable, err)
+	}
+	return ln.Close()
 }

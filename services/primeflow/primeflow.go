@@ -49,12 +49,15 @@ type Config struct {
 	Admin   opshttp.Credentials
 	// NATSURL empty runs an embedded nats-server listening on NATSListen,
 	// with JetStream stored under DataDir/jetstream.
-	NATSURL        string `env:"NATS_URL"`
-	NATSListen     string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
-	StreamReplicas int    `env:"NATS_STREAM_REPLICAS"`
-	DatabaseURL    string `env:"DATABASE_URL"`
-	DataDir        string `env:"DATA_DIR" envDefault:"./data"`
-	HTTPAddr       string `env:"HTTP_ADDR" envDefault:":8080"`
+	NATSURL    string `env:"NATS_URL"`
+	NATSListen string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
+	// NATSMonitorListen is the embedded server's monitoring port (/jsz,
+	// what prometheus-nats-exporter reads for stream lag); "off" serves none.
+	NATSMonitorListen string `env:"NATS_MONITOR_LISTEN" envDefault:"127.0.0.1:8222"`
+	StreamReplicas    int    `env:"NATS_STREAM_REPLICAS"`
+	DatabaseURL       string `env:"DATABASE_URL"`
+	DataDir           string `env:"DATA_DIR" envDefault:"./data"`
+	HTTPAddr          string `env:"HTTP_ADDR" envDefault:":8080"`
 	// SimAddr serves the Prime and OptimoRoute simulators (under /prime and
 	// /optimoroute) when they stand in for the real APIs.
 	SimAddr string `env:"SIM_ADDR" envDefault:"127.0.0.1:8081"`
@@ -96,13 +99,21 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 	natsURL := cfg.NATSURL
 	if natsURL == "" {
-		ns, err := natsserver.Start(natsserver.Config{Listen: cfg.NATSListen, StoreDir: filepath.Join(cfg.DataDir, "jetstream"), ServerName: "primeflow"})
+		monitor := cfg.NATSMonitorListen
+		if monitor == "off" {
+			monitor = ""
+		}
+		ns, err := natsserver.Start(natsserver.Config{Listen: cfg.NATSListen, StoreDir: filepath.Join(cfg.DataDir, "jetstream"), ServerName: "primeflow", MonitorListen: monitor})
 		if err != nil {
 			return err
 		}
 		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 		natsURL = ns.ClientURL()
-		log.Info("embedded nats-server", "url", natsURL, "jetstream", filepath.Join(cfg.DataDir, "jetstream"))
+		monitoring := "off"
+		if a := ns.MonitorAddr(); a != nil {
+			monitoring = "http://" + a.String()
+		}
+		log.Info("embedded nats-server", "url", natsURL, "jetstream", filepath.Join(cfg.DataDir, "jetstream"), "monitoring", monitoring)
 	} else {
 		// Said at once: a NATS_URL left exported in the shell is otherwise
 		// only a wait for streams on a server nobody meant.

@@ -57,11 +57,12 @@ func post(t *testing.T, url, body string) map[string]any {
 func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
-	httpAddr, natsAddr, simAddr := flowtest.FreeAddr(t), flowtest.FreeAddr(t), flowtest.FreeAddr(t)
+	httpAddr, natsAddr, simAddr, monitorAddr := flowtest.FreeAddr(t), flowtest.FreeAddr(t), flowtest.FreeAddr(t), flowtest.FreeAddr(t)
 	env := map[string]string{
 		"DATA_DIR":              dir,
 		"HTTP_ADDR":             httpAddr,
 		"NATS_LISTEN":           natsAddr,
+		"NATS_MONITOR_LISTEN":   monitorAddr,
 		"SIM_ADDR":              simAddr,
 		"PRIME_WEBHOOK_API_KEY": apiKey,
 		"ADMIN_USER":            admin,
@@ -139,6 +140,36 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	is.NoErr(json.Unmarshal(msg.Data, &sweep))
 	is.Equal(sweep.Error, "") // having swept
 
+	// Stream lag as prometheus-nats-exporter reads it: the embedded
+	// server's /jsz on NATS_MONITOR_LISTEN, every consumer with its pending
+	// count.
+	res, err := http.Get("http://" + monitorAddr + "/jsz?consumers=true")
+	is.NoErr(err)
+	defer res.Body.Close()
+	is.Equal(res.StatusCode, http.StatusOK) // the monitoring port answers
+	var jsz struct {
+		AccountDetails []struct {
+			StreamDetail []struct {
+				Name           string `json:"name"`
+				ConsumerDetail []struct {
+					Name       string  `json:"name"`
+					NumPending *uint64 `json:"num_pending"`
+				} `json:"consumer_detail"`
+			} `json:"stream_detail"`
+		} `json:"account_details"`
+	}
+	is.NoErr(json.NewDecoder(res.Body).Decode(&jsz))
+	consumers := map[string]bool{}
+	for _, a := range jsz.AccountDetails {
+		for _, st := range a.StreamDetail {
+			for _, c := range st.ConsumerDetail {
+				consumers[st.Name+"/"+c.Name] = c.NumPending != nil
+			}
+		}
+	}
+	is.True(consumers["PRIME_WEBHOOK/resolver"])    // the resolver's consumer, with its pending count
+	is.True(consumers["PRIME_RESOLVED/job-mirror"]) // and every stage's
+
 	if cli := os.Getenv("NATS_CLI"); cli != "" {
 		out, err := exec.Command(cli, "--server", "nats://"+natsAddr, "micro", "ls").CombinedOutput()
 		is.NoErr(err)
@@ -193,10 +224,30 @@ func TestMakeRunGeneratesSecrets(t *testing.T) {
 	is := is.New(t)
 	env := map[string]string{
 		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
+		"NATS_MONITOR_LISTEN": "off",
 	}
-	stdout, _ := startAndStop(t, env)
+	stdout, logs := startAndStop(t, env)
 	is.True(strings.Contains(stdout, "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
 	is.True(strings.Contains(stdout, "generated for this run: admin / "))                            // and a login
+	is.True(strings.Contains(logs, "monitoring=off"))                                                // NATS_MONITOR_LISTEN=off: no monitoring port
+}
+
+// TestNATSMonitorListenRefused: a monitoring address that cannot be served
+// stops the start, naming the variable.
+func TestNATSMonitorListenRefused(t *testing.T) {
+	for _, bad := range []string{"8222", "127.0.0.1:0"} {
+		t.Run(bad, func(t *testing.T) {
+			is := is.New(t)
+			env := map[string]string{
+				"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
+				"NATS_MONITOR_LISTEN": bad,
+			}
+			var stdout, stderr flowtest.Buffer
+			err := primeflow.Main(context.Background(), func(k string) string { return env[k] }, &stdout, &stderr)
+			is.True(err != nil)                                           // refused
+			is.True(strings.Contains(err.Error(), "NATS_MONITOR_LISTEN")) // naming the variable
+		})
+	}
 }
 
 // TestRealPrimeNeedsAnSMSSenderAndATriageStatus: with a real Prime, a blank
