@@ -285,5 +285,10 @@ func RegisterFailures(reg prometheus.Registerer) (*prometheus.CounterVec, error)
 	if err != nil {
 		return nil, fmt.Errorf("outbox metrics: %w", err)
 	}
+	// Every reason is exported from the start, at 0: an alert on it reads
+	// 0, not "no data", and sees the first failure.
+	for _, r := range []string{ReasonDisconnected, ReasonError, ReasonRejected} {
+		c.WithLabelValues(r)
+	}
 	return c, nil
 }

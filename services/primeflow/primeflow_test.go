@@ -194,6 +194,9 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		`primeflow_resolver_payload_shape_changed_total{action="create-estimate"}`,
 		`primeflow_childmirror_swallowed_failures_total{step="ai_summary_nudge"}`,
 		`primeflow_childmirror_sweeps_total{result="rate_limited"}`,
+		`primeflow_outbox_sweep_failures_total{reason="disconnected"}`,
+		`primeflow_outbox_sweep_failures_total{reason="error"}`,
+		`primeflow_outbox_sweep_failures_total{reason="rejected"}`,
 	} {
 		is.Equal(metric(t, httpAddr, series), "0") // series
 	}
