@@ -91,6 +91,11 @@ func (m Metrics) Register(reg prometheus.Registerer) (Metrics, error) {
 	if m.Runs, err = opshttp.Register(reg, m.Runs); err != nil {
 		return m, err
 	}
+	// The results every runner has are exported from the start, at 0: an
+	// alert on lock_busy reads 0, not "no data", and sees the first one.
+	for _, r := range []string{"ok", "error", "lock_busy"} {
+		m.Runs.WithLabelValues(r)
+	}
 	if m.Seconds, err = opshttp.Register(reg, m.Seconds); err != nil {
 		return m, err
 	}

@@ -47,5 +47,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("optimo-create metrics: %w", err)
 	}
+	// Exported from the start, at 0: the dashboard reads 0, not "no data",
+	// and an alert sees the first one.
+	for vec, values := range map[*prometheus.CounterVec][]string{
+		orders: {"written", "deleted", "refused"},
+		sweeps: {"ok", "rate_limited", "timeout", "error"},
+	} {
+		for _, v := range values {
+			vec.WithLabelValues(v)
+		}
+	}
 	return &metrics{run: run, orders: orders, sweeps: sweeps}, nil
 }

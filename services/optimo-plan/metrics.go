@@ -39,5 +39,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("optimo-plan metrics: %w", err)
 	}
+	// Exported from the start, at 0: the dashboard reads 0, not "no data",
+	// and an alert sees the first one.
+	run.Runs.WithLabelValues(result(ErrPollLimit))
+	for _, o := range []string{"started", "start_failed", "start_deferred", "completed", "cancelled", "error", "unknown", "poll_limit", "requeued", "routed"} {
+		dates.WithLabelValues(o)
+	}
 	return &metrics{run: run, dates: dates}, nil
 }

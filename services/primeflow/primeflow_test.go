@@ -197,6 +197,12 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		`primeflow_outbox_sweep_failures_total{reason="disconnected"}`,
 		`primeflow_outbox_sweep_failures_total{reason="error"}`,
 		`primeflow_outbox_sweep_failures_total{reason="rejected"}`,
+		`primeflow_optimocreate_sweeps_total{result="timeout"}`,
+		`primeflow_optimocreate_orders_total{outcome="refused"}`,
+		`primeflow_optimocreate_runs_total{result="lock_busy"}`,
+		`primeflow_optimoplan_runs_total{result="lock_busy"}`,
+		`primeflow_optimoplan_runs_total{result="poll_limit"}`,
+		`primeflow_optimoplan_dates_total{outcome="start_failed"}`,
 	} {
 		is.Equal(metric(t, httpAddr, series), "0") // series
 	}
