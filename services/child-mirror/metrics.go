@@ -39,6 +39,11 @@ func newMetrics(reg prometheus.Registerer, unanswered func() time.Duration) (*me
 	}
 	// The known label values are exported from the start, at 0: an alert
 	// on them reads 0, not "no data".
+	for _, a := range Actions() {
+		for _, o := range []string{"ok", "failed", "payload_fault", "rate_limited", "unavailable"} {
+			m.events.WithLabelValues(a, o)
+		}
+	}
 	for vec, values := range map[*prometheus.CounterVec][]string{
 		m.swallowed: {"contact_sync", "ai_summary_nudge"},
 		m.sweeps:    {"ok", "rate_limited", "stopped", "bad_request"},

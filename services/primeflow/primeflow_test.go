@@ -203,6 +203,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		`primeflow_optimoplan_runs_total{result="lock_busy"}`,
 		`primeflow_optimoplan_runs_total{result="poll_limit"}`,
 		`primeflow_optimoplan_dates_total{outcome="start_failed"}`,
+		`primeflow_childmirror_events_total{action="create-estimate",outcome="unavailable"}`,
 	} {
 		is.Equal(metric(t, httpAddr, series), "0") // series
 	}
