@@ -56,6 +56,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
 	}
+	// The known label values are exported from the start, at 0: an alert
+	// on failed detections or rungs reads 0, not "no data", and sees the
+	// first one.
+	for _, trigger := range []string{triggerFirstSight, triggerAllocation, triggerRecheck} {
+		for _, result := range []string{"raised", "already_raised", "waiting", "business_hours", "job_missing", "rate_limited", "failed"} {
+			m.detections.WithLabelValues(trigger, result)
+		}
+	}
+	for _, outcome := range []string{"called", "makesafe", "synced", "rate_limited", "failed"} {
+		m.rungs.WithLabelValues(outcome)
+	}
 	for _, c := range []prometheus.Collector{m.detections, m.raised, m.rungsScheduled, m.rungs, m.rungLateness} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("makesafe metrics: %w", err)

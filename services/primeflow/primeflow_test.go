@@ -204,6 +204,10 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		`primeflow_optimoplan_runs_total{result="poll_limit"}`,
 		`primeflow_optimoplan_dates_total{outcome="start_failed"}`,
 		`primeflow_childmirror_events_total{action="create-estimate",outcome="unavailable"}`,
+		`primeflow_makesafe_detections_total{result="failed",trigger="recheck"}`,
+		`primeflow_makesafe_rungs_fired_total{outcome="failed"}`,
+		`primeflow_newjob_pipeline_runs_total{result="failed"}`,
+		`primeflow_jobmirror_ensure_total{result="error"}`,
 	} {
 		is.Equal(metric(t, httpAddr, series), "0") // series
 	}
