@@ -15,6 +15,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "primeflow_newjob_pipeline_runs_total",
 		Help: "New-job pipeline runs (§6) by result: completed, failed (retried with backoff; see primectl firstseen --failed), skipped (already completed).",
 	}, []string{"result"})
+	// Exported from the start, at 0: an alert on failed runs reads 0, not
+	// "no data", and sees the first one.
+	for _, r := range []string{"completed", "failed", "skipped"} {
+		runs.WithLabelValues(r)
+	}
 	if err := reg.Register(runs); err != nil {
 		return nil, fmt.Errorf("newjob-pipeline metrics: %w", err)
 	}
