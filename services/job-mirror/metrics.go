@@ -27,6 +27,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Ensure-job requests (§4.3) by result: present, mirrored, not_found, rate_limited, error.",
 		}, []string{"result"}),
 	}
+	// Exported from the start, at 0: the dashboard reads 0, not "no data".
+	for _, via := range []string{ActionChangeJobStatus, "ensure"} {
+		m.firstSight.WithLabelValues(via)
+	}
+	for _, r := range []string{"present", "mirrored", "not_found", "rate_limited", "error"} {
+		m.ensure.WithLabelValues(r)
+	}
 	for _, c := range []prometheus.Collector{m.firstSight, m.wipFailures, m.ensure} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("job-mirror metrics: %w", err)
