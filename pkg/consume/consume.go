@@ -381,5 +381,10 @@ func newMetrics(consumer string, reg prometheus.Registerer) (*metrics, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("consumer %s metrics: %w", consumer, err)
 	}
+	// Every result is exported from the start, at 0: an alert on drops
+	// reads 0, not "no data", and sees the first one.
+	for _, r := range []string{"ack", "retry", "error", "drop", "interrupted", "duplicate"} {
+		m.results.WithLabelValues(r)
+	}
 	return m, nil
 }

@@ -208,6 +208,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		`primeflow_makesafe_rungs_fired_total{outcome="failed"}`,
 		`primeflow_newjob_pipeline_runs_total{result="failed"}`,
 		`primeflow_jobmirror_ensure_total{result="error"}`,
+		`primeflow_consumer_messages_total{consumer="makesafe-sms",result="drop"}`,
 	} {
 		is.Equal(metric(t, httpAddr, series), "0") // series
 	}
