@@ -7,10 +7,16 @@ SERVICES := $(notdir $(wildcard services/*))
 TOOLS := $(CURDIR)/.tools/bin
 NATS_CLI := $(TOOLS)/nats
 NATSCLI_VERSION := v0.5.0
+# Debian's prometheus package (2.42 in bookworm), unpacked into .tools, not
+# installed: no service is started, nothing outside the tree changes.
+PROM_DIR := $(CURDIR)/.tools/prometheus
+PROMETHEUS := $(PROM_DIR)/usr/bin/prometheus
+PROMTOOL := $(PROM_DIR)/usr/bin/promtool
+TEST_TOOLS = NATS_CLI=$(NATS_CLI) PROMETHEUS=$(PROMETHEUS) PROMTOOL=$(PROMTOOL)
 # Every module of the workspace (go test ./... does not work across go.work).
 PKGS = $(shell $(GO) list -m -f '{{.Path}}/...')
 
-.PHONY: build run test race bench vet fmt tidy tools clean
+.PHONY: build run test race bench vet fmt tidy tools rules clean
 
 ## build: one binary per service in bin/, plus bin/primeflow (all-in-one) and bin/primectl
 build:
@@ -21,20 +27,31 @@ build:
 run: build
 	bin/primeflow
 
-## tools: the nats CLI, used by the tests that prove streams/ works with it
-tools: $(NATS_CLI)
+## tools: the nats CLI, used by the tests that prove streams/ works with it; prometheus and
+## promtool, used by the tests of the alert rules and the dashboards (compose/)
+tools: $(NATS_CLI) $(PROMETHEUS)
 $(NATS_CLI):
 	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
+$(PROMETHEUS):
+	rm -rf $(PROM_DIR) && mkdir -p $(PROM_DIR)
+	cd $(PROM_DIR) && { apt-get download prometheus || { apt-get update && apt-get download prometheus; }; }
+	dpkg-deb -x $(PROM_DIR)/prometheus_*.deb $(PROM_DIR) && rm $(PROM_DIR)/prometheus_*.deb
+	$(PROMETHEUS) --version
+
+## rules: check the alert rules and run their promtool unit tests (make test does too)
+rules: $(PROMETHEUS)
+	$(PROMTOOL) check rules compose/prometheus/rules/*.yml
+	$(PROMTOOL) test rules compose/prometheus/rules/tests/*.yml
 
 ## test: every test of every module (SQL Server tests run when MSSQL_DSN is set)
 test: tools
 	@[ -n "$$MSSQL_DSN" ] || echo "NOTE: MSSQL_DSN is not set: the SQL Server contract tests are SKIPPED (SQLite runs them all)."
-	NATS_CLI=$(NATS_CLI) $(GO) test -count=1 -timeout 20m $(PKGS)
+	$(TEST_TOOLS) $(GO) test -count=1 -timeout 20m $(PKGS)
 	@[ -n "$$MSSQL_DSN" ] || echo "NOTE: the SQL Server contract tests were SKIPPED: set MSSQL_DSN=sqlserver://… to run them."
 
 ## race: the tests under the race detector
 race: tools
-	NATS_CLI=$(NATS_CLI) $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(TEST_TOOLS) $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 ## bench: the benchmarks, each against a baseline measured in the same run
 bench:

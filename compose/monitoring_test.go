@@ -50,6 +50,7 @@ type promConfig struct {
 		ScrapeInterval     string `yaml:"scrape_interval"`
 		EvaluationInterval string `yaml:"evaluation_interval"`
 	} `yaml:"global"`
+	RuleFiles     []string `yaml:"rule_files"`
 	ScrapeConfigs []struct {
 		JobName   string `yaml:"job_name"`
 		BasicAuth *struct {
