@@ -229,6 +229,33 @@ type panel struct {
 	} `json:"targets"`
 }
 
+// dashboardFiles are the provisioned dashboards, compose/grafana/dashboards/*.json.
+func dashboardFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("grafana", "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("grafana/dashboards/*.json: %v", err)
+	}
+	for i, f := range files {
+		files[i] = filepath.Base(f)
+	}
+	return files
+}
+
+// dashboardExprs is every query of every dashboard, one a line.
+func dashboardExprs(t *testing.T) string {
+	t.Helper()
+	var exprs strings.Builder
+	for _, file := range dashboardFiles(t) {
+		for _, p := range readDashboard(t, file).Panels {
+			for _, tg := range p.Targets {
+				exprs.WriteString(tg.Expr + "\n")
+			}
+		}
+	}
+	return exprs.String()
+}
+
 func readDashboard(t *testing.T, file string) dashboard {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("grafana", "dashboards", file))
@@ -274,8 +301,11 @@ func exprMetrics(expr string) []string {
 }
 
 // knownMetrics is every series the stack's Prometheus can hold: the Go
-// code's metrics, the exporter's, and `up`; and the labels Prometheus adds
-// to every series of a target.
+// code's metrics, the exporter's, and `up`; and the labels every
+// Prometheus adds to every series of a target, job and instance. The
+// labels compose's prometheus.yml adds (service, node) are not among them:
+// a dashboard or an alert that relied on them would show blank legends
+// under any other scrape configuration (make run's, say).
 func knownMetrics(t *testing.T) (metrics map[string]metricFamily, targetLabels map[string]bool) {
 	t.Helper()
 	root := repoRoot(t)
@@ -283,15 +313,7 @@ func knownMetrics(t *testing.T) (metrics map[string]metricFamily, targetLabels m
 	for n, m := range exporterMetrics() {
 		metrics[n] = m
 	}
-	targetLabels = map[string]bool{"job": true, "instance": true}
-	for _, sc := range readPrometheus(t).ScrapeConfigs {
-		for _, st := range sc.StaticConfigs {
-			for l := range st.Labels {
-				targetLabels[l] = true
-			}
-		}
-	}
-	return metrics, targetLabels
+	return metrics, map[string]bool{"job": true, "instance": true}
 }
 
 func TestCodeMetricsAreFound(t *testing.T) {
@@ -308,7 +330,7 @@ func TestCodeMetricsAreFound(t *testing.T) {
 
 func TestDashboards(t *testing.T) {
 	metrics, targetLabels := knownMetrics(t)
-	for _, file := range []string{"stream-lag.json", "webhooks.json"} {
+	for _, file := range dashboardFiles(t) {
 		t.Run(file, func(t *testing.T) {
 			is := is.New(t)
 			d := readDashboard(t, file)
@@ -460,14 +482,7 @@ func TestWebhooksDashboardShowsTheIngestPath(t *testing.T) {
 func TestFailureCountersAreOnADashboard(t *testing.T) {
 	root := repoRoot(t)
 	metrics := codeMetrics(t, goDirs(t, filepath.Join(root, "pkg"), filepath.Join(root, "services")))
-	var exprs strings.Builder
-	for _, file := range []string{"stream-lag.json", "webhooks.json"} {
-		for _, p := range readDashboard(t, file).Panels {
-			for _, tg := range p.Targets {
-				exprs.WriteString(tg.Expr + "\n")
-			}
-		}
-	}
+	exprs := dashboardExprs(t)
 	want := []string{"primeflow_sms_sent_total", "primeflow_sms_send_retries_total", "primeflow_resolver_payload_shape_changed_total"}
 	for name := range metrics {
 		if strings.Contains(name, "fail") && strings.HasSuffix(name, "_total") {
@@ -479,8 +494,70 @@ func TestFailureCountersAreOnADashboard(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			is := is.New(t)
 			_, declared := metrics[name]
-			is.True(declared)                                   // the code still declares it
-			is.True(strings.Contains(exprs.String(), name+"[")) // a dashboard queries it
+			is.True(declared)                          // the code still declares it
+			is.True(strings.Contains(exprs, name+"[")) // a dashboard queries it
+		})
+	}
+}
+
+// leftOffHeading starts the README's list of metric families left off the
+// dashboards on purpose: a line "- `family`: why" each, up to a blank line.
+const leftOffHeading = "Left off the dashboards on purpose:"
+
+// TestEveryFamilyIsOnADashboard: every metric family the Go code declares
+// (primeflow_*, and the Prime and OptimoRoute clients') is queried by a
+// dashboard, or named in the README's list of the families left off them on
+// purpose, with the reason: a family added later fails here until it has a
+// panel or a reason.
+func TestEveryFamilyIsOnADashboard(t *testing.T) {
+	root := repoRoot(t)
+	metrics := codeMetrics(t, goDirs(t, filepath.Join(root, "pkg"), filepath.Join(root, "services")))
+	family := func(series string) string {
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			base, ok := strings.CutSuffix(series, suffix)
+			if _, histogram := metrics[base+"_bucket"]; ok && histogram {
+				return base
+			}
+		}
+		return series
+	}
+	shown := make(map[string]bool)
+	for _, expr := range strings.Split(dashboardExprs(t), "\n") {
+		for _, n := range exprMetrics(expr) {
+			shown[family(n)] = true
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, found := strings.Cut(string(readme), leftOffHeading)
+	if !found {
+		t.Fatalf("README.md has no %q", leftOffHeading)
+	}
+	list, _, _ = strings.Cut(strings.TrimLeft(list, "\n"), "\n\n")
+	leftOff := make(map[string]bool)
+	for _, line := range strings.Split(list, "\n") {
+		name, reason, ok := strings.Cut(strings.TrimPrefix(line, "- `"), "`: ")
+		if !strings.HasPrefix(line, "- `") || !ok || reason == "" {
+			t.Fatalf("README.md, %s: %q is not \"- `family`: why\"", leftOffHeading, line)
+		}
+		leftOff[name] = true
+	}
+	families := make(map[string]bool)
+	for n := range metrics {
+		families[family(n)] = true
+	}
+	for name := range leftOff {
+		if !families[name] {
+			t.Errorf("README.md leaves %s off the dashboards, but the code declares no such family", name)
+		}
+	}
+	for name := range families {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			is.True(shown[name] || leftOff[name])    // on a dashboard, or left off on purpose (README.md: "Left off the dashboards on purpose")
+			is.True(!(shown[name] && leftOff[name])) // not both: the README's list would be stale
 		})
 	}
 }
