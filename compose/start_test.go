@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/matryer/is"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -66,7 +65,6 @@ func TestServicesStartWithComposeEnvironment(t *testing.T) {
 
 	for _, name := range appServices {
 		t.Run(name, func(t *testing.T) {
-			is := is.New(t)
 			s := service(t, p, name)
 			port := freePort(t)
 			vars := []string{}
@@ -83,43 +81,20 @@ func TestServicesStartWithComposeEnvironment(t *testing.T) {
 				// status GUID, as an operator sets it.
 				vars = append(vars, "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID=3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c")
 			}
-			stderr := &syncWriter{w: &bytes.Buffer{}}
 			cmd := exec.Command(filepath.Join(bin, name))
 			cmd.Env = vars
-			cmd.Stderr = stderr
-			is.NoErr(cmd.Start()) // the service starts
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				cmd.Process.Signal(os.Interrupt)
-				select {
-				case <-exited:
-				case <-time.After(30 * time.Second):
-					cmd.Process.Kill()
-				}
-			})
-
-			deadline := time.After(60 * time.Second)
-			for {
-				select {
-				case err := <-exited:
-					exited <- err
-					t.Fatalf("%s exited with compose's environment: %v\n%s", name, err, stderr.String())
-				case <-deadline:
-					t.Fatalf("%s: /healthz not 200 within 60s\n%s", name, stderr.String())
-				case <-time.After(200 * time.Millisecond):
-				}
+			proc := startProcess(t, name, cmd)
+			waitFor(t, 60*time.Second, name+": /healthz 200 with compose's environment", func() bool {
+				proc.failIfExited(t)
 				req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz", port), nil)
 				req.SetBasicAuth(env(s, "ADMIN_USER"), env(s, "ADMIN_PASSWORD"))
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
-					continue
+					return false
 				}
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return // healthy, as compose/healthcheck sees it
-				}
-			}
+				return resp.StatusCode == http.StatusOK // healthy, as compose/healthcheck sees it
+			})
 		})
 	}
 }
@@ -202,4 +177,57 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.String()
+}
+
+// process is a program a test runs: stopped when the test ends (an
+// interrupt, a kill after 30s), its stderr logged if the test failed.
+type process struct {
+	name   string
+	exited chan error
+	stderr *syncWriter
+}
+
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
+	p := &process{name: name, exited: make(chan error, 1), stderr: &syncWriter{w: &bytes.Buffer{}}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", name, p.stderr.String())
+		}
+	})
+	return p
+}
+
+// failIfExited fails the test if the process has exited.
+func (p *process) failIfExited(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		t.Fatalf("%s exited: %v\n%s", p.name, err, p.stderr.String())
+	default:
+	}
+}
+
+// waitFor polls cond every 200ms until it holds, failing the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
