@@ -12,10 +12,9 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
-// Allocation is the primeAllocations row of a Prime allocation; IsMakeSafe
-// is the verdict of the one Make Safe rule, prime.Allocation.IsMakeSafe. A
-// blank JobID means Prime reported no job: the caller files the row under
-// the job it knows.
+// Allocation is the primeAllocations row of a Prime allocation (its
+// isMakeSafe is derived in SQL from the type). A blank JobID means Prime
+// reported no job: the caller files the row under the job it knows.
 func Allocation(a prime.Allocation) store.Allocation {
 	return store.Allocation{
 		AllocationID:       strings.ToLower(a.ID),
@@ -26,7 +25,6 @@ func Allocation(a prime.Allocation) store.Allocation {
 		AllocationNumber:   a.AllocationNumber,
 		Label:              a.Label,
 		AllocationStatusID: strings.ToLower(a.StatusID),
-		IsMakeSafe:         a.IsMakeSafe(),
 		Version:            a.Version,
 		CreatedAt:          a.CreatedAt.Time,
 		UpdatedAt:          a.UpdatedAt.Time,

@@ -26,7 +26,7 @@ func TestAllocation(t *testing.T) {
 			store.Allocation{AllocationID: "a1b2c3d4-0000-4000-8000-00000000000a", JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10",
 				AssignedID: "5e6f7a8b-1c2d-4e3f-9a0b-1c2d3e4f5a6b", AssignedContactID: "6a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c41",
 				AllocationType: "make-safe", AllocationNumber: "A-7", Label: "Roof", AllocationStatusID: "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6",
-				IsMakeSafe: true, Version: 3, CreatedAt: at, UpdatedAt: at.Add(time.Hour), Attributes: string(raw)}},
+				Version: 3, CreatedAt: at, UpdatedAt: at.Add(time.Hour), Attributes: string(raw)}},
 		{"another type, no job reported", prime.Allocation{ID: "a1", Type: "Plumbing"},
 			store.Allocation{AllocationID: "a1", AllocationType: "Plumbing"}},
 	} {

@@ -17,10 +17,12 @@ type Allocation struct {
 	AllocationNumber   string
 	Label              string
 	AllocationStatusID string
-	// IsMakeSafe is the Make Safe rule's verdict on the allocation, written
-	// with the row so that SQL (HasMakeSafeAllocation, the make-safe
-	// detection) reads it instead of restating the rule. The rule itself
-	// lives in one place, prime.Allocation.IsMakeSafe: set this field from it.
+	// IsMakeSafe is the Make Safe rule's verdict on the allocation, which
+	// SQL derives from AllocationType (a computed column of
+	// primeAllocations: "Make Safe", without regard to case, spaces,
+	// hyphens or underscores, as prime.Allocation.IsMakeSafe reads it), so
+	// that a row any writer saves — an n8n sync too — carries it. Read back
+	// only: SaveAllocation ignores it.
 	IsMakeSafe bool
 	Version    int64
 	CreatedAt  time.Time
@@ -44,6 +46,6 @@ type Allocations interface {
 	// createdAt first (then by id).
 	ListJobAllocations(ctx context.Context, jobID string) ([]Allocation, error)
 	// HasMakeSafeAllocation reports whether the mirror holds a Make Safe
-	// allocation of the job (§5.5, §6): one saved with IsMakeSafe.
+	// allocation of the job (§5.5, §6): one whose isMakeSafe is set.
 	HasMakeSafeAllocation(ctx context.Context, jobID string) (bool, error)
 }

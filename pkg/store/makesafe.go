@@ -90,7 +90,9 @@ type MakesafeDetection struct {
 	// when the job has no Make Safe allocation yet (§6 on, §5.5 off).
 	QueueChecks bool
 	// Checks are the ladder's rungs as offsets from ChecksFrom, in whole
-	// seconds, ascending (§6: 1, 4, 10 and 15 minutes).
+	// seconds, ascending (§6: 1, 4, 10 and 15 minutes). None, with
+	// QueueChecks, is DefaultMakesafeLadder: the spec's callers pass no
+	// offsets.
 	Checks []time.Duration
 	// ChecksFrom is when the ladder starts; zero is Now. A whole second
 	// (events.ScheduleAt) gives due times a JetStream schedule holds exactly.
@@ -99,6 +101,9 @@ type MakesafeDetection struct {
 	// the database's.
 	Now time.Time
 	// SMSRecipient is who the make-safe SMS goes to (the on-call number).
+	// Blank is the setting SettingMakesafeSMSRecipient (the spec's callers
+	// name nobody), and with no setting either the SMS is queued with no
+	// recipient, to fail visibly.
 	SMSRecipient string
 }
 
@@ -133,14 +138,15 @@ type Makesafe interface {
 	// @JobId, @QueueMakeAllocationChecks, in one transaction:
 	//   - it raises a makesafePhoneCall, and queues its SMS (MakesafeSMSBody
 	//     to SMSRecipient, dedupe key MakesafeSMSKey), only for a job with a
-	//     Make Safe allocation (primeAllocations.isMakeSafe, the verdict of
-	//     prime.Allocation.IsMakeSafe saved with the row) that was created
+	//     Make Safe allocation (primeAllocations.isMakeSafe, which SQL
+	//     derives from the row's allocationType) that was created
 	//     outside business hours (IsOutsideBusinessHours on
 	//     primeJobs.createdAt), and only when the job has no call yet: one
 	//     row a job however many calls run at once;
 	//   - with QueueChecks, when the job has no Make Safe allocation and no
-	//     call, it queues the rungs of Checks that are not queued yet, due at
-	//     ChecksFrom plus each offset, and returns them.
+	//     call, it queues the rungs of Checks (DefaultMakesafeLadder when
+	//     none) that are not queued yet, due at ChecksFrom plus each offset,
+	//     and returns them.
 	UpsertMakeSafePhoneCallFromJob(ctx context.Context, d MakesafeDetection) (MakesafeOutcome, error)
 	// GetMakesafePhoneCall returns the job's phone call; found is false when
 	// none was raised.
@@ -150,6 +156,11 @@ type Makesafe interface {
 	// SetMakesafeCheckFired records that a rung ran and what it did (cut to
 	// MaxStatusLen). A rung never queued is ErrNotFound.
 	SetMakesafeCheckFired(ctx context.Context, jobID string, rung int, outcome string, at time.Time) error
+	// ListDueMakesafeChecks returns up to limit rungs that have not fired
+	// and were due before dueBefore, earliest first: rungs a caller outside
+	// primeflow queued (no JetStream schedule fires those), or whose
+	// schedule is late.
+	ListDueMakesafeChecks(ctx context.Context, dueBefore time.Time, limit int) ([]MakesafeCheck, error)
 }
 
 // MakesafeSMSKey is the dedupe key of a job's make-safe SMS.

@@ -33,6 +33,7 @@ type Store interface {
 	SMSQueue
 	Optimo
 	WorkOrders
+	Settings
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it

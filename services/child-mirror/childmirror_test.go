@@ -554,7 +554,7 @@ func TestAllocation(t *testing.T) {
 	is.NoErr(err)
 	is.True(found)                            // mirrored
 	is.Equal(got.JobID, job.ID)               // under its job
-	is.True(got.IsMakeSafe)                   // a Make Safe, by prime.Allocation.IsMakeSafe
+	is.True(got.IsMakeSafe)                   // a Make Safe, derived from its type
 	is.Equal(got.AllocationType, "Make Safe") // its type kept
 	b, _, err := e.Env.Store.GetAllocation(context.Background(), other.ID)
 	is.NoErr(err)

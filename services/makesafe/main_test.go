@@ -54,7 +54,7 @@ func TestMainRunsTheServiceFromTheEnvironment(t *testing.T) {
 	_, err = st.UpsertJob(context.Background(), store.Job{JobID: strings.ToLower(j.ID), JobNumber: j.JobNumber, CreatedAt: saturdayNight, Version: 1})
 	is.NoErr(err)
 	_, err = st.SaveAllocation(context.Background(), store.Allocation{AllocationID: "a1000000-0000-4000-8000-0000000000aa",
-		JobID: strings.ToLower(j.ID), AllocationType: "Make Safe", IsMakeSafe: true, Version: 1})
+		JobID: strings.ToLower(j.ID), AllocationType: "Make Safe", Version: 1})
 	is.NoErr(err)
 
 	logs, stop := env.RunMain(makesafe.Main, vars)

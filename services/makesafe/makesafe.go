@@ -15,6 +15,8 @@
 //     Safe arrived, asks Prime nothing.
 //   - The SMS drainer (pkg/sms) sends what detection queued straight after
 //     the commit, on sms.send.requested, and on a slow sweep.
+//   - A sweep (rungs.go) fires the rungs that callers outside primeflow
+//     queued, which have no schedule.
 package makesafe
 
 import (
@@ -62,6 +64,11 @@ type Config struct {
 	// OutboxSweep is how often a makesafe running on its own sweeps the
 	// outbox for rung schedules whose publish failed.
 	OutboxSweep time.Duration `env:"MAKESAFE_OUTBOX_SWEEP" envDefault:"10s"`
+	// RungSweep is how often rungs overdue by that long are fired: rungs a
+	// caller outside primeflow queued (the email flow's two-parameter call
+	// of spMakesafeUpsertPhoneCallFromPrimeJob, §7), which no schedule
+	// holds. 0 turns it off.
+	RungSweep time.Duration `env:"MAKESAFE_RUNG_SWEEP" envDefault:"1m"`
 	// SMS configures the sender SenderFor builds (SMS_SEND_URL, …).
 	SMS sms.Config
 	// Drainer configures the SMS drainer (SMS_MAX_ATTEMPTS, …).
@@ -74,6 +81,9 @@ func (c Config) check() error {
 	}
 	if c.Workers <= 0 {
 		return errors.New("makesafe: MAKESAFE_WORKERS must be above zero")
+	}
+	if c.RungSweep < 0 {
+		return errors.New("makesafe: MAKESAFE_RUNG_SWEEP cannot be negative (0 turns the sweep off)")
 	}
 	if len(c.Ladder) == 0 {
 		return errors.New("makesafe: MAKESAFE_LADDER needs at least one rung")
@@ -167,6 +177,7 @@ func (m *Makesafe) Run(ctx context.Context) error {
 			})
 		},
 		m.drainer.Run,
+		m.sweepRungs,
 	)
 }
 

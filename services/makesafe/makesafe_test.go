@@ -142,7 +142,7 @@ func (r *rig) mirrorMakeSafe(jobID string) {
 	r.T.Helper()
 	a := r.Sim.NewMakeSafeAllocation(jobID)
 	if _, err := r.Store.SaveAllocation(context.Background(), store.Allocation{
-		AllocationID: strings.ToLower(a.ID), JobID: strings.ToLower(jobID), AllocationType: a.Type, IsMakeSafe: a.IsMakeSafe(), Version: a.Version,
+		AllocationID: strings.ToLower(a.ID), JobID: strings.ToLower(jobID), AllocationType: a.Type, Version: a.Version,
 	}); err != nil {
 		r.T.Fatal(err)
 	}

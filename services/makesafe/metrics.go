@@ -30,6 +30,7 @@ type metrics struct {
 	rungsScheduled prometheus.Counter
 	rungs          *prometheus.CounterVec
 	rungLateness   prometheus.Histogram
+	rungsOverdue   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -55,6 +56,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time from a rung's due time to makesafe taking it.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
+		rungsOverdue: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_makesafe_rungs_overdue_total",
+			Help: "Re-check rungs fired by the sweep because no schedule had fired them: queued by a caller outside primeflow, or their schedule was late.",
+		}),
 	}
 	// The known label values are exported from the start, at 0: an alert
 	// on failed detections or rungs reads 0, not "no data", and sees the
@@ -67,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, outcome := range []string{"called", "makesafe", "synced", "rate_limited", "failed"} {
 		m.rungs.WithLabelValues(outcome)
 	}
-	for _, c := range []prometheus.Collector{m.detections, m.raised, m.rungsScheduled, m.rungs, m.rungLateness} {
+	for _, c := range []prometheus.Collector{m.detections, m.raised, m.rungsScheduled, m.rungs, m.rungLateness, m.rungsOverdue} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("makesafe metrics: %w", err)
 		}

@@ -1,14 +1,14 @@
 // Package primectl is the operators' command line (bin/primectl): it lists
 // and shows the rows of ethPrimeWebhookLog, replays one row or a filtered set
 // (§3, §9: reset the attempts to replay a row from its stored payload), shows
-// the new-job pipeline's state, and applies the SQL Server scripts. It reads
+// the new-job pipeline's state, plans and applies migrations (migrate.go)
+// and compares a shadow run with the live database (compare.go). It reads
 // DATABASE_URL and DATA_DIR as the services do.
 package primectl
 
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,7 +26,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	"github.com/ethosbuilding/primeflow/pkg/store/mssql"
 )
 
 // Config is what primectl reads from the environment.
@@ -37,6 +36,9 @@ type Config struct {
 	// IngestURL is ingest's base URL, for replay --now.
 	IngestURL string `env:"INGEST_URL" envDefault:"http://127.0.0.1:8080"`
 	Admin     opshttp.Credentials
+	// MakesafeSMSTo is what migrate writes as the default make-safe SMS
+	// recipient (the setting MakesafeSMSRecipient).
+	MakesafeSMSTo string `env:"MAKESAFE_SMS_TO"`
 }
 
 // ErrUsage is returned for a command line primectl does not understand; the
@@ -52,7 +54,8 @@ Usage:
   primectl replay ID… [--yes] [--now]
   primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]
   primectl firstseen [--failed | --all] [--limit N]
-  primectl migrate
+  primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]
+  primectl compare --live DSN [--since T] [--until T] [--days-ahead N]
 
 T is a time in UTC (2026-11-30, "2026-11-30 14:05:00", RFC 3339) or a duration
 before now (90m, 24h). replay shows how many rows it would reset and asks
@@ -60,7 +63,14 @@ before it does; --yes skips the question, --all allows a replay of every row,
 --now asks ingest (INGEST_URL, ADMIN_USER/ADMIN_PASSWORD) to publish the reset
 rows at once instead of at its relay's next tick.
 
-Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATA_DIR.
+migrate --plan lists every object the scripts create or alter: absent, the
+same or different in the database, whose it is, and what a migration would
+do; migrate applies, refusing to alter a live object primeflow does not own
+unless --adopt names it (its definition is captured under --capture first),
+and writes MAKESAFE_SMS_TO as the default make-safe SMS recipient. compare
+diffs this database (a shadow run's) against the live one for a period.
+
+Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATA_DIR, MAKESAFE_SMS_TO.
 `
 
 // Run runs one primectl command: args are the command line without the
@@ -90,6 +100,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return c.firstSeen(ctx, rest)
 	case "migrate":
 		return c.migrate(ctx, rest)
+	case "compare":
+		return c.compare(ctx, rest)
 	}
 	fmt.Fprintf(stderr, "primectl: unknown command %q\n\n%s", cmd, usage)
 	return ErrUsage
@@ -517,32 +529,5 @@ func (c *cli) firstSeen(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "%d jobs\n", len(rows))
-	return nil
-}
-
-func (c *cli) migrate(ctx context.Context, args []string) error {
-	if len(args) > 0 {
-		fmt.Fprintln(c.stderr, "primectl migrate: takes no arguments")
-		return ErrUsage
-	}
-	if !strings.HasPrefix(c.cfg.DatabaseURL, "sqlserver://") {
-		// SQLite brings its schema up to date each time it is opened (and
-		// is made here if it is not there yet).
-		st, err := database.Open(ctx, c.cfg.DatabaseURL, c.cfg.DataDir)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(c.stdout, "SQLite migrates itself when a service opens it; its schema is up to date.")
-		return st.Close()
-	}
-	db, err := sql.Open("sqlserver", c.cfg.DatabaseURL)
-	if err != nil {
-		return errors.New("DATABASE_URL: not a SQL Server DSN") // the DSN holds the password: never echo it
-	}
-	defer db.Close()
-	if err := mssql.Migrate(ctx, db); err != nil {
-		return err
-	}
-	fmt.Fprintln(c.stdout, "SQL Server schema is up to date (sql/mssql applied).")
 	return nil
 }

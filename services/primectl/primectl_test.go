@@ -330,7 +330,7 @@ func TestNoDatabaseIsAnError(t *testing.T) {
 	is.Equal(len(matches), 0)           // nothing made
 	out, _, err := w.run("", "migrate") // migrate makes it
 	is.NoErr(err)
-	is.True(strings.Contains(out, "SQLite migrates itself"))
+	is.True(strings.Contains(out, "SQLite schema is up to date"))
 	out, _, err = w.run("", "list")
 	is.NoErr(err)
 	is.True(strings.Contains(out, "0 of 0")) // and then it opens
@@ -341,7 +341,7 @@ func TestMigrateAndUsage(t *testing.T) {
 	w := newWorld(t)
 	out, _, err := w.run("", "migrate")
 	is.NoErr(err)
-	is.True(strings.Contains(out, "SQLite migrates itself")) // nothing to apply by hand
+	is.True(strings.Contains(out, "Nothing to apply.")) // the store migrated itself
 
 	out, _, err = w.run("")
 	is.True(errors.Is(err, primectl.ErrUsage)) // no command

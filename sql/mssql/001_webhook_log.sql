@@ -216,6 +216,10 @@ BEGIN
 
     DECLARE @inserted BIT = 0, @existing UNIQUEIDENTIFIER, @message NVARCHAR(2048);
 
+    -- A NULL would slip past the <> below and report "not inserted".
+    IF @NumericReference IS NULL OR @JobId IS NULL
+        THROW 51002, N'spPrimeSaveJobReference: @NumericReference and @JobId are required.', 1;
+
     -- UPDLOCK + HOLDLOCK hold the key range from the check to the insert, so
     -- two sessions saving the same new reference cannot both insert.
     INSERT INTO dbo.ethPrimeJobReference (numericReference, jobId, firstSeenUTC)

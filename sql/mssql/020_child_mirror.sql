@@ -7,9 +7,8 @@
 -- The replace procedures read their rows from JSON (OPENJSON: database
 -- compatibility level 130 or later).
 
--- The Make Safe rule's verdict, written with each allocation by primeflow
--- from prime.Allocation.IsMakeSafe, the one place the rule lives; SQL reads
--- this column instead of restating the rule.
+-- The Make Safe rule's verdict. 032_callers.sql turns it into a column
+-- computed from allocationType, so that a row any writer saves carries it.
 IF COL_LENGTH(N'dbo.primeAllocations', N'isMakeSafe') IS NULL
 ALTER TABLE dbo.primeAllocations ADD isMakeSafe BIT NOT NULL
     CONSTRAINT DF_primeAllocations_isMakeSafe DEFAULT 0;
@@ -98,7 +97,9 @@ GO
 
 -- spPrimeflowSaveAllocation (§5.5 SaveAllocation): inserts the allocation or
 -- updates its row, unless the stored version is newer. Returns saved = 1
--- when it wrote the row.
+-- when it wrote the row. isMakeSafe is not written: SQL derives it from
+-- allocationType (032_callers.sql); @IsMakeSafe is still accepted, and
+-- ignored, for a primeflow of an earlier release during a rolling deploy.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowSaveAllocation
     @AllocationId       UNIQUEIDENTIFIER,
     @JobId              UNIQUEIDENTIFIER = NULL,
@@ -125,7 +126,7 @@ BEGIN
     UPDATE dbo.primeAllocations WITH (UPDLOCK, SERIALIZABLE)
     SET jobId = @JobId, assignedId = @AssignedId, assignedContactId = @AssignedContactId,
         allocationType = @AllocationType, allocationNumber = @AllocationNumber, label = @Label,
-        allocationStatusId = @AllocationStatusId, isMakeSafe = @IsMakeSafe, version = @Version,
+        allocationStatusId = @AllocationStatusId, version = @Version,
         createdAt = @CreatedAt, updatedAt = @UpdatedAt, attributes = @Attributes, syncedUTC = @now
     WHERE allocationId = @AllocationId
       AND (version IS NULL OR @Version IS NULL OR version <= @Version);
@@ -135,9 +136,9 @@ BEGIN
     ELSE IF NOT EXISTS (SELECT 1 FROM dbo.primeAllocations WITH (UPDLOCK, SERIALIZABLE) WHERE allocationId = @AllocationId)
     BEGIN
         INSERT INTO dbo.primeAllocations (allocationId, jobId, assignedId, assignedContactId, allocationType,
-            allocationNumber, label, allocationStatusId, isMakeSafe, version, createdAt, updatedAt, attributes, syncedUTC)
+            allocationNumber, label, allocationStatusId, version, createdAt, updatedAt, attributes, syncedUTC)
         VALUES (@AllocationId, @JobId, @AssignedId, @AssignedContactId, @AllocationType,
-            @AllocationNumber, @Label, @AllocationStatusId, @IsMakeSafe, @Version, @CreatedAt, @UpdatedAt, @Attributes, @now);
+            @AllocationNumber, @Label, @AllocationStatusId, @Version, @CreatedAt, @UpdatedAt, @Attributes, @now);
         SET @saved = 1;
     END;
 
@@ -300,7 +301,9 @@ BEGIN
     SET XACT_ABORT ON;
 
     DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
-    DECLARE @estimates TABLE (
+    -- Not @estimates: variable names follow the instance's collation, which
+    -- is case-insensitive by default, and @Estimates is the parameter.
+    DECLARE @estimateRows TABLE (
         estimateId UNIQUEIDENTIFIER NOT NULL PRIMARY KEY,
         status     NVARCHAR(50)     NULL,
         total      NVARCHAR(50)     NULL,
@@ -309,7 +312,7 @@ BEGIN
         attributes NVARCHAR(MAX)    NULL
     );
 
-    INSERT INTO @estimates (estimateId, status, total, createdAt, updatedAt, attributes)
+    INSERT INTO @estimateRows (estimateId, status, total, createdAt, updatedAt, attributes)
     SELECT estimateId, status, total, createdAt, updatedAt, attributes
     FROM OPENJSON(@Estimates) WITH (
         estimateId UNIQUEIDENTIFIER '$.estimateId',
@@ -323,15 +326,15 @@ BEGIN
     BEGIN TRANSACTION;
 
     DELETE FROM dbo.primeEstimateItems
-    WHERE jobId = @JobId OR estimateId IN (SELECT estimateId FROM @estimates);
+    WHERE jobId = @JobId OR estimateId IN (SELECT estimateId FROM @estimateRows);
     DELETE FROM dbo.primeEstimateCategories
-    WHERE jobId = @JobId OR estimateId IN (SELECT estimateId FROM @estimates);
+    WHERE jobId = @JobId OR estimateId IN (SELECT estimateId FROM @estimateRows);
     DELETE FROM dbo.primeEstimates
-    WHERE jobId = @JobId OR estimateId IN (SELECT estimateId FROM @estimates);
+    WHERE jobId = @JobId OR estimateId IN (SELECT estimateId FROM @estimateRows);
 
     INSERT INTO dbo.primeEstimates (estimateId, jobId, status, total, createdAt, updatedAt, attributes, syncedUTC)
     SELECT estimateId, @JobId, status, TRY_CONVERT(DECIMAL(19,4), total), createdAt, updatedAt, attributes, @now
-    FROM @estimates;
+    FROM @estimateRows;
 
     INSERT INTO dbo.primeEstimateCategories (categoryId, estimateId, jobId, name, sortOrder, attributes, syncedUTC)
     SELECT categoryId, estimateId, @JobId, name, sortOrder, attributes, @now

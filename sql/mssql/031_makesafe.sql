@@ -3,7 +3,8 @@
 -- of the re-check ladder (the spec's ethTask rows), the business-hours rule
 -- and spMakesafeUpsertPhoneCallFromPrimeJob. sql/README.md gives the reading.
 -- Needs 030_sms.sql (smsQueue) and the child mirror's
--- primeAllocations.isMakeSafe (020). Every batch is safe to run again.
+-- primeAllocations.isMakeSafe (020, computed by 032); the detection reads
+-- primeflowSettings (032) when it runs. Every batch is safe to run again.
 IF OBJECT_ID(N'dbo.makesafePhoneCall', N'U') IS NULL
 CREATE TABLE dbo.makesafePhoneCall (
     ID            BIGINT IDENTITY(1,1) NOT NULL CONSTRAINT PK_makesafePhoneCall PRIMARY KEY,
@@ -68,6 +69,12 @@ GO
 --     allocation and no call, queues the rungs of @CheckOffsets (seconds after
 --     @ChecksFromUTC, by default @NowUTC; rung n is the n-th smallest) that
 --     are not queued yet — the spec's spEthTaskInsertMakeSafeAllocation.
+-- The spec's callers pass only @JobId and @QueueMakeAllocationChecks (§5.5,
+-- §6, §7): with no @CheckOffsets the ladder is §6's +1/+4/+10/+15 minutes
+-- (store.DefaultMakesafeLadder), and with no @SMSRecipient the SMS goes to
+-- the primeflowSettings row MakesafeSMSRecipient (primectl migrate writes it
+-- from MAKESAFE_SMS_TO); with no row either it is queued with no recipient,
+-- and the sender fails it visibly.
 -- Returns one row (jobFound, jobNumber, jobCreatedUTC, outsideBusinessHours,
 -- hasMakeSafe, phoneCallID, raised, smsID), then the rungs it queued
 -- (PrimeJobID, Rung, DueUTC, QueuedUTC). Nothing is written for a job that
@@ -88,8 +95,17 @@ BEGIN
     DECLARE @from DATETIME2(3) = COALESCE(@ChecksFromUTC, @now);
     DECLARE @jobFound BIT = 0, @jobNumber NVARCHAR(50), @createdAt DATETIME2(3), @body NVARCHAR(1000);
     DECLARE @hasMakeSafe BIT = 0, @outside BIT = 0, @raised BIT = 0;
-    DECLARE @phoneCallID BIGINT, @smsID BIGINT;
+    DECLARE @phoneCallID BIGINT, @smsID BIGINT, @recipient NVARCHAR(50) = NULLIF(LTRIM(RTRIM(@SMSRecipient)), N'');
     DECLARE @queued TABLE (Rung INT NOT NULL PRIMARY KEY, DueUTC DATETIME2(3) NOT NULL);
+    DECLARE @ladder TABLE (id BIGINT NOT NULL PRIMARY KEY);
+
+    INSERT INTO @ladder (id) SELECT id FROM @CheckOffsets;
+    IF NOT EXISTS (SELECT 1 FROM @ladder)
+        INSERT INTO @ladder (id) VALUES (60), (240), (600), (900);
+    IF @recipient IS NULL
+        SELECT @recipient = LEFT(NULLIF(LTRIM(RTRIM(value)), N''), 50)
+        FROM dbo.primeflowSettings
+        WHERE name = N'MakesafeSMSRecipient';
 
     BEGIN TRANSACTION;
 
@@ -124,7 +140,7 @@ BEGIN
             BEGIN
                 INSERT INTO dbo.smsQueue
                     (Recipient, Body, Source, DedupeKey, State, Attempts, NextAttemptUTC, QueuedUTC, UpdatedUTC)
-                VALUES (COALESCE(@SMSRecipient, N''), @body, N'makesafe',
+                VALUES (COALESCE(@recipient, N''), @body, N'makesafe',
                         CONCAT(N'makesafe:', LOWER(CONVERT(NVARCHAR(36), @JobId))), N'Queued', 0, @now, @now, @now);
                 SET @smsID = CAST(SCOPE_IDENTITY() AS BIGINT);
             END;
@@ -139,7 +155,7 @@ BEGIN
             INSERT INTO dbo.makesafeAllocationCheck (PrimeJobID, Rung, DueUTC, QueuedUTC)
             OUTPUT inserted.Rung, inserted.DueUTC INTO @queued
             SELECT @JobId, o.Rung, DATEADD(SECOND, CAST(o.id AS INT), @from), @now
-            FROM (SELECT id, CAST(ROW_NUMBER() OVER (ORDER BY id) AS INT) AS Rung FROM @CheckOffsets) AS o
+            FROM (SELECT id, CAST(ROW_NUMBER() OVER (ORDER BY id) AS INT) AS Rung FROM @ladder) AS o
             WHERE NOT EXISTS (SELECT 1 FROM dbo.makesafeAllocationCheck AS c WITH (UPDLOCK, HOLDLOCK)
                               WHERE c.PrimeJobID = @JobId AND c.Rung = o.Rung);
         END;

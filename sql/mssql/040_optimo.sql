@@ -219,9 +219,13 @@ CREATE OR ALTER PROCEDURE dbo.spOptimoRouteUpsertOrder
 AS
 BEGIN
     SET NOCOUNT ON;
-    SET XACT_ABORT ON;
-    IF @State NOT IN (N'Active', N'Deleted')
+    -- The check comes before XACT_ABORT ON: THROW honours it, and with it ON
+    -- a refused call would roll back its caller's transaction too. NOT IN
+    -- alone lets a NULL through.
+    SET XACT_ABORT OFF;
+    IF @State IS NULL OR @State NOT IN (N'Active', N'Deleted')
         THROW 51040, N'spOptimoRouteUpsertOrder: @State must be Active or Deleted.', 1;
+    SET XACT_ABORT ON;
     DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
     DECLARE @found BIT = 0, @prevState NVARCHAR(20), @prevDate DATE;
     BEGIN TRANSACTION;

@@ -30,7 +30,7 @@ func (s *Store) SaveAllocation(ctx context.Context, a store.Allocation) (bool, e
 	}
 	args = append(args, sql.Named("AllocationId", id),
 		sql.Named("AllocationType", sqlString(a.AllocationType)), sql.Named("AllocationNumber", sqlString(a.AllocationNumber)),
-		sql.Named("Label", sqlString(a.Label)), sql.Named("IsMakeSafe", a.IsMakeSafe), sql.Named("Version", a.Version),
+		sql.Named("Label", sqlString(a.Label)), sql.Named("Version", a.Version),
 		sql.Named("CreatedAt", sqlTime(a.CreatedAt)), sql.Named("UpdatedAt", sqlTime(a.UpdatedAt)),
 		sql.Named("Attributes", sqlString(a.Attributes)))
 	var saved bool

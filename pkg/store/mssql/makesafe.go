@@ -10,12 +10,14 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
-// The procedures behind the Makesafe methods (sql/mssql/031_makesafe.sql).
+// The procedures behind the Makesafe methods (sql/mssql/031_makesafe.sql,
+// 032_callers.sql).
 const (
 	procMakesafeDetect       = "dbo.spMakesafeUpsertPhoneCallFromPrimeJob"
 	procMakesafeGetPhoneCall = "dbo.spMakesafeGetPhoneCall"
 	procMakesafeListChecks   = "dbo.spMakesafeListAllocationChecks"
 	procMakesafeCheckFired   = "dbo.spMakesafeSetAllocationCheckFired"
+	procMakesafeDueChecks    = "dbo.spMakesafeListDueAllocationChecks"
 )
 
 // UpsertMakeSafePhoneCallFromJob calls spMakesafeUpsertPhoneCallFromPrimeJob,
@@ -114,14 +116,19 @@ func (s *Store) ListMakesafeChecks(ctx context.Context, jobID string) ([]store.M
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.q().QueryContext(ctx, procMakesafeListChecks, sql.Named("JobId", job))
+	return s.listChecks(ctx, "list make-safe checks", procMakesafeListChecks, sql.Named("JobId", job))
+}
+
+// listChecks calls a procedure that returns rungs; what names it in errors.
+func (s *Store) listChecks(ctx context.Context, what, proc string, args ...any) ([]store.MakesafeCheck, error) {
+	rows, err := s.q().QueryContext(ctx, proc, args...)
 	if err != nil {
-		return nil, fmt.Errorf("mssql: list make-safe checks: %w", err)
+		return nil, fmt.Errorf("mssql: %s: %w", what, err)
 	}
 	defer rows.Close()
 	out, err := scanChecks(rows)
 	if err != nil {
-		return nil, fmt.Errorf("mssql: list make-safe checks: %w", err)
+		return nil, fmt.Errorf("mssql: %s: %w", what, err)
 	}
 	return out, nil
 }
@@ -135,4 +142,14 @@ func (s *Store) SetMakesafeCheckFired(ctx context.Context, jobID string, rung in
 	return s.callUpdating(ctx, "set make-safe check fired", fmt.Sprintf("job %s rung %d", jobID, rung),
 		procMakesafeCheckFired, sql.Named("JobId", job), sql.Named("Rung", rung),
 		sql.Named("Outcome", statusParam(outcome)), sql.Named("FiredUTC", sqlTime(at)))
+}
+
+// ListDueMakesafeChecks returns rungs not fired and due before dueBefore
+// (spMakesafeListDueAllocationChecks).
+func (s *Store) ListDueMakesafeChecks(ctx context.Context, dueBefore time.Time, limit int) ([]store.MakesafeCheck, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return s.listChecks(ctx, "list due make-safe checks", procMakesafeDueChecks,
+		sql.Named("DueBefore", sqlTime(dueBefore)), sql.Named("Top", limit))
 }

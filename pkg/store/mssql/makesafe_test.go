@@ -3,10 +3,14 @@ package mssql
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/migration"
 	"github.com/matryer/is"
 	mssql "github.com/microsoft/go-mssqldb"
 )
@@ -71,4 +75,48 @@ func TestMakesafeOffsetsGoAsSeconds(t *testing.T) {
 	is.Equal(cs[0].args["QueueMakeAllocationChecks"], true) // with the flag
 	_, err = s.UpsertMakeSafePhoneCallFromJob(context.Background(), store.MakesafeDetection{JobID: "J012345"})
 	is.True(err != nil && !errors.Is(err, errRecorded)) // a job id that is not a GUID never reaches the database
+}
+
+// The methods behind the callers' defaults call the procedures of
+// 032_callers.sql, and every procedure of that script is called.
+func TestCallersCallsMatchTheProcedures(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, rec := recording(t)
+	_, err := s.ListDueMakesafeChecks(ctx, time.Now(), 10)
+	is.True(errors.Is(err, errRecorded))
+	is.True(errors.Is(s.SetSetting(ctx, store.SettingMakesafeSMSRecipient, "+61400000000"), errRecorded))
+	_, _, err = s.GetSetting(ctx, store.SettingMakesafeSMSRecipient)
+	is.True(errors.Is(err, errRecorded))
+	is.Equal(checkCalls(t, rec, scriptModules(t, "032_callers.sql"), fits, nil), 3) // the script's three procedures
+
+	err = s.SetSetting(ctx, "x", strings.Repeat("9", store.MaxSettingLen+1))
+	is.True(err != nil && !errors.Is(err, errRecorded)) // a value over the column is refused before the call
+	_, err = s.ListDueMakesafeChecks(ctx, time.Now(), 0)
+	is.NoErr(err)
+	is.Equal(len(rec.take()), 0) // and nothing was sent for either
+}
+
+// The detection's defaults for the spec's two-parameter call are the Go
+// side's: the ladder of store.DefaultMakesafeLadder and the setting named
+// store.SettingMakesafeSMSRecipient.
+func TestMakesafeDefaultsAreTheStores(t *testing.T) {
+	is := is.New(t)
+	objs, err := migration.Objects(plainScripts(loaded(t)))
+	is.NoErr(err)
+	var text string
+	for _, o := range objs {
+		if o.Name == "spMakesafeUpsertPhoneCallFromPrimeJob" {
+			text = o.Definition
+		}
+	}
+	m := regexp.MustCompile(`(?is)IF\s+NOT\s+EXISTS\s*\(\s*SELECT\s+1\s+FROM\s+@ladder\s*\)\s*INSERT\s+INTO\s+@ladder\s*\(\s*id\s*\)\s*VALUES\s*((?:\(\s*\d+\s*\)\s*,?\s*)+)`).FindStringSubmatch(code(text))
+	is.True(m != nil) // the default ladder is there
+	var got []time.Duration
+	for _, n := range regexp.MustCompile(`\d+`).FindAllString(m[1], -1) {
+		secs, _ := strconv.Atoi(n)
+		got = append(got, time.Duration(secs)*time.Second)
+	}
+	is.Equal(got, store.DefaultMakesafeLadder)                                         // §6's rungs, the same as Go's
+	is.True(strings.Contains(text, "name = N'"+store.SettingMakesafeSMSRecipient+"'")) // the setting migrate writes
 }

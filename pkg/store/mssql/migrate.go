@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/store/migration"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 	schema "github.com/ethosbuilding/primeflow/sql"
 )
@@ -41,48 +44,134 @@ const createMigrationsTable = `IF OBJECT_ID(N'dbo.primeflowSchemaMigrations', N'
 CREATE TABLE dbo.primeflowSchemaMigrations (
     name       NVARCHAR(260) NOT NULL CONSTRAINT PK_primeflowSchemaMigrations PRIMARY KEY,
     appliedUTC DATETIME2(3)  NOT NULL CONSTRAINT DF_primeflowSchemaMigrations_appliedUTC DEFAULT SYSUTCDATETIME()
-);`
+);
+IF COL_LENGTH(N'dbo.primeflowSchemaMigrations', N'checksum') IS NULL
+    ALTER TABLE dbo.primeflowSchemaMigrations ADD checksum NVARCHAR(64) NULL;`
 
-const selectApplied = `IF OBJECT_ID(N'dbo.primeflowSchemaMigrations', N'U') IS NOT NULL
-    SELECT name FROM dbo.primeflowSchemaMigrations;`
+// recordScript writes a script's history row: applied now, with its checksum.
+const recordScript = `UPDATE dbo.primeflowSchemaMigrations SET appliedUTC = SYSUTCDATETIME(), checksum = @checksum WHERE name = @name;
+IF @@ROWCOUNT = 0
+    INSERT INTO dbo.primeflowSchemaMigrations (name, checksum) VALUES (@name, @checksum);`
 
-// Migrate brings the database's schema up to date: it applies, in name order,
-// each sql/mssql script not yet recorded in dbo.primeflowSchemaMigrations,
-// each in one transaction (unless it carries noTxDirective), and records it.
-// Running it again applies nothing; two running at once take turns.
-func Migrate(ctx context.Context, db *sql.DB) error {
-	scripts, err := loadScripts()
-	if err != nil {
-		return err
-	}
+// markOwner sets the ownership mark (migration.OwnerProperty) of a dbo
+// object of level-1 type @type (TABLE, PROCEDURE, FUNCTION, VIEW, TYPE).
+const markOwner = `IF EXISTS (SELECT 1 FROM sys.fn_listextendedproperty(N'` + migration.OwnerProperty + `', N'SCHEMA', N'dbo', @type, @object, NULL, NULL))
+    EXEC sys.sp_updateextendedproperty @name = N'` + migration.OwnerProperty + `', @value = @mark,
+        @level0type = N'SCHEMA', @level0name = N'dbo', @level1type = @type, @level1name = @object;
+ELSE
+    EXEC sys.sp_addextendedproperty @name = N'` + migration.OwnerProperty + `', @value = @mark,
+        @level0type = N'SCHEMA', @level0name = N'dbo', @level1type = @type, @level1name = @object;`
+
+// Options say how Migrate treats the database, which may be a live one
+// that other things use (§11).
+type Options struct {
+	// PlanOnly reads the database and plans, and changes nothing.
+	PlanOnly bool
+	// Adopt names live objects primeflow does not own that the migration
+	// may alter; without it a migration that would alter one applies
+	// nothing and fails with a *migration.RefusedError.
+	Adopt []string
+	// CaptureDir is where the definition of each adopted object is written
+	// before anything changes it: <CaptureDir>/<UTC time>/Programmable,
+	// Tables or Types/dbo.<name>.sql. Required when Adopt adopts anything.
+	CaptureDir string
+	// Settings are primeflowSettings rows to write once the scripts are
+	// applied (migration.Setting.Want; empty leaves a row as it is).
+	Settings []migration.Setting
+	// Now is the clock for capture folders and marks; nil is time.Now.
+	Now func() time.Time
+}
+
+// Migrate plans a migration of the database to sql/mssql and, unless
+// opts.PlanOnly, applies it: every script not yet applied, or changed since
+// it was (every batch is safe to run twice), in name order, each in one
+// transaction (unless it carries noTxDirective) with its history row and
+// the ownership marks of what it created or adopted. Before anything is
+// applied it refuses, with a *migration.RefusedError, a migration that would
+// alter a live object primeflow does not own and opts.Adopt does not name,
+// and captures the objects it adopts. A module batch whose definition the
+// database already holds, or that a later script redefines, is not sent.
+// Running it again applies nothing; two running at once take turns. It
+// returns the plan it acted on.
+func Migrate(ctx context.Context, db *sql.DB, opts Options) (migration.Plan, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("mssql: migrate: %w", err)
+		return migration.Plan{}, fmt.Errorf("mssql: migrate: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, sessionSettings); err != nil {
-		return fmt.Errorf("mssql: migrate: session settings: %w", err)
+	return migrate(ctx, conn, opts, readState)
+}
+
+// migrate is Migrate on one connection, with the database's state read by
+// read (readState; tests give their own).
+func migrate(ctx context.Context, conn *sql.Conn, opts Options, read func(context.Context, sqlrows.Querier) (liveState, error)) (migration.Plan, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	if err := lockMigrations(ctx, conn); err != nil {
-		return err
-	}
-	defer unlockMigrations(ctx, conn)
-	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
-		return fmt.Errorf("mssql: migrate: migrations table: %w", err)
-	}
-	applied, err := appliedScripts(ctx, conn)
+	scripts, err := loadScripts()
 	if err != nil {
-		return err
+		return migration.Plan{}, err
 	}
-	for _, sc := range scripts {
-		if applied[sc.name] {
+	if _, err := conn.ExecContext(ctx, sessionSettings); err != nil {
+		return migration.Plan{}, fmt.Errorf("mssql: migrate: session settings: %w", err)
+	}
+	if !opts.PlanOnly {
+		if err := lockMigrations(ctx, conn); err != nil {
+			return migration.Plan{}, err
+		}
+		defer unlockMigrations(ctx, conn)
+	}
+	st, err := read(ctx, conn)
+	if err != nil {
+		return migration.Plan{}, err
+	}
+	plan, err := migration.Decide(migration.Status(plainScripts(scripts), st.history, true), st.catalog, true, opts.Adopt)
+	plan.Backend = "SQL Server"
+	for _, s := range opts.Settings {
+		s.Current, s.Found = st.settings[s.Name]
+		plan.Settings = append(plan.Settings, s)
+	}
+	if err != nil || opts.PlanOnly {
+		return plan, err
+	}
+	if refused := plan.Refused(); len(refused) > 0 {
+		return plan, &migration.RefusedError{Items: refused}
+	}
+	now := opts.Now()
+	if err := capture(plan.Adopted(), opts.CaptureDir, now); err != nil {
+		return plan, err
+	}
+	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
+		return plan, fmt.Errorf("mssql: migrate: migrations table: %w", err)
+	}
+	for i, sc := range scripts {
+		if !plan.Scripts[i].Runs {
 			continue
 		}
-		if err := applyScript(ctx, conn, sc); err != nil {
-			return fmt.Errorf("mssql: migrate %s: %w", sc.name, err)
+		if err := applyScript(ctx, conn, sc, plan, now); err != nil {
+			return plan, fmt.Errorf("mssql: migrate %s: %w", sc.name, err)
 		}
 	}
-	return nil
+	for _, set := range plan.Settings {
+		if set.Want == "" || (set.Found && set.Current == set.Want) {
+			continue
+		}
+		if err := setSetting(ctx, conn, set.Name, set.Want); err != nil {
+			return plan, fmt.Errorf("mssql: migrate: setting %s: %w", set.Name, err)
+		}
+	}
+	return plan, nil
+}
+
+func plainScripts(scripts []script) []migration.Script {
+	out := make([]migration.Script, len(scripts))
+	for i, sc := range scripts {
+		out[i] = migration.Script{Name: sc.name, Text: sc.text}
+		for _, b := range sc.batches {
+			out[i].Batches = append(out[i].Batches, b.sql)
+		}
+	}
+	return out
 }
 
 func lockMigrations(ctx context.Context, conn *sql.Conn) error {
@@ -108,57 +197,155 @@ func unlockMigrations(ctx context.Context, conn *sql.Conn) {
 	}
 }
 
-// appliedScripts returns the names recorded in dbo.primeflowSchemaMigrations.
-func appliedScripts(ctx context.Context, db interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}) (map[string]bool, error) {
-	rows, err := db.QueryContext(ctx, selectApplied)
-	if err != nil {
-		return nil, fmt.Errorf("mssql: applied scripts: %w", err)
+// capture writes each adopted object's live definition to its own file
+// under dir/<now>/, before the migration changes anything (§11: "capture
+// them as Programmable/ files before changing any of them").
+func capture(items []migration.Item, dir string, now time.Time) error {
+	if len(items) == 0 {
+		return nil
 	}
-	defer rows.Close()
-	applied := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, fmt.Errorf("mssql: applied scripts: %w", err)
+	if dir == "" {
+		return errors.New("mssql: migrate: adopting needs a capture folder for the definitions it replaces")
+	}
+	run := filepath.Join(dir, now.UTC().Format("20060102T150405Z"))
+	if err := os.MkdirAll(filepath.Dir(run), 0o755); err != nil {
+		return fmt.Errorf("mssql: migrate: capture: %w", err)
+	}
+	if err := os.Mkdir(run, 0o755); err != nil {
+		return fmt.Errorf("mssql: migrate: capture: %w", err)
+	}
+	for _, it := range items {
+		folder := "Programmable"
+		switch it.Kind {
+		case migration.Table:
+			folder = "Tables"
+		case migration.TableType:
+			folder = "Types"
 		}
-		applied[name] = true
+		if err := os.MkdirAll(filepath.Join(run, folder), 0o755); err != nil {
+			return fmt.Errorf("mssql: migrate: capture: %w", err)
+		}
+		file := filepath.Join(run, folder, "dbo."+it.Live.Name+".sql")
+		if err := os.WriteFile(file, []byte(captureText(*it.Live, now)), 0o644); err != nil {
+			return fmt.Errorf("mssql: migrate: capture %s: %w", it.Name, err)
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: applied scripts: %w", err)
-	}
-	return applied, nil
+	return nil
 }
 
-func applyScript(ctx context.Context, conn *sql.Conn, sc script) error {
-	const record = `INSERT INTO dbo.primeflowSchemaMigrations (name) VALUES (@name);`
-	if sc.noTx {
-		if err := runBatches(ctx, conn, sc.batches); err != nil {
+// readHistory reads the history table (none when there is no table).
+func readHistory(ctx context.Context, q sqlrows.Querier) ([]migration.Applied, error) {
+	out, err := sqlrows.All(ctx, q, selectHistory, func(sc sqlrows.Scanner) (migration.Applied, error) {
+		var a migration.Applied
+		err := sc.Scan(&a.Name, scanTime{&a.AppliedUTC}, scanString{&a.Checksum})
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mssql: migration history: %w", err)
+	}
+	return out, nil
+}
+
+// applyScript runs one script's batches (those the plan says to send),
+// marks what it created or adopted, and records it, in one transaction.
+func applyScript(ctx context.Context, conn *sql.Conn, sc script, plan migration.Plan, now time.Time) error {
+	var batches []batch
+	for _, b := range sc.batches {
+		if m, ok, _ := migration.ParseModule(b.sql); ok {
+			it, found := plan.Item(m.Kind, m.Name)
+			if found && (it.DefinedIn() != sc.name || it.State == migration.Same) {
+				continue // superseded by a later script, or already as written
+			}
+		}
+		batches = append(batches, b)
+	}
+	marks := ownerMarks(plan, sc.name, now)
+	run := func(q execer) error {
+		if err := runBatches(ctx, q, batches); err != nil {
 			return err
 		}
-		_, err := conn.ExecContext(ctx, record, sql.Named("name", sc.name))
+		for _, mk := range marks {
+			if _, err := q.ExecContext(ctx, markOwner, sql.Named("type", mk.level), sql.Named("object", mk.name), sql.Named("mark", mk.value)); err != nil {
+				return fmt.Errorf("mark %s %s as primeflow's: %w", mk.level, mk.name, err)
+			}
+		}
+		_, err := q.ExecContext(ctx, recordScript, sql.Named("name", sc.name), sql.Named("checksum", sc.checksum()))
 		return err
+	}
+	if sc.noTx {
+		return run(conn)
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	err = runBatches(ctx, tx, sc.batches)
-	if err == nil {
-		_, err = tx.ExecContext(ctx, record, sql.Named("name", sc.name))
-	}
-	if err != nil {
+	if err := run(tx); err != nil {
 		return errors.Join(err, sqlrows.Rollback(tx))
 	}
 	return tx.Commit()
 }
 
+// mark is one ownership mark to set.
+type mark struct{ level, name, value string }
+
+// ownerMarks are the marks a script sets: on each object it creates (a
+// table or type where it first runs, a module where its definition is), and
+// on each adopted object it is the last running script to touch.
+func ownerMarks(plan migration.Plan, script string, now time.Time) []mark {
+	runs := map[string]bool{}
+	for _, s := range plan.Scripts {
+		runs[s.Name] = s.Runs
+	}
+	var out []mark
+	for _, it := range plan.Items {
+		var by string
+		switch it.Action {
+		case migration.Create:
+			if it.Kind.IsModule() {
+				by = it.DefinedIn()
+			} else {
+				for _, s := range it.Scripts {
+					if runs[s] {
+						by = s
+						break
+					}
+				}
+			}
+		case migration.Adopt:
+			for _, s := range it.Scripts {
+				if runs[s] && (!it.Kind.IsModule() || s == it.DefinedIn()) {
+					by = s
+				}
+			}
+		}
+		if by != script {
+			continue
+		}
+		value := "created by " + script
+		if it.Action == migration.Adopt {
+			value = fmt.Sprintf("adopted by %s at %s", script, now.UTC().Format(time.RFC3339))
+		}
+		out = append(out, mark{level: levelType(it.Kind), name: it.Name, value: value})
+	}
+	return out
+}
+
+// levelType is the level-1 type sp_addextendedproperty names an object by.
+func levelType(k migration.Kind) string {
+	if k == migration.TableType {
+		return "TYPE"
+	}
+	return strings.ToUpper(string(k))
+}
+
+// execer is what a connection and a transaction share.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 // runBatches sends each batch as it is, without parameters, so SQL Server
 // compiles it as a batch of its own (CREATE PROCEDURE must start one).
-func runBatches(ctx context.Context, db interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}, batches []batch) error {
+func runBatches(ctx context.Context, db execer, batches []batch) error {
 	for _, b := range batches {
 		for range b.count {
 			if _, err := db.ExecContext(ctx, b.sql); err != nil {
@@ -169,20 +356,24 @@ func runBatches(ctx context.Context, db interface {
 	return nil
 }
 
-// checkSchema fails when a script of sql/mssql has not been applied.
+// checkSchema fails when a script of sql/mssql has not been applied, or has
+// changed since it was.
 func checkSchema(ctx context.Context, db *sql.DB) error {
 	scripts, err := loadScripts()
 	if err != nil {
 		return err
 	}
-	applied, err := appliedScripts(ctx, db)
+	history, err := readHistory(ctx, db)
 	if err != nil {
 		return err
 	}
 	var missing []string
-	for _, sc := range scripts {
-		if !applied[sc.name] {
-			missing = append(missing, sc.name)
+	for _, st := range migration.Status(plainScripts(scripts), history, true) {
+		switch st.Status {
+		case migration.Pending:
+			missing = append(missing, st.Name)
+		case migration.Changed, migration.Unrecorded:
+			missing = append(missing, st.Name+" (changed since it was applied)")
 		}
 	}
 	if len(missing) > 0 {
@@ -194,9 +385,13 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 // script is one file of sql/mssql, split into batches.
 type script struct {
 	name    string // the file's base name, its key in dbo.primeflowSchemaMigrations
+	text    string
 	batches []batch
 	noTx    bool
 }
+
+// checksum is what the history row records of the script.
+func (sc script) checksum() string { return migration.Script{Text: sc.text}.Checksum() }
 
 // batch is the text between two GO lines, and how many times it runs (GO n).
 type batch struct {
@@ -232,7 +427,7 @@ func parseScript(name, text string) (script, error) {
 	if err != nil {
 		return script{}, fmt.Errorf("mssql: script %s: %w", name, err)
 	}
-	sc := script{name: name, batches: batches}
+	sc := script{name: name, text: text, batches: batches}
 	for line := range strings.Lines(text) {
 		if strings.TrimSpace(line) == noTxDirective {
 			sc.noTx = true

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/store/migration"
 	"github.com/matryer/is"
 	mssql "github.com/microsoft/go-mssqldb"
 )
@@ -33,10 +34,12 @@ type sent struct {
 }
 
 // recorder is a driver.Connector whose connections record every statement
-// and answer each with errRecorded.
+// and answer each with errRecorded; with exec set, an Exec is answered by
+// exec instead (nil: done, no rows affected).
 type recorder struct {
 	mu   sync.Mutex
 	sent []sent
+	exec func(query string) error
 }
 
 func (r *recorder) Connect(context.Context) (driver.Conn, error) { return recConn{r}, nil }
@@ -74,7 +77,14 @@ func (c recConn) QueryContext(_ context.Context, q string, args []driver.NamedVa
 	return nil, c.record(q, args)
 }
 func (c recConn) ExecContext(_ context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	return nil, c.record(q, args)
+	err := c.record(q, args)
+	if c.r.exec == nil {
+		return nil, err
+	}
+	if err := c.r.exec(q); err != nil {
+		return nil, err
+	}
+	return driver.RowsAffected(0), nil
 }
 
 type recTx struct{}
@@ -184,20 +194,33 @@ func recording(t *testing.T) (*Store, *recorder) {
 	return &Store{db: db}, rec
 }
 
-// scriptModules returns the modules the named scripts of sql/mssql define,
-// failing the test unless every script is found.
+// scriptModules returns the modules whose definition (the last, when a
+// later script redefines one) is in the named scripts of sql/mssql, failing
+// the test unless every script is found.
 func scriptModules(t *testing.T, names ...string) map[string]module {
 	t.Helper()
-	var scripts []script
-	for _, sc := range loaded(t) {
+	scripts := loaded(t)
+	found := 0
+	for _, sc := range scripts {
 		if slices.Contains(names, sc.name) {
-			scripts = append(scripts, sc)
+			found++
 		}
 	}
-	if len(scripts) != len(names) {
-		t.Fatalf("found %d of the scripts %v", len(scripts), names)
+	if found != len(names) {
+		t.Fatalf("found %d of the scripts %v", found, names)
 	}
-	return modules(t, scripts)
+	objs, err := migration.Objects(plainScripts(scripts))
+	if err != nil {
+		t.Fatalf("read the scripts: %v", err)
+	}
+	all := modules(t, scripts)
+	out := map[string]module{}
+	for _, o := range objs {
+		if m, ok := all[o.Name]; ok && slices.Contains(names, o.DefinedIn()) {
+			out[o.Name] = m
+		}
+	}
+	return out
 }
 
 // checkCalls holds every call the recorder took against the procedures of
@@ -205,22 +228,29 @@ func scriptModules(t *testing.T, names ...string) map[string]module {
 // every argument names one of its parameters with a value fit accepts, and
 // no required parameter is left out; more, when not nil, checks whatever else
 // the call must hold. Then every procedure of mods must have been called. It
-// returns how many procedures mods holds.
+// returns how many procedures mods holds. Names compare as a
+// case-insensitive instance compares them.
 func checkCalls(t *testing.T, rec *recorder, mods map[string]module, fit func(procParam, any) bool, more func(is *is.I, c call)) int {
 	t.Helper()
+	byName := map[string]module{}
+	for _, m := range mods {
+		byName[strings.ToLower(m.name)] = m
+	}
 	called := map[string]bool{}
 	for _, c := range calls(t, rec.take()) {
+		m, ok := byName[strings.ToLower(c.proc)]
 		t.Run(c.proc, func(t *testing.T) {
 			is := is.New(t)
-			m, ok := mods[c.proc]
 			is.True(ok)                   // the procedure exists in the scripts
 			is.Equal(m.kind, "PROCEDURE") // and is a procedure
 			params := map[string]procParam{}
 			for _, p := range m.params {
-				params[p.name] = p
+				params[strings.ToLower(p.name)] = p
 			}
+			given := map[string]bool{}
 			for name, v := range c.args {
-				p, ok := params[name]
+				given[strings.ToLower(name)] = true
+				p, ok := params[strings.ToLower(name)]
 				if !ok {
 					t.Logf("@%s is not a parameter of %s", name, c.proc)
 				}
@@ -231,14 +261,15 @@ func checkCalls(t *testing.T, rec *recorder, mods map[string]module, fit func(pr
 				is.True(fit(p, v)) // with a value of a fitting type
 			}
 			for _, p := range m.params {
-				_, given := c.args[p.name]
-				is.True(given || p.optional()) // no required parameter is left out
+				is.True(given[strings.ToLower(p.name)] || p.optional()) // no required parameter is left out
 			}
 			if more != nil {
 				more(is, c)
 			}
 		})
-		called[c.proc] = true
+		if ok {
+			called[m.name] = true
+		}
 	}
 	var procs []string
 	for name, m := range mods {

@@ -1,117 +1,27 @@
 package mssql
 
-// Just enough T-SQL (and SQLite DDL) reading for the offline schema tests:
-// comments out, strings emptied, modules with their parameters, tables with
-// their columns, indexes, and which statements an existence check guards.
+// Just enough T-SQL (and SQLite DDL) reading for the offline schema tests,
+// on top of pkg/store/migration (which reads the scripts for migrate
+// --plan): modules with their parameters, tables with their columns,
+// indexes, which statements an existence check guards, and the names a
+// case-insensitive instance would take for one.
 
 import (
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ethosbuilding/primeflow/pkg/store/migration"
 )
 
-// code returns SQL with its comments removed and its string literals emptied,
-// so keyword searches see only code.
-func code(text string) string {
-	var b strings.Builder
-	depth := 0
-	for i := 0; i < len(text); i++ {
-		c, next := text[i], byte(0)
-		if i+1 < len(text) {
-			next = text[i+1]
-		}
-		switch {
-		case depth > 0:
-			if c == '/' && next == '*' {
-				depth++
-				i++
-			} else if c == '*' && next == '/' {
-				depth--
-				i++
-				if depth == 0 {
-					b.WriteByte(' ')
-				}
-			}
-		case c == '-' && next == '-':
-			for i < len(text) && text[i] != '\n' {
-				i++
-			}
-			b.WriteByte('\n')
-		case c == '/' && next == '*':
-			depth = 1
-			i++
-		case c == '\'':
-			j := i + 1
-			for j < len(text) {
-				if text[j] == '\'' {
-					if j+1 < len(text) && text[j+1] == '\'' {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			b.WriteString("''")
-			i = j
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
-// objectName drops brackets, quotes and the dbo schema.
-func objectName(s string) string {
-	s = strings.NewReplacer("[", "", "]", "", `"`, "").Replace(s)
-	if strings.HasPrefix(strings.ToLower(s), "dbo.") {
-		return s[len("dbo."):]
-	}
-	return s
-}
-
-// splitTop splits s on commas outside parentheses.
-func splitTop(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, c := range s {
-		switch c {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if strings.TrimSpace(s[start:]) != "" {
-		out = append(out, s[start:])
-	}
-	return out
-}
-
-// closing returns the index of the parenthesis that closes the one at open.
-func closing(s string, open int) int {
-	depth := 0
-	for i := open; i < len(s); i++ {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
+func code(text string) string     { return migration.Code(text) }
+func objectName(s string) string  { return migration.ObjectName(s) }
+func splitTop(s string) []string  { return migration.SplitTop(s) }
+func closing(s string, i int) int { return migration.Closing(s, i) }
 
 // procParam is one parameter of a procedure or function.
 type procParam struct {
@@ -131,97 +41,74 @@ type module struct {
 // optional reports whether a caller may leave p out.
 func (p procParam) optional() bool { return p.def != "" || p.readonly }
 
-// modules reads every CREATE OR ALTER PROCEDURE/FUNCTION of the scripts.
+// modules returns every procedure and function of the scripts as the last
+// script that defines it leaves it (a later script may redefine a module).
 func modules(t *testing.T, scripts []script) map[string]module {
 	t.Helper()
-	head := regexp.MustCompile(`(?is)^\s*CREATE\s+OR\s+ALTER\s+(PROCEDURE|PROC|FUNCTION)\s+([\w.\[\]]+)`)
-	procEnd := regexp.MustCompile(`(?is)\bAS\b`)
-	funcEnd := regexp.MustCompile(`(?is)\bRETURNS\b`)
-	param := regexp.MustCompile(`(?is)^@(\w+)\s+([\w.]+(?:\s*\([\w\s,]*\))?)\s*(?:=\s*(\S+?))?\s*(READONLY)?$`)
+	objs, err := migration.Objects(plainScripts(scripts))
+	if err != nil {
+		t.Fatalf("read the scripts: %v", err)
+	}
 	out := map[string]module{}
-	for _, sc := range scripts {
-		for _, b := range sc.batches {
-			c := code(b.sql)
-			m := head.FindStringSubmatchIndex(c)
-			if m == nil {
-				continue
-			}
-			mod := module{kind: strings.ToUpper(c[m[2]:m[3]]), name: objectName(c[m[4]:m[5]])}
-			if mod.kind == "PROC" {
-				mod.kind = "PROCEDURE"
-			}
-			rest := c[m[1]:]
-			end := procEnd
-			if mod.kind == "FUNCTION" {
-				end = funcEnd
-			}
-			loc := end.FindStringIndex(rest)
-			if loc == nil {
-				t.Fatalf("%s: %s %s has no body", sc.name, mod.kind, mod.name)
-			}
-			list := strings.TrimSpace(rest[:loc[0]])
-			if mod.kind == "FUNCTION" {
-				list = strings.TrimSuffix(strings.TrimPrefix(list, "("), ")")
-			}
-			for _, p := range splitTop(list) {
-				pm := param.FindStringSubmatch(strings.TrimSpace(p))
-				if pm == nil {
-					t.Fatalf("%s: %s: cannot read parameter %q", sc.name, mod.name, strings.TrimSpace(p))
-				}
-				mod.params = append(mod.params, procParam{
-					name: pm[1], typ: strings.ToUpper(strings.Join(strings.Fields(pm[2]), "")), def: pm[3], readonly: pm[4] != "",
-				})
-			}
-			if _, dup := out[mod.name]; dup {
-				t.Fatalf("%s: %s is defined twice", sc.name, mod.name)
-			}
-			out[mod.name] = mod
+	for _, o := range objs {
+		if o.Kind != migration.Procedure && o.Kind != migration.Function {
+			continue
 		}
+		m := module{kind: strings.ToUpper(string(o.Kind)), name: o.Name}
+		for _, p := range o.Module.Params {
+			m.params = append(m.params, procParam{name: p.Name, typ: p.Type, def: p.Default, readonly: p.ReadOnly})
+		}
+		out[o.Name] = m
 	}
 	return out
 }
 
-// tables reads the tables and their columns from CREATE TABLE and
-// ALTER TABLE … ADD, in SQL Server or SQLite DDL.
+// scriptObjects reads the objects of text, a script or several run
+// together, split into batches on GO lines.
+func scriptObjects(text string) []migration.Object {
+	batches, err := splitBatches(text)
+	if err != nil {
+		panic(err)
+	}
+	sc := migration.Script{Name: "text", Text: text}
+	for _, b := range batches {
+		sc.Batches = append(sc.Batches, b.sql)
+	}
+	objs, err := migration.Objects([]migration.Script{sc})
+	if err != nil {
+		panic(err)
+	}
+	return objs
+}
+
+// tables reads the tables and their columns, sorted, from SQL Server or
+// SQLite DDL.
 func tables(text string) map[string][]string {
-	c := code(text)
-	create := regexp.MustCompile(`(?i)\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.\[\]"]+)\s*\(`)
-	add := regexp.MustCompile(`(?i)\bALTER\s+TABLE\s+([\w.\[\]"]+)\s+ADD\s+(?:COLUMN\s+)?(\w+)`)
-	constraint := map[string]bool{"CONSTRAINT": true, "PRIMARY": true, "UNIQUE": true, "FOREIGN": true, "CHECK": true, "INDEX": true}
 	out := map[string][]string{}
-	for _, m := range create.FindAllStringSubmatchIndex(c, -1) {
-		name := objectName(c[m[2]:m[3]])
-		open := m[1] - 1
-		body := c[open+1 : closing(c, open)]
-		for _, item := range splitTop(body) {
-			f := strings.Fields(item)
-			if len(f) > 0 && !constraint[strings.ToUpper(f[0])] {
-				out[name] = append(out[name], strings.Trim(f[0], `[]"`))
-			}
+	for _, o := range scriptObjects(text) {
+		if o.Kind != migration.Table {
+			continue
 		}
-	}
-	for _, m := range add.FindAllStringSubmatch(c, -1) {
-		name := objectName(m[1])
-		if !slices.Contains(out[name], m[2]) {
-			out[name] = append(out[name], m[2])
+		var cols []string
+		for _, c := range o.Columns {
+			cols = append(cols, c.Name)
 		}
-	}
-	for name := range out {
-		slices.Sort(out[name])
+		slices.Sort(cols)
+		out[o.Name] = cols
 	}
 	return out
 }
 
 // indexes reads the named indexes of each table.
 func indexes(text string) map[string][]string {
-	re := regexp.MustCompile(`(?i)\bCREATE\s+(?:UNIQUE\s+)?(?:NONCLUSTERED\s+|CLUSTERED\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s+ON\s+([\w.\[\]"]+)`)
 	out := map[string][]string{}
-	for _, m := range re.FindAllStringSubmatch(code(text), -1) {
-		out[objectName(m[2])] = append(out[objectName(m[2])], m[1])
+	for _, o := range scriptObjects(text) {
+		for _, ix := range o.Indexes {
+			out[o.Name] = append(out[o.Name], ix.Name)
+		}
+		slices.Sort(out[o.Name])
 	}
-	for name := range out {
-		slices.Sort(out[name])
-	}
+	maps.DeleteFunc(out, func(_ string, v []string) bool { return len(v) == 0 })
 	return out
 }
 
@@ -242,6 +129,142 @@ func readAll(t *testing.T, fsys fs.FS, dir string) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// sameNames lists the names a batch gives twice when names compare as a
+// case-insensitive instance (SQL Server's default) compares them, which
+// CREATE refuses there (Msg 134 for a variable, 2705 for a column, 1011 for
+// a correlation name): a module's parameters and the variables it declares,
+// table variables too; the columns of each CREATE TABLE, CREATE TYPE … AS
+// TABLE, DECLARE @t TABLE and OPENJSON … WITH list; and the table aliases
+// of one query.
+func sameNames(batch string) []string {
+	c := code(batch)
+	var out []string
+	dup := func(what string, names []string) {
+		seen := map[string]string{}
+		for _, n := range names {
+			k := strings.ToLower(n)
+			if first, ok := seen[k]; ok {
+				out = append(out, what+" "+first+" and "+n)
+				continue
+			}
+			seen[k] = n
+		}
+	}
+	var vars []string
+	if m, ok, _ := migration.ParseModule(batch); ok {
+		for _, p := range m.Params {
+			vars = append(vars, "@"+p.Name)
+		}
+	}
+	for _, loc := range regexp.MustCompile(`(?i)\bDECLARE\s+`).FindAllStringIndex(c, -1) {
+		stmt := c[loc[1]:]
+		if end := strings.IndexByte(stmt, ';'); end >= 0 {
+			stmt = stmt[:end]
+		}
+		if next := regexp.MustCompile(`(?i)\bDECLARE\b`).FindStringIndex(stmt); next != nil {
+			stmt = stmt[:next[0]]
+		}
+		for _, item := range splitTop(stmt) {
+			if v := regexp.MustCompile(`^\s*(@\w+)`).FindStringSubmatch(item); v != nil {
+				vars = append(vars, v[1])
+			}
+		}
+	}
+	dup("variables", vars)
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\bCREATE\s+TABLE\s+[\w.\[\]"]+\s*\(`),
+		regexp.MustCompile(`(?i)\bAS\s+TABLE\s*\(`),
+		regexp.MustCompile(`(?i)\bDECLARE\s+@\w+\s+TABLE\s*\(`),
+		regexp.MustCompile(`(?i)\bOPENJSON\s*\([^)]*\)\s*WITH\s*\(`),
+	} {
+		for _, loc := range re.FindAllStringIndex(c, -1) {
+			open := loc[1] - 1
+			var cols []string
+			for _, item := range splitTop(c[open+1 : closing(c, open)]) {
+				if f := strings.Fields(item); len(f) > 0 && !constraintWord[strings.ToUpper(f[0])] {
+					cols = append(cols, strings.Trim(f[0], `[]"`))
+				}
+			}
+			dup("columns", cols)
+		}
+	}
+	for _, names := range aliasScopes(c) {
+		dup("aliases", names)
+	}
+	return out
+}
+
+var constraintWord = map[string]bool{"CONSTRAINT": true, "PRIMARY": true, "UNIQUE": true, "FOREIGN": true, "CHECK": true, "INDEX": true}
+
+// aliasScopes returns the table aliases of each query scope of code: a
+// parenthesis opens a scope (a subquery may reuse an outer alias), and so do
+// each branch of a UNION, EXCEPT or INTERSECT and each statement.
+func aliasScopes(c string) map[int][]string {
+	tok := regexp.MustCompile(`[\w@#$.\[\]"]+|[();,]`)
+	toks := tok.FindAllString(c, -1)
+	notAlias := map[string]bool{"WHERE": true, "ON": true, "INNER": true, "LEFT": true, "RIGHT": true, "FULL": true,
+		"CROSS": true, "OUTER": true, "JOIN": true, "GROUP": true, "ORDER": true, "WITH": true, "OPTION": true,
+		"UNION": true, "EXCEPT": true, "INTERSECT": true, "SET": true, "OUTPUT": true, "HAVING": true, "APPLY": true,
+		"SELECT": true, "INSERT": true, "UPDATE": true, "DELETE": true, "MERGE": true, "IF": true, "ELSE": true,
+		"BEGIN": true, "END": true, "RETURN": true, "WHEN": true, "THEN": true, "COMMIT": true, "DECLARE": true}
+	statement := map[string]bool{"SELECT": true, "INSERT": true, "UPDATE": true, "DELETE": true, "MERGE": true,
+		"IF": true, "ELSE": true, "WHILE": true, "DECLARE": true, "SET": true, "BEGIN": true, "END": true,
+		"RETURN": true, "EXEC": true, "EXECUTE": true, "COMMIT": true, "THROW": true}
+	out := map[int][]string{}
+	next := 0
+	scope := []int{0}
+	skip := func(i int) int { // past the parenthesis that opens at i
+		depth := 0
+		for ; i < len(toks); i++ {
+			switch toks[i] {
+			case "(":
+				depth++
+			case ")":
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i := 0; i < len(toks); i++ {
+		up := strings.ToUpper(toks[i])
+		switch {
+		case up == "(":
+			next++
+			scope = append(scope, next)
+		case up == ")":
+			if len(scope) > 1 {
+				scope = scope[:len(scope)-1]
+			}
+		case up == "UNION" || up == "EXCEPT" || up == "INTERSECT" || up == ";" || (len(scope) == 1 && statement[up] && up != "SELECT"):
+			next++
+			scope[len(scope)-1] = next
+		case up == "FROM" || up == "JOIN":
+			j := i + 1
+			if j < len(toks) && toks[j] == "(" {
+				j = skip(j) // a derived table: its alias follows it, in this scope
+			} else {
+				j++ // the table, view or function
+				if j < len(toks) && toks[j] == "(" {
+					j = skip(j) // a function's arguments
+				}
+			}
+			if j < len(toks) && strings.EqualFold(toks[j], "WITH") && j+1 < len(toks) && toks[j+1] == "(" {
+				j = skip(j + 1) // table hints, or OPENJSON's columns
+			}
+			if j < len(toks) && strings.EqualFold(toks[j], "AS") {
+				j++
+			}
+			if j < len(toks) && regexp.MustCompile(`^\w+$`).MatchString(toks[j]) && !notAlias[strings.ToUpper(toks[j])] {
+				out[scope[len(scope)-1]] = append(out[scope[len(scope)-1]], toks[j])
+			}
+		}
+	}
+	return out
 }
 
 // unguarded lists the statements of a batch that would fail or change data a

@@ -27,20 +27,23 @@ func (s *Store) SaveAllocation(ctx context.Context, a store.Allocation) (bool, e
 	if a.AllocationID == "" {
 		return false, errors.New("sqlite: save allocation: no id")
 	}
-	res, err := s.w().ExecContext(ctx, `INSERT INTO primeAllocations (`+allocationColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	// isMakeSafe is a column SQLite derives from allocationType (032).
+	res, err := s.w().ExecContext(ctx, `INSERT INTO primeAllocations (allocationId, jobId, assignedId,
+			assignedContactId, allocationType, allocationNumber, label, allocationStatusId, version, createdAt,
+			updatedAt, attributes, syncedUTC)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (allocationId) DO UPDATE SET
 			jobId = excluded.jobId, assignedId = excluded.assignedId,
 			assignedContactId = excluded.assignedContactId, allocationType = excluded.allocationType,
 			allocationNumber = excluded.allocationNumber, label = excluded.label,
-			allocationStatusId = excluded.allocationStatusId, isMakeSafe = excluded.isMakeSafe,
+			allocationStatusId = excluded.allocationStatusId,
 			version = excluded.version, createdAt = excluded.createdAt, updatedAt = excluded.updatedAt,
 			attributes = excluded.attributes, syncedUTC = excluded.syncedUTC
 		WHERE primeAllocations.version IS NULL OR excluded.version IS NULL
 		   OR primeAllocations.version <= excluded.version`,
 		mirrorGUID(a.AllocationID), mirrorGUID(a.JobID), mirrorGUID(a.AssignedID), mirrorGUID(a.AssignedContactID),
 		nullString(a.AllocationType), nullString(a.AllocationNumber), nullString(a.Label),
-		mirrorGUID(a.AllocationStatusID), a.IsMakeSafe, a.Version, nullTime(a.CreatedAt), nullTime(a.UpdatedAt),
+		mirrorGUID(a.AllocationStatusID), a.Version, nullTime(a.CreatedAt), nullTime(a.UpdatedAt),
 		nullString(a.Attributes), formatTime(time.Now()))
 	if err != nil {
 		return false, fmt.Errorf("sqlite: save allocation: %w", err)
@@ -61,7 +64,7 @@ func (s *Store) ListJobAllocations(ctx context.Context, jobID string) ([]store.A
 		FROM primeAllocations WHERE jobId = ? ORDER BY createdAt, allocationId`, scanAllocation, mirrorGUID(jobID))
 }
 
-// HasMakeSafeAllocation reports whether the job has an allocation saved as Make Safe.
+// HasMakeSafeAllocation reports whether the job has an allocation whose isMakeSafe is set.
 func (s *Store) HasMakeSafeAllocation(ctx context.Context, jobID string) (bool, error) {
 	var has bool
 	err := s.r().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM primeAllocations

@@ -46,6 +46,12 @@ func (s *Store) UpsertMakeSafePhoneCallFromJob(ctx context.Context, d store.Make
 			return err
 		}
 		if out.PhoneCallID == 0 && out.HasMakeSafe && out.OutsideBusinessHours {
+			if strings.TrimSpace(d.SMSRecipient) == "" {
+				// The spec's callers name nobody: the configured default.
+				if d.SMSRecipient, _, err = tx.GetSetting(ctx, store.SettingMakesafeSMSRecipient); err != nil {
+					return err
+				}
+			}
 			return tx.raisePhoneCall(ctx, d, jobID, now, &out, addressLine1, suburb, state, postcode)
 		}
 		if d.QueueChecks && !out.HasMakeSafe && out.PhoneCallID == 0 {
@@ -53,7 +59,11 @@ func (s *Store) UpsertMakeSafePhoneCallFromJob(ctx context.Context, d store.Make
 			if from.IsZero() {
 				from = now
 			}
-			return tx.queueChecks(ctx, jobID, d.Checks, from, now, &out)
+			checks := d.Checks
+			if len(checks) == 0 {
+				checks = store.DefaultMakesafeLadder
+			}
+			return tx.queueChecks(ctx, jobID, checks, from, now, &out)
 		}
 		return nil
 	})
@@ -67,7 +77,7 @@ func (s *Store) UpsertMakeSafePhoneCallFromJob(ctx context.Context, d store.Make
 func (s *Store) raisePhoneCall(ctx context.Context, d store.MakesafeDetection, jobID string, now time.Time,
 	out *store.MakesafeOutcome, addressLine1, suburb, state, postcode string) error {
 	smsID, _, err := s.queueSMS(ctx, store.NewSMS{
-		Recipient: d.SMSRecipient,
+		Recipient: strings.TrimSpace(d.SMSRecipient),
 		Body:      store.MakesafeSMSBody(jobID, out.JobNumber, addressLine1, suburb, state, postcode),
 		Source:    store.MakesafeSMSSource,
 		DedupeKey: store.MakesafeSMSKey(jobID),
@@ -121,12 +131,14 @@ func (s *Store) GetMakesafePhoneCall(ctx context.Context, jobID string) (store.M
 // ListMakesafeChecks returns the job's rungs in order.
 func (s *Store) ListMakesafeChecks(ctx context.Context, jobID string) ([]store.MakesafeCheck, error) {
 	return queryAll(ctx, s.r(), "list make-safe checks", `SELECT PrimeJobID, Rung, DueUTC, QueuedUTC, FiredUTC, Outcome
-		FROM makesafeAllocationCheck WHERE PrimeJobID = ? ORDER BY Rung`, func(sc sqlrows.Scanner) (store.MakesafeCheck, error) {
-		var c store.MakesafeCheck
-		err := sc.Scan(&c.PrimeJobID, &c.Rung, scanTime{&c.DueUTC}, scanTime{&c.QueuedUTC},
-			scanTime{&c.FiredUTC}, scanString{&c.Outcome})
-		return c, err
-	}, strings.ToLower(jobID))
+		FROM makesafeAllocationCheck WHERE PrimeJobID = ? ORDER BY Rung`, scanCheck, strings.ToLower(jobID))
+}
+
+func scanCheck(sc sqlrows.Scanner) (store.MakesafeCheck, error) {
+	var c store.MakesafeCheck
+	err := sc.Scan(&c.PrimeJobID, &c.Rung, scanTime{&c.DueUTC}, scanTime{&c.QueuedUTC},
+		scanTime{&c.FiredUTC}, scanString{&c.Outcome})
+	return c, err
 }
 
 // SetMakesafeCheckFired records that a rung ran.
@@ -134,4 +146,14 @@ func (s *Store) SetMakesafeCheckFired(ctx context.Context, jobID string, rung in
 	res, err := s.w().ExecContext(ctx, `UPDATE makesafeAllocationCheck SET FiredUTC = ?, Outcome = ?
 		WHERE PrimeJobID = ? AND Rung = ?`, formatTime(at), store.TruncateStatus(outcome), strings.ToLower(jobID), rung)
 	return affectedOne(res, err, "set make-safe check fired", fmt.Sprintf("job %s rung %d", jobID, rung))
+}
+
+// ListDueMakesafeChecks returns rungs not fired and due before dueBefore.
+func (s *Store) ListDueMakesafeChecks(ctx context.Context, dueBefore time.Time, limit int) ([]store.MakesafeCheck, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return queryAll(ctx, s.r(), "list due make-safe checks", `SELECT PrimeJobID, Rung, DueUTC, QueuedUTC, FiredUTC, Outcome
+		FROM makesafeAllocationCheck WHERE FiredUTC IS NULL AND DueUTC < ? ORDER BY DueUTC, PrimeJobID, Rung LIMIT ?`,
+		scanCheck, formatTime(dueBefore), limit)
 }

@@ -12,16 +12,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/migration"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 	schema "github.com/ethosbuilding/primeflow/sql"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -252,37 +251,67 @@ func (s *Store) inTx(ctx context.Context, fn func(*Store) error) error {
 	return s.InTx(ctx, func(tx store.Store) error { return fn(tx.(*Store)) })
 }
 
+// migrate applies, in name order, each sql/sqlite script not yet recorded
+// in primeflowSchemaMigrations, each in one transaction with its history row
+// and checksum. SQLite scripts run once: one changed after it was applied is
+// not applied again (migrate --plan says so).
 func (s *Store) migrate(ctx context.Context) error {
 	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS primeflowSchemaMigrations (
-		name TEXT PRIMARY KEY, appliedUTC TEXT NOT NULL)`); err != nil {
+		name TEXT PRIMARY KEY, appliedUTC TEXT NOT NULL, checksum TEXT)`); err != nil {
 		return fmt.Errorf("sqlite: migrations table: %w", err)
 	}
-	names, err := fs.Glob(schema.SQLite, "sqlite/*.sql")
+	var hasChecksum bool
+	if err := s.write.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('primeflowSchemaMigrations')
+		WHERE name = 'checksum')`).Scan(&hasChecksum); err != nil {
+		return fmt.Errorf("sqlite: migrations table: %w", err)
+	}
+	if !hasChecksum { // a database migrated before checksums were kept
+		if _, err := s.write.ExecContext(ctx, `ALTER TABLE primeflowSchemaMigrations ADD COLUMN checksum TEXT`); err != nil {
+			return fmt.Errorf("sqlite: migrations table: %w", err)
+		}
+	}
+	// Until checksums were kept, a row was named by the script's path in
+	// sql (sqlite/001_webhook_log.sql); it is named by its file, as on SQL
+	// Server.
+	if _, err := s.write.ExecContext(ctx, `UPDATE primeflowSchemaMigrations SET name = substr(name, 8) WHERE name LIKE 'sqlite/%'`); err != nil {
+		return fmt.Errorf("sqlite: migrations table: %w", err)
+	}
+	scripts, err := loadScripts()
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		script, err := schema.SQLite.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		err = s.inTx(ctx, func(tx *Store) error {
-			var n int
-			if err := tx.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM primeflowSchemaMigrations WHERE name = ?`, name).Scan(&n); err != nil || n > 0 {
+	for _, sc := range scripts {
+		err := s.inTx(ctx, func(tx *Store) error {
+			var checksum sql.NullString
+			err := tx.tx.QueryRowContext(ctx, `SELECT checksum FROM primeflowSchemaMigrations WHERE name = ?`, sc.Name).Scan(&checksum)
+			switch {
+			case err == nil && !checksum.Valid:
+				// Applied before checksums were kept; SQLite scripts are
+				// never edited, so this is the text that ran.
+				_, err = tx.tx.ExecContext(ctx, `UPDATE primeflowSchemaMigrations SET checksum = ? WHERE name = ?`, sc.Checksum(), sc.Name)
+				return err
+			case err == nil:
+				return nil
+			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			}
-			if _, err := tx.tx.ExecContext(ctx, string(script)); err != nil {
+			if _, err := tx.tx.ExecContext(ctx, sc.Text); err != nil {
 				return err
 			}
-			_, err := tx.tx.ExecContext(ctx, `INSERT INTO primeflowSchemaMigrations (name, appliedUTC) VALUES (?, ?)`, name, formatTime(time.Now()))
+			_, err = tx.tx.ExecContext(ctx, `INSERT INTO primeflowSchemaMigrations (name, appliedUTC, checksum) VALUES (?, ?, ?)`,
+				sc.Name, formatTime(time.Now()), sc.Checksum())
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("sqlite: migrate %s: %w", name, err)
+			return fmt.Errorf("sqlite: migrate %s: %w", sc.Name, err)
 		}
 	}
 	return nil
+}
+
+// loadScripts reads sql/sqlite in name order; a script is one batch.
+func loadScripts() ([]migration.Script, error) {
+	return migration.Read(schema.SQLite, "sqlite", func(text string) ([]string, error) { return []string{text}, nil })
 }
 
 // timeLayout is how times are stored: UTC, millisecond precision, sortable.

@@ -2,12 +2,17 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/migration"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/ethosbuilding/primeflow/pkg/store/storetest"
 	"github.com/matryer/is"
@@ -93,4 +98,113 @@ func TestMarkManyPublished(t *testing.T) {
 	pending, err := s.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Hour), 10)
 	is.NoErr(err)
 	is.Equal(len(pending), 0)
+}
+
+// migrate --plan on SQLite: a missing file plans every script without
+// making the file; a migrated one plans nothing; a table changed by hand and
+// a changed script are noticed.
+func TestPlan(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "primeflow.db")
+	recipient := []migration.Setting{{Name: store.SettingMakesafeSMSRecipient, Want: "+61400000000", From: "MAKESAFE_SMS_TO"}}
+
+	plan, err := sqlite.Plan(ctx, path, recipient)
+	is.NoErr(err)
+	is.True(plan.Runs()) // every script is pending
+	for _, it := range plan.Items {
+		is.Equal(it.Action, migration.Create) // every table
+	}
+	_, err = os.Stat(path)
+	is.True(errors.Is(err, fs.ErrNotExist)) // and the plan made no file
+
+	plan, err = sqlite.Migrate(ctx, path, recipient)
+	is.NoErr(err)
+	is.True(plan.Runs()) // it acted on that plan
+	plan, err = sqlite.Plan(ctx, path, recipient)
+	is.NoErr(err)
+	is.True(!plan.Runs()) // then nothing is left
+	for _, it := range plan.Items {
+		if it.State != migration.Same {
+			t.Errorf("%s: %s %v", it.Name, it.State, it.Reasons)
+		}
+	}
+	is.True(plan.Settings[0].Found && plan.Settings[0].Current == "+61400000000") // the setting was written
+
+	db, err := sql.Open("sqlite", path)
+	is.NoErr(err)
+	defer db.Close()
+	for _, q := range []string{
+		`DROP INDEX IX_ethAIJobSummaryQueue_QueuedFor`,
+		`ALTER TABLE ethAIJobSummaryQueue DROP COLUMN updatedUTC`,
+		`UPDATE primeflowSchemaMigrations SET checksum = 'edited' WHERE name = '020_child_mirror.sql'`,
+	} {
+		_, err := db.ExecContext(ctx, q)
+		is.NoErr(err)
+	}
+	plan, err = sqlite.Plan(ctx, path, nil)
+	is.NoErr(err)
+	it, _ := plan.Item(migration.Table, "ethAIJobSummaryQueue")
+	is.Equal(it.State, migration.Different) // noticed
+	is.Equal(it.Action, migration.None)     // SQLite scripts run once: nothing would change it back
+	why := strings.Join(it.Reasons, "\n")
+	is.True(strings.Contains(why, "lacks column updatedUTC")) // the column
+	is.True(strings.Contains(why, "lacks index IX_ethAIJobSummaryQueue_QueuedFor"))
+	var changed bool
+	for _, s := range plan.Scripts {
+		if strings.HasSuffix(s.Name, "020_child_mirror.sql") {
+			changed = s.Status == migration.Changed && !s.Runs
+		}
+	}
+	is.True(changed) // the changed script, not applied again
+	is.True(!plan.Runs())
+}
+
+// isMakeSafe is derived from the row whoever writes it: an allocation saved
+// with SQL alone, as another program would, is read as a Make Safe.
+func TestMakeSafeOfARowAnotherWriterSaved(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "primeflow.db")
+	s, err := sqlite.Open(ctx, path)
+	is.NoErr(err)
+	defer s.Close()
+	db, err := sql.Open("sqlite", path)
+	is.NoErr(err)
+	defer db.Close()
+	const job = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"
+	_, err = db.ExecContext(ctx, `INSERT INTO primeAllocations (allocationId, jobId, allocationType, syncedUTC)
+		VALUES ('a1a1a1a1-0000-4000-8000-000000000001', ?, 'MAKE SAFE', '2026-10-03 12:00:00.000')`, job)
+	is.NoErr(err)
+	has, err := s.HasMakeSafeAllocation(ctx, job)
+	is.NoErr(err)
+	is.True(has) // derived in SQL, not by the writer
+}
+
+// A database migrated before checksums were kept (its rows named by the
+// script's path, with no checksum) opens as it did, and is brought up to
+// the new history.
+func TestHistoryBeforeChecksums(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "primeflow.db")
+	s, err := sqlite.Open(ctx, path)
+	is.NoErr(err)
+	is.NoErr(s.Close())
+	db, err := sql.Open("sqlite", path)
+	is.NoErr(err)
+	defer db.Close()
+	for _, q := range []string{`UPDATE primeflowSchemaMigrations SET name = 'sqlite/' || name`,
+		`ALTER TABLE primeflowSchemaMigrations DROP COLUMN checksum`} {
+		_, err = db.ExecContext(ctx, q)
+		is.NoErr(err)
+	}
+	s, err = sqlite.Open(ctx, path)
+	is.NoErr(err) // no script is applied a second time
+	is.NoErr(s.Close())
+	var old, unsummed int
+	is.NoErr(db.QueryRowContext(ctx, `SELECT COUNT(*) FROM primeflowSchemaMigrations WHERE name LIKE 'sqlite/%'`).Scan(&old))
+	is.NoErr(db.QueryRowContext(ctx, `SELECT COUNT(*) FROM primeflowSchemaMigrations WHERE checksum IS NULL`).Scan(&unsummed))
+	is.Equal(old, 0)      // named by file
+	is.Equal(unsummed, 0) // with checksums
 }

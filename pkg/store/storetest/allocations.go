@@ -10,11 +10,11 @@ import (
 	"github.com/matryer/is"
 )
 
-func sampleAllocation(id, job, allocationType string, makeSafe bool, version int64, created time.Time) store.Allocation {
+func sampleAllocation(id, job, allocationType string, version int64, created time.Time) store.Allocation {
 	return store.Allocation{
 		AllocationID: strings.ToUpper(id), JobID: strings.ToUpper(job), AssignedID: childUser,
 		AssignedContactID: childContact, AllocationType: allocationType, AllocationNumber: "A000123",
-		Label: allocationType, AllocationStatusID: childStatus, IsMakeSafe: makeSafe, Version: version,
+		Label: allocationType, AllocationStatusID: childStatus, Version: version,
 		CreatedAt: created, UpdatedAt: created.Add(time.Hour), Attributes: `{"allocationType":"` + allocationType + `"}`,
 	}
 }
@@ -29,7 +29,7 @@ func testAllocations(t *testing.T, open Opener) {
 		is.NoErr(err)
 		is.True(!found) // nothing mirrored yet
 
-		saved, err := s.SaveAllocation(ctx, sampleAllocation(childAlloc, childJob, "Make Safe", true, 2, at(3, 1)))
+		saved, err := s.SaveAllocation(ctx, sampleAllocation(childAlloc, childJob, "Make Safe", 2, at(3, 1)))
 		is.NoErr(err)
 		is.True(saved) // written
 		got, found, err := s.GetAllocation(ctx, strings.ToUpper(childAlloc))
@@ -43,14 +43,14 @@ func testAllocations(t *testing.T, open Opener) {
 		is.Equal(got.AllocationNumber, "A000123")         // number
 		is.Equal(got.Label, "Make Safe")                  // label
 		is.Equal(got.AllocationStatusID, childStatus)     // status
-		is.True(got.IsMakeSafe)                           // the rule's verdict kept
+		is.True(got.IsMakeSafe)                           // the Make Safe verdict derived
 		is.Equal(got.Version, int64(2))                   // version
 		is.Equal(got.CreatedAt, at(3, 1))                 // createdAt
 		is.Equal(got.UpdatedAt, at(3, 2))                 // updatedAt
 		is.True(strings.Contains(got.Attributes, "Make")) // raw attributes
 		is.True(!got.SyncedUTC.IsZero())                  // stamped
 
-		saved, err = s.SaveAllocation(ctx, sampleAllocation(childAlloc, childJob, "Builder", false, 1, at(3, 1)))
+		saved, err = s.SaveAllocation(ctx, sampleAllocation(childAlloc, childJob, "Builder", 1, at(3, 1)))
 		is.NoErr(err)
 		is.True(!saved) // an older version is not written
 		got, _, err = s.GetAllocation(ctx, childAlloc)
@@ -65,19 +65,19 @@ func testAllocations(t *testing.T, open Opener) {
 		is.NoErr(err)
 		is.True(!has) // no allocations at all
 
-		_, err = s.SaveAllocation(ctx, sampleAllocation(childAlloc2, childJob, "Builder", false, 1, at(4, 1)))
+		_, err = s.SaveAllocation(ctx, sampleAllocation(childAlloc2, childJob, "Builder", 1, at(4, 1)))
 		is.NoErr(err)
 		has, err = s.HasMakeSafeAllocation(ctx, strings.ToUpper(childJob))
 		is.NoErr(err)
 		is.True(!has) // an allocation, but not a Make Safe
 
-		_, err = s.SaveAllocation(ctx, sampleAllocation(childAlloc, childJob, "make-safe", true, 1, at(3, 1)))
+		_, err = s.SaveAllocation(ctx, sampleAllocation(childAlloc, childJob, "make-safe", 1, at(3, 1)))
 		is.NoErr(err)
-		_, err = s.SaveAllocation(ctx, sampleAllocation("b1b1b1b1-0000-4000-8000-000000000003", childJob2, "Make Safe", true, 1, at(2, 1)))
+		_, err = s.SaveAllocation(ctx, sampleAllocation("b1b1b1b1-0000-4000-8000-000000000003", childJob2, "Make Safe", 1, at(2, 1)))
 		is.NoErr(err)
 		has, err = s.HasMakeSafeAllocation(ctx, childJob)
 		is.NoErr(err)
-		is.True(has) // the flag decides, whatever the spelling of the type
+		is.True(has) // a Make Safe, whatever the spelling of the type
 
 		list, err := s.ListJobAllocations(ctx, strings.ToUpper(childJob))
 		is.NoErr(err)

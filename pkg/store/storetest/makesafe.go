@@ -19,18 +19,18 @@ func makesafeJob(id string, created time.Time) store.Job {
 		AddressLine1: "12 Smith St", Suburb: "Richmond", State: "VIC", Postcode: "3121"}
 }
 
-// saveAllocation gives a job an allocation; IsMakeSafe as the child mirror
-// sets it from prime.Allocation.IsMakeSafe.
+// saveAllocation gives a job an allocation of a type; SQL derives its
+// isMakeSafe.
 func saveAllocation(t *testing.T, s store.Store, id, jobID, typ string) {
 	t.Helper()
 	if _, err := s.SaveAllocation(context.Background(), store.Allocation{AllocationID: id, JobID: jobID,
-		AllocationType: typ, IsMakeSafe: typ == "Make Safe", Version: 1}); err != nil {
+		AllocationType: typ, Version: 1}); err != nil {
 		t.Fatalf("save allocation: %v", err)
 	}
 }
 
 func detect(jobID string, queue bool, now time.Time) store.MakesafeDetection {
-	// The ladder of §6.
+	// The ladder of §6, given as makesafe gives it.
 	ladder := []time.Duration{time.Minute, 4 * time.Minute, 10 * time.Minute, 15 * time.Minute}
 	return store.MakesafeDetection{JobID: jobID, QueueChecks: queue, Checks: ladder, Now: now, SMSRecipient: onCall}
 }

@@ -32,4 +32,5 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Makesafe", func(t *testing.T) { testMakesafe(t, open) })
 	t.Run("SMSQueue", func(t *testing.T) { testSMSQueue(t, open) })
 	t.Run("Optimo", func(t *testing.T) { testOptimo(t, open) })
+	t.Run("Callers", func(t *testing.T) { testCallers(t, open) })
 }
