@@ -24,6 +24,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/coalesce"
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
@@ -208,19 +209,41 @@ func (r *Runner) Ask(ctx context.Context, subject string, v any) error {
 
 // Main runs a service as a process of its own: it reads the OptimoRoute
 // client's configuration from getenv, builds the client (its collectors in
-// the service's registry) and hands it to build inside service.Main.
+// the service's registry; with OPTIMOROUTE_DRY_RUN, answered inside the
+// process, pkg/dryrun) and hands it to build inside service.Main.
 func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
 	build func(ctx context.Context, d service.Deps, optimo *optimoroute.Client) (service.Runner, error)) error {
 	var ocfg optimoroute.Config
 	if err := config.Parse(getenv, &ocfg); err != nil {
 		return err
 	}
+	var dry dryrun.Config
+	if err := config.Parse(getenv, &dry); err != nil {
+		return err
+	}
 	return service.Main(ctx, name, getenv, stderr, func(ctx context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
-		oc, err := optimoroute.New(ocfg)
+		oc, err := NewClient(ocfg, dry, d.Log)
 		if err != nil {
 			return nil, err
 		}
 		d.Metrics.MustRegister(oc.Collectors()...)
 		return build(ctx, d, oc)
 	})
+}
+
+// NewClient is the OptimoRoute client of cfg, or with dry.OptimoRoute the
+// dry run's, which answers inside the process and records its writes
+// (OPTIMOROUTE_API_KEY is not needed then).
+func NewClient(cfg optimoroute.Config, dry dryrun.Config, log *slog.Logger) (*optimoroute.Client, error) {
+	if !dry.OptimoRoute {
+		return optimoroute.New(cfg)
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = "dry-run"
+	}
+	opt, err := dryrun.OpenOptimoRoute(dry, cfg.APIKey, log)
+	if err != nil {
+		return nil, err
+	}
+	return optimoroute.New(cfg, opt)
 }

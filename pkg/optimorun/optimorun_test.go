@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/matryer/is"
@@ -97,4 +99,24 @@ func TestRequestRunsTheJob(t *testing.T) {
 	msg, err := stream.GetLastMsgForSubject(ctx, events.SubjectOptimoPlan)
 	is.NoErr(err)
 	is.Equal(string(msg.Data), `{"source":"test"}`) // Ask published the request as JSON
+}
+
+// A dry run's client needs no API key and answers in the process; without a
+// dry run the key is required as before.
+func TestNewClient(t *testing.T) {
+	is := is.New(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := optimoroute.Config{APIURL: "https://api.optimoroute.com/v1"}
+	_, err := optimorun.NewClient(cfg, dryrun.Config{}, log)
+	is.True(err != nil) // OPTIMOROUTE_API_KEY is required
+	dir := t.TempDir()
+	oc, err := optimorun.NewClient(cfg, dryrun.Config{OptimoRoute: true, Dir: dir}, log)
+	is.NoErr(err) // not with a dry run
+	res, err := oc.CreateOrUpdateOrders(context.Background(), []optimoroute.Order{{OrderNo: "o-1", Type: "T", Date: "2026-10-05",
+		Duration: 30, Location: &optimoroute.Location{Address: "1 Test St"}}})
+	is.NoErr(err)
+	is.NoErr(res[0].Err) // answered inside the process
+	recs, err := dryrun.Read(dryrun.Config{Dir: dir}.Path(dryrun.KindOptimoRoute))
+	is.NoErr(err)
+	is.Equal(len(recs), 1) // and recorded
 }

@@ -69,3 +69,15 @@ func TestMainRunsTheServiceFromTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// A shadow run's makesafe needs no SMS_SEND_URL: SEND_DRY_RUN records the
+// SMS instead, and says so at start.
+func TestMainWithSendDryRun(t *testing.T) {
+	is := is.New(t)
+	env := flowtest.New(t, flowtest.Options{})
+	vars := env.MainVars(t.TempDir(), map[string]string{"MAKESAFE_SMS_TO": onCall, "SEND_DRY_RUN": "true", "DRY_RUN_DIR": t.TempDir()})
+	logs, stop := env.RunMain(makesafe.Main, vars)
+	flowtest.Eventually(t, "started", func() bool { return strings.Contains(logs.String(), "started") })
+	stop()
+	is.True(strings.Contains(logs.String(), "SEND_DRY_RUN is on: sms is recorded, NOT SENT")) // loudly
+}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -139,11 +140,15 @@ func New(cfg Config, d service.Deps, pc PrimeAPI, sender sms.Sender) (*Makesafe,
 	}, nil
 }
 
-// SenderFor is the SMS sender for cfg: an HTTPSender posting to SMS_SEND_URL,
-// or, with no URL, a LogSender that only logs (for `make run` on the Prime
-// simulator: bin/primeflow refuses a blank URL with a real Prime; a warning
-// says so).
-func SenderFor(cfg sms.Config, log *slog.Logger) (sms.Sender, error) {
+// SenderFor is the SMS sender for cfg: with SEND_DRY_RUN a dryrun.Sink that
+// records each SMS instead of sending it; an HTTPSender posting to
+// SMS_SEND_URL; or, with no URL, a LogSender that only logs (for `make run`
+// on the Prime simulator: bin/primeflow refuses a blank URL with a real
+// Prime; a warning says so).
+func SenderFor(cfg sms.Config, dry dryrun.Config, log *slog.Logger) (sms.Sender, error) {
+	if dry.Send {
+		return dryrun.OpenSink[sms.Message](dry, "sms", log)
+	}
 	if cfg.URL == "" {
 		log.Warn("SMS_SEND_URL is not set: make-safe SMS are logged, not sent")
 		return sms.LogSender{Log: log}, nil
@@ -232,8 +237,8 @@ func retryAfter(err error) time.Duration {
 }
 
 // Main runs makesafe as a process of its own, with its own Prime client
-// (PRIME_*), the HTTP SMS sender (SMS_SEND_URL, required here) and an outbox
-// sweeper.
+// (PRIME_*), the HTTP SMS sender (SMS_SEND_URL, required here unless
+// SEND_DRY_RUN records the SMS instead) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
@@ -242,15 +247,19 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	if cfg.OutboxSweep <= 0 {
 		return errors.New("makesafe: MAKESAFE_OUTBOX_SWEEP must be above zero")
 	}
-	if cfg.SMS.URL == "" {
-		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent")
-	}
-	sender, err := sms.NewHTTPSender(cfg.SMS, nil)
-	if err != nil {
+	var dry dryrun.Config
+	if err := config.Parse(getenv, &dry); err != nil {
 		return err
+	}
+	if cfg.SMS.URL == "" && !dry.Send {
+		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)")
 	}
 	return service.MainWithPrime(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		d.Log.Info("sms sender", "config", cfg.SMS)
+		sender, err := SenderFor(cfg.SMS, dry, d.Log)
+		if err != nil {
+			return nil, err
+		}
 		ms, err := New(cfg, d, pc, sender)
 		if err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -110,7 +111,7 @@ func newRig(t *testing.T, statuses []int, edit ...func(*makesafe.Config)) *rig {
 	for _, e := range edit {
 		e(&cfg)
 	}
-	sender, err := makesafe.SenderFor(cfg.SMS, env.Deps.Log)
+	sender, err := makesafe.SenderFor(cfg.SMS, dryrun.Config{}, env.Deps.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +511,7 @@ func TestTheSMSDrainersLogLinesRepeatNoKey(t *testing.T) {
 	d := env.Deps
 	d.Log = slog.New(slog.NewJSONHandler(logs, nil))
 	cfg := testConfig(srv.URL)
-	sender, err := makesafe.SenderFor(cfg.SMS, d.Log)
+	sender, err := makesafe.SenderFor(cfg.SMS, dryrun.Config{}, d.Log)
 	is.NoErr(err)
 	ms, err := makesafe.New(cfg, d, env.Prime, sender)
 	is.NoErr(err)

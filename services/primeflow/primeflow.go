@@ -20,10 +20,12 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/database"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -84,11 +86,15 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if cfg.Prime.Enabled() && cfg.Makesafe.SMS.URL == "" {
+	var dry dryrun.Config
+	if err := config.Parse(getenv, &dry); err != nil {
+		return err
+	}
+	if cfg.Prime.Enabled() && cfg.Makesafe.SMS.URL == "" && !dry.Send {
 		// Make-safe SMS from real jobs must reach someone: only a run on
-		// the Prime simulator may log them instead (bin/makesafe, too,
-		// refuses to start without the URL).
-		return errors.New("primeflow: SMS_SEND_URL is required with a real Prime (PRIME_API_URL): without it no make-safe SMS is sent")
+		// the Prime simulator may log them instead, or a shadow run record
+		// them (bin/makesafe, too, refuses to start without the URL).
+		return errors.New("primeflow: SMS_SEND_URL is required with a real Prime (PRIME_API_URL): without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)")
 	}
 	if cfg.Prime.Enabled() && cfg.JobMirror.TriageInitialContactMadeStatusID == "" {
 		return fmt.Errorf("primeflow: with a real Prime (PRIME_API_URL): %w", jobmirror.ErrNoTriageStatus)
@@ -150,7 +156,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		simulating = true
 		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL)
 	}
-	if cfg.OptimoRoute.APIKey == "" {
+	if cfg.OptimoRoute.APIKey == "" && !dry.OptimoRoute {
 		sim := optimosim.New(optimosim.Options{})
 		sims.PathPrefix("/optimoroute/").Handler(http.StripPrefix("/optimoroute", sim))
 		cfg.OptimoRoute.APIURL = "http://" + cfg.SimAddr + "/optimoroute"
@@ -174,7 +180,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	runners, err := services(ctx, cfg, d, pc)
+	runners, err := services(ctx, cfg, dry, d, pc)
 	if err != nil {
 		return err
 	}
@@ -205,14 +211,15 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 
 // services builds every service but ingest (which owns the HTTP routes),
 // sharing one Prime client and one OptimoRoute client, so one rate limit of
-// each, and the outbox sweeper every stage's hand-offs rely on.
-func services(ctx context.Context, cfg Config, d service.Deps, pc *prime.Client) ([]service.Runner, error) {
-	oc, err := optimoroute.New(cfg.OptimoRoute)
+// each, and the outbox sweeper every stage's hand-offs rely on; dry says
+// which sends a shadow run records instead (pkg/dryrun).
+func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps, pc *prime.Client) ([]service.Runner, error) {
+	oc, err := optimorun.NewClient(cfg.OptimoRoute, dry, d.Log)
 	if err != nil {
 		return nil, err
 	}
 	d.Metrics.MustRegister(oc.Collectors()...)
-	sender, err := makesafe.SenderFor(cfg.Makesafe.SMS, d.Log)
+	sender, err := makesafe.SenderFor(cfg.Makesafe.SMS, dry, d.Log)
 	if err != nil {
 		return nil, err
 	}

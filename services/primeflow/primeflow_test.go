@@ -7,13 +7,16 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
@@ -70,37 +73,8 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		"PRIME_RATE_PER_MINUTE": "100000", // the simulator's own 60/minute still applies
 		"PRIME_RATE_BURST":      "100",
 	}
-	var stdout, stderr flowtest.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
-	defer func() {
-		cancel()
-		is.NoErr(<-done) // a clean shutdown
-		if t.Failed() {
-			t.Logf("logs:\n%s", stderr.String())
-		}
-	}()
-	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "healthy", func() bool {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/healthz", nil)
-		req.SetBasicAuth(admin, password)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
-
-	prime := "http://" + simAddr + "/prime/_sim"
-	fire := func(action, id string) {
-		post(t, prime+"/webhooks", fmt.Sprintf(`{"url":"http://%s/api/prime/webhook","apiKey":"%s","action":%q,"id":%q}`, httpAddr, apiKey, action, id))
-	}
-	fire("change-job-status", fixtureJob)
-	tomorrow := time.Now().UTC().Add(24 * time.Hour).Format(time.DateOnly)
-	appt := post(t, prime+"/appointments", fmt.Sprintf(`{"jobId":%q,"attributes":{"startDate":"%s 01:00:00","endDate":"%s 02:00:00"}}`, fixtureJob, tomorrow, tomorrow))
-	fire("create-appointment", appt["id"].(string))
-	fire("create-allocation", fixtureAllocation)
+	stderr := running(t, env)
+	drive(t, simAddr, httpAddr)
 
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
 	is.NoErr(err)
@@ -214,6 +188,53 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	}
 }
 
+// running runs primeflow.Main with env until the test ends, once it answers
+// /healthz, and returns its logs.
+func running(t *testing.T, env map[string]string) *flowtest.Buffer {
+	t.Helper()
+	var stdout, stderr flowtest.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &stdout, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("primeflow did not stop cleanly: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("logs:\n%s", stderr.String())
+		}
+	})
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "healthy", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+env["HTTP_ADDR"]+"/healthz", nil)
+		req.SetBasicAuth(admin, password)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return &stderr
+}
+
+// drive has the Prime simulator (at simAddr) fire webhooks at primeflow
+// (at httpAddr) the way Prime does: a job's status change, an appointment
+// tomorrow, an after-hours Make Safe. It returns tomorrow's date.
+func drive(t *testing.T, simAddr, httpAddr string) string {
+	t.Helper()
+	prime := "http://" + simAddr + "/prime/_sim"
+	fire := func(action, id string) {
+		post(t, prime+"/webhooks", fmt.Sprintf(`{"url":"http://%s/api/prime/webhook","apiKey":"%s","action":%q,"id":%q}`, httpAddr, apiKey, action, id))
+	}
+	fire("change-job-status", fixtureJob)
+	tomorrow := time.Now().UTC().Add(24 * time.Hour).Format(time.DateOnly)
+	appt := post(t, prime+"/appointments", fmt.Sprintf(`{"jobId":%q,"attributes":{"startDate":"%s 01:00:00","endDate":"%s 02:00:00"}}`, fixtureJob, tomorrow, tomorrow))
+	fire("create-appointment", appt["id"].(string))
+	fire("create-allocation", fixtureAllocation)
+	return tomorrow
+}
+
 // metric is the value /metrics shows for a series, "" when it shows none.
 func metric(t *testing.T, httpAddr, series string) string {
 	t.Helper()
@@ -324,4 +345,51 @@ func startAndStop(t *testing.T, env map[string]string) (stdout, stderr string) {
 		t.Fatalf("primeflow did not stop cleanly: %v", err)
 	}
 	return out.String(), logs.String()
+}
+
+// A shadow run (the runbook's first phase): with OPTIMOROUTE_DRY_RUN and
+// SEND_DRY_RUN the pipeline does all its work in its own database, and
+// nothing reaches OptimoRoute or the SMS endpoint, configured as they would
+// be in production; every write and every SMS is recorded instead, and the
+// log says so at start.
+func TestShadowRunSendsNothing(t *testing.T) {
+	is := is.New(t)
+	var reached atomic.Int64
+	outside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { reached.Add(1) }))
+	defer outside.Close()
+	dir, records := t.TempDir(), t.TempDir()
+	httpAddr, simAddr := flowtest.FreeAddr(t), flowtest.FreeAddr(t)
+	env := map[string]string{
+		"DATA_DIR": dir, "HTTP_ADDR": httpAddr, "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": simAddr,
+		"PRIME_WEBHOOK_API_KEY": apiKey, "ADMIN_USER": admin, "ADMIN_PASSWORD": password,
+		"PRIME_RATE_PER_MINUTE": "100000", "PRIME_RATE_BURST": "100",
+		"OPTIMOROUTE_API_URL": outside.URL + "/v1", "OPTIMOROUTE_API_KEY": "the-real-key",
+		"SMS_SEND_URL": outside.URL + "/sms", "MAKESAFE_SMS_TO": "+61400000000",
+		"OPTIMOROUTE_DRY_RUN": "true", "SEND_DRY_RUN": "true", "DRY_RUN_DIR": records,
+	}
+	stderr := running(t, env)
+	is.True(strings.Contains(stderr.String(), "OPTIMOROUTE_DRY_RUN is on")) // said loudly at start
+	is.True(strings.Contains(stderr.String(), "SEND_DRY_RUN is on"))
+	tomorrow := drive(t, simAddr, httpAddr)
+
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
+	is.NoErr(err)
+	defer st.Close()
+	flowtest.Poll(t, 60*time.Second, 50*time.Millisecond, "tomorrow planned and its routes read back", func() bool {
+		p, found, err := st.GetPlan(context.Background(), tomorrow)
+		return err == nil && found && p.PlanStatus == store.PlanRoutesCompleted
+	})
+	flowtest.Poll(t, 30*time.Second, 50*time.Millisecond, "the make-safe SMS recorded", func() bool {
+		recs, err := dryrun.Read(filepath.Join(records, "sms.jsonl"))
+		return err == nil && len(recs) == 1
+	})
+	recs, err := dryrun.Read(filepath.Join(records, dryrun.KindOptimoRoute+".jsonl"))
+	is.NoErr(err)
+	ops := map[string]int{}
+	for _, r := range recs {
+		ops[r.Op]++
+	}
+	is.True(ops["create_or_update_orders"] >= 1) // the order recorded
+	is.True(ops["start_planning"] >= 1)          // and the planning
+	is.Equal(reached.Load(), int64(0))           // nothing left the process
 }
