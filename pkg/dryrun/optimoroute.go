@@ -30,7 +30,9 @@ var optimoWrites = map[string]bool{
 // each write — orders created, updated or deleted, planning started or
 // stopped — is recorded with its body. key is the client's API key, which
 // the simulator is given so the client's requests pass; it is never
-// recorded. What the simulator holds lasts as long as the process.
+// recorded. What the simulator holds lasts as long as the process, and is
+// the process's alone: the order runs and the plan runs must share one
+// client (bin/primeflow) for the plans to see the orders.
 func OptimoRoute(rec *Recorder, key string) *http.Client {
 	return &http.Client{Transport: &optimoTransport{rec: rec, sim: optimosim.New(optimosim.Options{APIKey: key})}}
 }
