@@ -40,8 +40,13 @@ type Config struct {
 	// DatabaseURL is sqlite:<path> or sqlserver://…; empty is SQLite under DataDir.
 	DatabaseURL string `env:"DATABASE_URL"`
 	DataDir     string `env:"DATA_DIR" envDefault:"./data"`
-	// HTTPAddr serves /healthz and /metrics (and ingest's routes).
+	// HTTPAddr serves the public routes (ingest's webhook) and, unless
+	// OpsAddr is set, /healthz, /metrics and the admin routes too.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// OpsAddr, when set, serves /healthz, /metrics and the admin routes,
+	// and HTTPAddr the public routes alone.
+	OpsAddr string `env:"OPS_ADDR"`
+	HTTP    opshttp.ServerConfig
 }
 
 // Deps are the shared things a service is built from. In the all-in-one
@@ -77,10 +82,29 @@ func NewRouter(admin opshttp.Credentials) *Router {
 // Public is the router for routes without Basic auth.
 func (r *Router) Public() *mux.Router { return r.public }
 
-// Handler finishes the router: /healthz and /metrics for d on Admin, and
-// Admin behind Basic auth for everything Public does not take. Call it once,
-// after every route is added.
+// Handler finishes the router for one port: /healthz and /metrics for d on
+// Admin, and Admin behind Basic auth for everything Public does not take.
+// Call it, or Split, once, after every route is added.
 func (r *Router) Handler(d Deps) http.Handler {
+	r.public.PathPrefix("/").Handler(r.ops(d))
+	return r.public
+}
+
+// Split finishes the router for two ports: public serves the public routes
+// alone (anything else is 404 and the connection closed), ops serves
+// /healthz, /metrics and the Admin routes behind Basic auth, where every
+// request without it is 401 before it can be a 404 or 405 (§10.1).
+func (r *Router) Split(d Deps) (public, ops http.Handler) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		opshttp.Refuse(w, http.StatusNotFound, "not found")
+	})
+	r.public.NotFoundHandler = notFound
+	r.public.MethodNotAllowedHandler = notFound
+	return r.public, r.ops(d)
+}
+
+// ops is Admin with /healthz and /metrics for d, behind Basic auth.
+func (r *Router) ops(d Deps) http.Handler {
 	r.Admin.Handle("/healthz", opshttp.Healthz(map[string]opshttp.Check{
 		"nats": func(context.Context) error {
 			if !d.NC.IsConnected() {
@@ -91,8 +115,7 @@ func (r *Router) Handler(d Deps) http.Handler {
 		"store": d.Store.Ping,
 	})).Methods(http.MethodGet)
 	r.Admin.Handle("/metrics", opshttp.Metrics(d.Metrics)).Methods(http.MethodGet)
-	r.public.PathPrefix("/").Handler(opshttp.BasicAuth(r.creds, r.Admin))
-	return r.public
+	return opshttp.BasicAuth(r.creds, r.Admin)
 }
 
 // Connect connects to NATS, waiting for the server if it is not up yet, and
@@ -162,11 +185,15 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 
 // Main runs one service as its own process: configuration from getenv, logs
 // on stderr, the Deps, and an HTTP server on HTTP_ADDR with /healthz and
-// /metrics. build makes the service and may add routes to r.
+// /metrics (on OPS_ADDR instead when it is set). build makes the service and
+// may add routes to r.
 func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
 	build func(ctx context.Context, d Deps, r *Router) (Runner, error)) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := cfg.HTTP.Validate(); err != nil {
 		return err
 	}
 	d, closeDeps, err := Open(ctx, name, cfg, stderr)
@@ -179,16 +206,50 @@ func Main(ctx context.Context, name string, getenv func(string) string, stderr i
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	srv, ln, runners, err := Listen(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr, r, d)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+		return err
 	}
-	d.Log.Info("started", "http", ln.Addr().String(), "nats", d.NC.ConnectedUrlRedacted())
-	srv := &http.Server{Handler: r.Handler(d), ReadHeaderTimeout: 10 * time.Second}
-	err = Run(ctx, srv, ln, svc)
+	d.Log.Info("started", "http", ln.Addr().String(), "ops", cfg.OpsAddr, "nats", d.NC.ConnectedUrlRedacted())
+	err = Run(ctx, srv, ln, append(runners, svc)...)
 	d.Log.Info("stopped", "err", err)
 	return err
 }
+
+// Listen finishes r and listens for it: the server of httpAddr, and, when
+// opsAddr is set, the ops port's server as a runner to run beside the
+// service (it stops after the public server has drained, so /healthz and
+// /metrics answer while it does).
+func Listen(c opshttp.ServerConfig, httpAddr, opsAddr string, r *Router, d Deps) (*http.Server, net.Listener, []Runner, error) {
+	if opsAddr == "" {
+		ln, err := c.Listen(httpAddr, "HTTP_ADDR")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return c.Server(r.Handler(d)), ln, nil, nil
+	}
+	public, ops := r.Split(d)
+	ln, err := c.Listen(httpAddr, "HTTP_ADDR")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opsLn, err := c.Listen(opsAddr, "OPS_ADDR")
+	if err != nil {
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	return c.Server(public), ln, []Runner{Serving(c.Server(ops), opsLn)}, nil
+}
+
+// Serving is a Runner that serves srv on ln until its context ends, then
+// gives requests in flight a second to finish.
+func Serving(srv *http.Server, ln net.Listener) Runner {
+	return runnerFunc(func(ctx context.Context) error { return opshttp.Serve(ctx, srv, ln, time.Second) })
+}
+
+type runnerFunc func(ctx context.Context) error
+
+func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
 // Run serves srv on ln and runs the runners until ctx ends or one of them
 // fails. On the way down the HTTP server drains first, so a request in

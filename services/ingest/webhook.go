@@ -34,22 +34,29 @@ func (in *Ingest) handleWebhook() http.Handler {
 		if !opshttp.Equal(in.cfg.APIKey, r.Header.Get("API-Key")) {
 			in.metrics.webhooks.WithLabelValues("", outcomeUnauthorized).Inc()
 			in.refused.note(in.log, received, remoteIP(r), r.Header.Get("API-Key") != "")
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			// Its body is never read: the connection closes after the answer.
+			opshttp.Refuse(w, http.StatusUnauthorized, "unauthorized")
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, in.cfg.MaxBodyBytes))
+		var body []byte
+		var err error
 		var tooLarge *http.MaxBytesError
+		if r.ContentLength > in.cfg.MaxBodyBytes {
+			err = &http.MaxBytesError{Limit: in.cfg.MaxBodyBytes} // said so up front: nothing to read
+		} else {
+			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, in.cfg.MaxBodyBytes))
+		}
 		switch {
 		case errors.As(err, &tooLarge):
 			in.metrics.webhooks.WithLabelValues("", outcomeTooLarge).Inc()
 			in.log.Warn("webhook body over the limit: not stored", "limit", in.cfg.MaxBodyBytes,
 				"contentLength", r.ContentLength, "remoteIP", remoteIP(r))
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			opshttp.Refuse(w, http.StatusRequestEntityTooLarge, "request body too large")
 			return
 		case err != nil:
 			in.metrics.webhooks.WithLabelValues("", outcomeBadRequest).Inc()
 			in.log.Warn("webhook body unreadable: not stored", "err", err, "remoteIP", remoteIP(r))
-			http.Error(w, "unreadable body", http.StatusBadRequest)
+			opshttp.Refuse(w, http.StatusBadRequest, "unreadable body")
 			return
 		}
 		if len(bytes.TrimSpace(body)) == 0 {

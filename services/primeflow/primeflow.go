@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -58,6 +57,10 @@ type Config struct {
 	DatabaseURL       string `env:"DATABASE_URL"`
 	DataDir           string `env:"DATA_DIR" envDefault:"./data"`
 	HTTPAddr          string `env:"HTTP_ADDR" envDefault:":8080"`
+	// OpsAddr, when set, serves /healthz, /metrics and the relay trigger, and
+	// HTTPAddr the webhook alone; unset, HTTPAddr serves them all.
+	OpsAddr string `env:"OPS_ADDR"`
+	HTTP    opshttp.ServerConfig
 	// SimAddr serves the Prime and OptimoRoute simulators (under /prime and
 	// /optimoroute) when they stand in for the real APIs.
 	SimAddr string `env:"SIM_ADDR" envDefault:"127.0.0.1:8081"`
@@ -92,6 +95,9 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 	if cfg.Prime.Enabled() && cfg.JobMirror.TriageInitialContactMadeStatusID == "" {
 		return fmt.Errorf("primeflow: with a real Prime (PRIME_API_URL): %w", jobmirror.ErrNoTriageStatus)
+	}
+	if err := cfg.HTTP.Validate(); err != nil {
+		return err
 	}
 	log, err := logging.New(stderr, cfg.Logging)
 	if err != nil {
@@ -180,22 +186,20 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 	runners = append(runners, in)
 
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	srv, ln, ops, err := service.Listen(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr, r, d)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+		return err
 	}
+	runners = append(runners, ops...)
 	if simulating {
-		simLn, err := net.Listen("tcp", cfg.SimAddr)
+		simLn, err := cfg.HTTP.Listen(cfg.SimAddr, "SIM_ADDR: the simulators")
 		if err != nil {
-			return fmt.Errorf("listen %s (simulators): %w", cfg.SimAddr, err)
+			return err
 		}
-		simSrv := &http.Server{Handler: sims, ReadHeaderTimeout: 10 * time.Second}
-		runners = append(runners, runnerFunc(func(ctx context.Context) error {
-			return opshttp.Serve(ctx, simSrv, simLn, time.Second)
-		}))
+		runners = append(runners, service.Serving(cfg.HTTP.Server(sims), simLn))
 	}
-	log.Info("primeflow started", "http", ln.Addr().String(), "webhook", "POST "+ingest.WebhookPath)
-	err = service.Run(ctx, &http.Server{Handler: r.Handler(d), ReadHeaderTimeout: 10 * time.Second}, ln, runners...)
+	log.Info("primeflow started", "http", ln.Addr().String(), "ops", cfg.OpsAddr, "webhook", "POST "+ingest.WebhookPath)
+	err = service.Run(ctx, srv, ln, runners...)
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
