@@ -246,8 +246,8 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tRECEIVED (UTC)\tACTION\tJOB\tATTEMPTS\tSTATE\tSTATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.ReceivedUTC.Format("2006-01-02 15:04:05"),
-			dash(r.EventAction), dash(r.JobID), r.ProcessAttempts, state(r), dash(cut(r.ProcessStatus, 60)))
+		writeRow(tw, strconv.FormatInt(r.ID, 10), r.ReceivedUTC.Format("2006-01-02 15:04:05"),
+			dash(r.EventAction), dash(r.JobID), strconv.Itoa(r.ProcessAttempts), state(r), dash(cut(r.ProcessStatus, 60)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -315,7 +315,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		{"publishedUTC", timeOrDash(r.PublishedUTC)},
 		{"replayCount", strconv.Itoa(r.ReplayCount)},
 	} {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		writeRow(tw, kv[0]+":", kv[1])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -331,17 +331,16 @@ func timeOrDash(t time.Time) string {
 	return t.Format(time.RFC3339Nano)
 }
 
-// indent pretty-prints JSON, and gives anything else as it is.
+// indent pretty-prints JSON, and gives anything else on one line; either
+// way Printable, line by line.
 func indent(s string) string {
 	var v any
-	if json.Unmarshal([]byte(s), &v) != nil {
-		return "  " + s
+	if json.Unmarshal([]byte(s), &v) == nil {
+		if b, err := json.MarshalIndent(v, "  ", "  "); err == nil {
+			return "  " + printableLines(string(b))
+		}
 	}
-	b, err := json.MarshalIndent(v, "  ", "  ")
-	if err != nil {
-		return "  " + s
-	}
-	return "  " + string(b)
+	return "  " + Printable(s)
 }
 
 func (c *cli) replay(ctx context.Context, args []string) error {
@@ -456,7 +455,7 @@ func (c *cli) processNow(ctx context.Context) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	switch resp.StatusCode {
 	case http.StatusOK:
-		fmt.Fprintf(c.stdout, "ingest published them: %s\n", strings.TrimSpace(string(body)))
+		fmt.Fprintf(c.stdout, "ingest published them: %s\n", Printable(strings.TrimSpace(string(body))))
 		return nil
 	case http.StatusConflict:
 		fmt.Fprintln(c.stdout, "ingest's relay is running already; it picks the rows up")
@@ -510,8 +509,8 @@ func (c *cli) firstSeen(ctx context.Context, args []string) error {
 		if r.LogID > 0 {
 			logID = strconv.FormatInt(r.LogID, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.JobID, r.FirstSeenUTC.Format("2006-01-02 15:04:05"), logID,
-			pipeline, r.PipelineAttempts, dash(cut(r.PipelineStatus, 60)))
+		writeRow(tw, r.JobID, r.FirstSeenUTC.Format("2006-01-02 15:04:05"), logID,
+			pipeline, strconv.Itoa(r.PipelineAttempts), dash(cut(r.PipelineStatus, 60)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
