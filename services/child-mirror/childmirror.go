@@ -51,11 +51,11 @@ const Durable = "child-mirror"
 
 // The event actions child-mirror handles (§5).
 const (
-	ActionCreateAppointment      = "create-appointment"
-	ActionCompleteAppointment    = "complete-appointment"
-	ActionChangeCustomFormStatus = "change-custom-form-status"
-	ActionCreateEstimate         = "create-estimate"
-	ActionCreateAllocation       = "create-allocation"
+	ActionCreateAppointment      = events.ActionCreateAppointment
+	ActionCompleteAppointment    = events.ActionCompleteAppointment
+	ActionChangeCustomFormStatus = events.ActionChangeCustomFormStatus
+	ActionCreateEstimate         = events.ActionCreateEstimate
+	ActionCreateAllocation       = events.ActionCreateAllocation
 )
 
 // Actions lists the actions child-mirror handles.
@@ -183,7 +183,7 @@ func (c *ChildMirror) work(ctx context.Context, ev events.Resolved) (pipeline.Fi
 	default:
 		return pipeline.Finish{}, fmt.Errorf("child-mirror has no handler for %q", ev.Action)
 	}
-	c.metrics.events.WithLabelValues(ev.Action, outcome(err)).Inc()
+	c.metrics.events.WithLabelValues(events.ActionLabel(ev.Action), outcome(err)).Inc()
 	return fin, err
 }
 

@@ -52,6 +52,7 @@ type Ingest struct {
 	metrics   *metrics
 	kick      chan struct{}
 	refused   refusals
+	unhandled unhandledActions
 }
 
 // New builds ingest and adds its routes to r: the webhook (public) and the

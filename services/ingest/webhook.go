@@ -32,7 +32,7 @@ func (in *Ingest) handleWebhook() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received := time.Now().UTC()
 		if !opshttp.Equal(in.cfg.APIKey, r.Header.Get("API-Key")) {
-			in.metrics.webhooks.WithLabelValues("", outcomeUnauthorized).Inc()
+			in.metrics.webhooks.WithLabelValues(events.LabelUnread, outcomeUnauthorized).Inc()
 			in.refused.note(in.log, received, remoteIP(r), r.Header.Get("API-Key") != "")
 			// Its body is never read: the connection closes after the answer.
 			opshttp.Refuse(w, http.StatusUnauthorized, "unauthorized")
@@ -48,13 +48,13 @@ func (in *Ingest) handleWebhook() http.Handler {
 		}
 		switch {
 		case errors.As(err, &tooLarge):
-			in.metrics.webhooks.WithLabelValues("", outcomeTooLarge).Inc()
+			in.metrics.webhooks.WithLabelValues(events.LabelUnread, outcomeTooLarge).Inc()
 			in.log.Warn("webhook body over the limit: not stored", "limit", in.cfg.MaxBodyBytes,
 				"contentLength", r.ContentLength, "remoteIP", remoteIP(r))
 			opshttp.Refuse(w, http.StatusRequestEntityTooLarge, "request body too large")
 			return
 		case err != nil:
-			in.metrics.webhooks.WithLabelValues("", outcomeBadRequest).Inc()
+			in.metrics.webhooks.WithLabelValues(events.LabelUnread, outcomeBadRequest).Inc()
 			in.log.Warn("webhook body unreadable: not stored", "err", err, "remoteIP", remoteIP(r))
 			opshttp.Refuse(w, http.StatusBadRequest, "unreadable body")
 			return
@@ -87,12 +87,13 @@ func (in *Ingest) handleWebhook() http.Handler {
 		})
 		in.metrics.insertSeconds.Observe(time.Since(received).Seconds())
 		if err != nil {
-			in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStoreError).Inc()
+			in.metrics.webhooks.WithLabelValues(events.ActionLabel(action), outcomeStoreError).Inc()
 			in.log.Error("webhook insert failed: answered 500 so Prime retries", "action", action, "err", err)
 			http.Error(w, "could not store the event", http.StatusInternalServerError)
 			return
 		}
-		in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStored).Inc()
+		in.metrics.webhooks.WithLabelValues(events.ActionLabel(action), outcomeStored).Inc()
+		in.unhandled.note(in.log, action, id)
 		answer := []byte(`{"id":` + strconv.FormatInt(id, 10) + `}`)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
@@ -160,6 +161,45 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// unhandledActions logs each eventAction no stage handles the first time it
+// is stored: the metrics count them all under one label (LabelOther), so the
+// log is where a new action Prime starts sending is seen by name. At most
+// maxLoggedActions are remembered; past that, one line says so and the rest
+// go unlogged, so made-up actions cannot grow the log or the memory.
+type unhandledActions struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	full bool
+}
+
+const maxLoggedActions = 256
+
+func (u *unhandledActions) note(log *slog.Logger, action string, logID int64) {
+	if events.ActionLabel(action) != events.LabelOther {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case u.seen[action]:
+		return
+	case len(u.seen) >= maxLoggedActions:
+		if !u.full {
+			u.full = true
+			log.Warn("more eventActions no stage handles than are logged one by one: the rest are counted under _other only",
+				"logged", maxLoggedActions)
+		}
+		return
+	}
+	if u.seen == nil {
+		u.seen = make(map[string]bool)
+	}
+	u.seen[action] = true
+	log.Warn("new eventAction: no stage handles it; stored and counted under action=\"_other\", the resolver finishes it as \"No handler\"; "+
+		"once a handler exists, primectl replay --action puts its rows back",
+		"action", action, "subject", events.WebhookSubject(action), "logId", logID)
 }
 
 // refusals logs refused webhooks at most once a refusalLogEvery, with how

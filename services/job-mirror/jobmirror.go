@@ -35,7 +35,7 @@ const Durable = "job-mirror"
 const ServiceName = "job-mirror"
 
 // ActionChangeJobStatus is the event job-mirror handles (§5.1).
-const ActionChangeJobStatus = "change-job-status"
+const ActionChangeJobStatus = events.ActionChangeJobStatus
 
 // Config is job-mirror's own configuration.
 type Config struct {
