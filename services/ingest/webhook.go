@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
@@ -22,8 +23,34 @@ import (
 // redacted replaces secret header values in the stored headers (§2).
 const redacted = "(redacted)"
 
-// secretHeaders are never stored as sent.
-var secretHeaders = []string{"Api-Key", "Authorization", "Cookie", "Proxy-Authorization"}
+// secretWords make a header's value a secret when its name holds one of
+// them, whatever its case and separators: API-Key (§2), X-Api-Key, API_Key,
+// Authorization, X-Auth-Token, Cookie, Set-Cookie, X-Hub-Signature-256 …
+// A list of names missed the ones nobody thought of.
+var secretWords = [][]byte{[]byte("key"), []byte("token"), []byte("secret"), []byte("auth"),
+	[]byte("cookie"), []byte("password"), []byte("signature")}
+
+// secretHeader reports whether a header's value is stored as (redacted):
+// its name, lower-cased and with every ASCII character that is not a letter
+// or a digit left out, holds a secret word.
+func secretHeader(name string) bool {
+	var buf [64]byte
+	folded := buf[:0]
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'A' <= c && c <= 'Z':
+			folded = append(folded, c+'a'-'A')
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c >= utf8.RuneSelf:
+			folded = append(folded, c)
+		}
+	}
+	for _, w := range secretWords {
+		if bytes.Contains(folded, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // handleWebhook is POST /api/prime/webhook (§2): authenticate by API-Key,
 // store the raw event, answer 200 only after the row is committed, then
@@ -129,7 +156,7 @@ func headersJSON(r *http.Request) string {
 		b = append(appendJSONString(b, k), ':')
 		values := r.Header[k]
 		switch {
-		case slices.Contains(secretHeaders, k):
+		case secretHeader(k):
 			values = []string{redacted}
 		case k == "Host" && r.Host != "":
 			values = []string{r.Host}
