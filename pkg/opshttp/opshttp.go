@@ -30,7 +30,7 @@ func Equal(secret, presented string) bool {
 // Credentials are the Basic auth user and password of the admin routes.
 type Credentials struct {
 	User     string `env:"ADMIN_USER"`
-	Password string `env:"ADMIN_PASSWORD"`
+	Password string `env:"ADMIN_PASSWORD" secret:"true"`
 }
 
 // BasicAuth lets a request through only with these credentials; a blank

@@ -33,13 +33,19 @@ import (
 type Config struct {
 	Logging logging.Config
 	Admin   opshttp.Credentials
-	// NATSURL is the NATS server to use.
-	NATSURL string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	// NATSURL is the NATS server to use (a URL may hold a user and
+	// password; NATSUser and NATSPassword are the other way to give them).
+	NATSURL      string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
+	NATSUser     string `env:"NATS_USER"`
+	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
 	// StreamReplicas, when above zero, overrides num_replicas of streams/*.json.
 	StreamReplicas int `env:"NATS_STREAM_REPLICAS"`
 	// DatabaseURL is sqlite:<path> or sqlserver://…; empty is SQLite under DataDir.
-	DatabaseURL string `env:"DATABASE_URL"`
-	DataDir     string `env:"DATA_DIR" envDefault:"./data"`
+	DatabaseURL string `env:"DATABASE_URL" secret:"true"`
+	// DatabasePassword, when set, is the password of DatabaseURL's user
+	// (sqlserver:// only), so the URL need hold no secret.
+	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
+	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
 	// HTTPAddr serves the public routes (ingest's webhook) and, unless
 	// OpsAddr is set, /healthz, /metrics and the admin routes too.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
@@ -118,14 +124,30 @@ func (r *Router) ops(d Deps) http.Handler {
 	return opshttp.BasicAuth(r.creds, r.Admin)
 }
 
+// NATS is how a process reaches NATS.
+type NATS struct {
+	URL string
+	// User and Password log in, unless URL holds them.
+	User, Password string
+	// Name names the connection; a process of a service (a Role of
+	// pkg/events) uses its own inbox prefix, so its user may read the
+	// replies to its requests and no one else's, and applies only the
+	// streams its role touches. Any other name applies every stream.
+	Name string
+	// Replicas, above zero, overrides num_replicas of streams/*.json.
+	Replicas int
+}
+
 // Connect connects to NATS, waiting for the server if it is not up yet, and
-// applies the streams in streams/.
-func Connect(ctx context.Context, url, name string, replicas int, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url,
-		nats.Name(name),
+// applies the streams in streams/. An error the server reports later (a
+// permissions violation: the user may not publish or subscribe there) is
+// logged.
+func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	opts := []nats.Option{
+		nats.Name(c.Name),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats disconnected", "err", err)
@@ -134,7 +156,26 @@ func Connect(ctx context.Context, url, name string, replicas int, log *slog.Logg
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats reconnected", "server", nc.ConnectedUrlRedacted())
 		}),
-	)
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				log.Error("nats error", "subject", sub.Subject, "err", err)
+				return
+			}
+			log.Error("nats error", "err", err)
+		}),
+	}
+	if c.User != "" {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	var streams []string
+	if role, ok := events.RoleNamed(c.Name); ok {
+		opts = append(opts, nats.CustomInboxPrefix(role.InboxPrefix()))
+		var err error
+		if streams, err = role.Streams(); err != nil {
+			return nil, nil, err
+		}
+	}
+	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats connect: %w", err)
 	}
@@ -144,7 +185,7 @@ func Connect(ctx context.Context, url, name string, replicas int, log *slog.Logg
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
-		err = events.EnsureStreams(ctx, js, replicas)
+		err = events.EnsureStreams(ctx, js, c.Replicas, streams...)
 		if err == nil {
 			return nc, js, nil
 		}
@@ -168,11 +209,17 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 		return d, nil, err
 	}
 	log = log.With("service", name)
-	nc, js, err := Connect(ctx, cfg.NATSURL, name, cfg.StreamReplicas, log)
+	nc, js, err := Connect(ctx, NATS{URL: cfg.NATSURL, User: cfg.NATSUser, Password: cfg.NATSPassword,
+		Name: name, Replicas: cfg.StreamReplicas}, log)
 	if err != nil {
 		return d, nil, err
 	}
-	st, err := database.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	dbURL, err := database.WithPassword(cfg.DatabaseURL, cfg.DatabasePassword)
+	if err != nil {
+		nc.Close()
+		return d, nil, err
+	}
+	st, err := database.Open(ctx, dbURL, cfg.DataDir)
 	if err != nil {
 		nc.Close()
 		return d, nil, err

@@ -32,8 +32,11 @@ import (
 // Config is what primectl reads from the environment.
 type Config struct {
 	// DatabaseURL is sqlite:<path> or sqlserver://…; empty is SQLite under DataDir.
-	DatabaseURL string `env:"DATABASE_URL"`
-	DataDir     string `env:"DATA_DIR" envDefault:"./data"`
+	DatabaseURL string `env:"DATABASE_URL" secret:"true"`
+	// DatabasePassword, when set, is the password of DatabaseURL's user
+	// (sqlserver:// only).
+	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
+	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
 	// IngestURL is ingest's base URL, for replay --now.
 	IngestURL string `env:"INGEST_URL" envDefault:"http://127.0.0.1:8080"`
 	Admin     opshttp.Credentials
@@ -60,7 +63,9 @@ before it does; --yes skips the question, --all allows a replay of every row,
 --now asks ingest (INGEST_URL, ADMIN_USER/ADMIN_PASSWORD) to publish the reset
 rows at once instead of at its relay's next tick.
 
-Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATA_DIR.
+Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATABASE_PASSWORD,
+DATA_DIR; a secret (DATABASE_URL, DATABASE_PASSWORD, ADMIN_PASSWORD) may be
+given as a file with _FILE.
 `
 
 // Run runs one primectl command: args are the command line without the
@@ -68,6 +73,10 @@ Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATA_DIR.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	var err error
+	if cfg.DatabaseURL, err = database.WithPassword(cfg.DatabaseURL, cfg.DatabasePassword); err != nil {
 		return err
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {

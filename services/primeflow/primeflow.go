@@ -48,15 +48,19 @@ type Config struct {
 	Admin   opshttp.Credentials
 	// NATSURL empty runs an embedded nats-server listening on NATSListen,
 	// with JetStream stored under DataDir/jetstream.
-	NATSURL    string `env:"NATS_URL"`
-	NATSListen string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
+	NATSURL      string `env:"NATS_URL" secret:"true"`
+	NATSUser     string `env:"NATS_USER"`
+	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
+	NATSListen   string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
 	// NATSMonitorListen is the embedded server's monitoring port (/jsz,
 	// what prometheus-nats-exporter reads for stream lag); "off" serves none.
 	NATSMonitorListen string `env:"NATS_MONITOR_LISTEN" envDefault:"127.0.0.1:8222"`
 	StreamReplicas    int    `env:"NATS_STREAM_REPLICAS"`
-	DatabaseURL       string `env:"DATABASE_URL"`
-	DataDir           string `env:"DATA_DIR" envDefault:"./data"`
-	HTTPAddr          string `env:"HTTP_ADDR" envDefault:":8080"`
+	DatabaseURL       string `env:"DATABASE_URL" secret:"true"`
+	// DatabasePassword: see service.Config.
+	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
+	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
+	HTTPAddr         string `env:"HTTP_ADDR" envDefault:":8080"`
 	// OpsAddr, when set, serves /healthz, /metrics and the relay trigger, and
 	// HTTPAddr the webhook alone; unset, HTTPAddr serves them all.
 	OpsAddr string `env:"OPS_ADDR"`
@@ -125,12 +129,17 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		// only a wait for streams on a server nobody meant.
 		log.Info("NATS_URL is set: connecting to it, no embedded nats-server", "servers", natsHosts(natsURL))
 	}
-	nc, js, err := service.Connect(ctx, natsURL, "primeflow", cfg.StreamReplicas, log)
+	nc, js, err := service.Connect(ctx, service.NATS{URL: natsURL, User: cfg.NATSUser, Password: cfg.NATSPassword,
+		Name: "primeflow", Replicas: cfg.StreamReplicas}, log)
 	if err != nil {
 		return err
 	}
 	defer nc.Drain()
-	db, err := database.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	dbURL, err := database.WithPassword(cfg.DatabaseURL, cfg.DatabasePassword)
+	if err != nil {
+		return err
+	}
+	db, err := database.Open(ctx, dbURL, cfg.DataDir)
 	if err != nil {
 		return err
 	}
