@@ -153,6 +153,9 @@ func (x *envIndex) structNames(st *ast.StructType, f *ast.File, dir, prefix stri
 			name, _, _ = strings.Cut(name, ",")
 			if name != "" && name != "-" {
 				out[prefix+name] = true
+				if tag.Get("secret") == "true" {
+					out[prefix+name+"_FILE"] = true // pkg/config reads a secret from the file its _FILE twin names
+				}
 			}
 			continue
 		}

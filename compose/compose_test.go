@@ -141,7 +141,7 @@ func TestComposeFileLoads(t *testing.T) {
 	p := loadProject(t)
 	is.Equal(p.Name, "primeflow") // the project name docker compose uses
 	want := append([]string{
-		"mssql", "db-init", "migrate",
+		"mssql", "db-init", "migrate", "db-grants",
 		"nats-1", "nats-2", "nats-3",
 		"nats-exporter-1", "nats-exporter-2", "nats-exporter-3",
 		"prometheus", "grafana",
@@ -154,10 +154,13 @@ func TestComposeFileLoads(t *testing.T) {
 	tools := service(t, p, "primectl")
 	is.Equal(tools.Profiles, []string{"tools"})              // operators' primectl, never started by up
 	is.Equal(tools.Image, service(t, p, "migrate").Image)    // the image migrate builds
-	is.Equal(env(tools, "INGEST_URL"), "http://ingest:8080") // replay --now reaches ingest
+	is.Equal(env(tools, "INGEST_URL"), "http://ingest:8090") // replay --now reaches ingest's ops port
 	cfg, err := msdsn.Parse(env(tools, "DATABASE_URL"))
-	is.NoErr(err)                       // a go-mssqldb DSN
-	is.Equal(cfg.User, "primeflow_app") // with the services' login: replay runs the procedures
+	is.NoErr(err)                             // a go-mssqldb DSN
+	is.Equal(cfg.User, "primeflow_operators") // with the operators' login: replay runs the procedures
+	is.Equal(cfg.Password, "")                // the password from a file, not the URL
+	is.Equal(mountedSecret(t, p, tools, "DATABASE_PASSWORD_FILE"), "PRIMEFLOW_OPERATORS_PASSWORD")
+	is.Equal(mountedSecret(t, p, tools, "ADMIN_PASSWORD_FILE"), "ADMIN_PASSWORD")
 }
 
 func TestEveryServiceDirectoryIsComposed(t *testing.T) {
@@ -191,32 +194,46 @@ func TestAppServices(t *testing.T) {
 			is.True(s.ReadOnly)                                                        // read-only root
 			is.Equal(s.CapDrop, []string{"ALL"})                                       // no capabilities
 
-			is.Equal(s.DependsOn["migrate"].Condition, types.ServiceConditionCompletedSuccessfully) // starts after the migration
+			is.Equal(s.DependsOn["migrate"].Condition, types.ServiceConditionCompletedSuccessfully)   // starts after the migration
+			is.Equal(s.DependsOn["db-grants"].Condition, types.ServiceConditionCompletedSuccessfully) // and the grants
 			for _, n := range []string{"nats-1", "nats-2", "nats-3"} {
 				is.Equal(s.DependsOn[n].Condition, types.ServiceConditionHealthy) // and once every NATS node is healthy
 			}
 
-			is.Equal(env(s, "NATS_STREAM_REPLICAS"), "3") // R3 streams
-			is.Equal(env(s, "HTTP_ADDR"), ":8080")        // where Prometheus and the healthcheck look
-			is.True(env(s, "ADMIN_USER") != "")           // /metrics and /healthz need Basic auth
-			is.True(env(s, "ADMIN_PASSWORD") != "")       // with a password
+			is.Equal(env(s, "NATS_STREAM_REPLICAS"), "3")                             // R3 streams
+			is.Equal(env(s, "HTTP_ADDR"), ":8080")                                    // where Prometheus and the healthcheck look
+			is.True(env(s, "ADMIN_USER") != "")                                       // /metrics and /healthz need Basic auth
+			is.Equal(mountedSecret(t, p, s, "ADMIN_PASSWORD_FILE"), "ADMIN_PASSWORD") // with the password from a file
 
 			var hosts []string
 			for _, u := range strings.Split(env(s, "NATS_URL"), ",") {
 				nu, err := url.Parse(u)
-				is.NoErr(err)                             // each NATS URL parses
-				is.Equal(nu.Scheme, "nats")               // a client URL
-				is.Equal(nu.User.Username(), "primeflow") // with the NATS user of .env.example
+				is.NoErr(err)               // each NATS URL parses
+				is.Equal(nu.Scheme, "nats") // a client URL
+				is.True(nu.User == nil)     // holding no credentials
 				hosts = append(hosts, nu.Host)
 			}
-			is.Equal(hosts, []string{"nats-1:4222", "nats-2:4222", "nats-3:4222"}) // all three nodes
+			is.Equal(hosts, []string{"nats-1:4222", "nats-2:4222", "nats-3:4222"})            // all three nodes
+			is.Equal(env(s, "NATS_USER"), name)                                               // as its own NATS user (compose/nats/users.conf)
+			is.Equal(mountedSecret(t, p, s, "NATS_PASSWORD_FILE"), natsauthPasswordVar(name)) // with its own password, from a file
+			for key := range s.Environment {
+				if secretName.MatchString(key) && !strings.HasSuffix(key, "_FILE") {
+					t.Errorf("%s is given %s in its environment: secrets come from files (%s_FILE)", name, key, key)
+				}
+			}
 
 			cfg, err := msdsn.Parse(env(s, "DATABASE_URL"))
 			is.NoErr(err)                                                      // go-mssqldb takes the DSN (pkg/store/mssql.Open)
 			is.True(strings.HasPrefix(env(s, "DATABASE_URL"), "sqlserver://")) // SQL Server, not SQLite
 			is.Equal(cfg.Host, "mssql")                                        // the mssql service
 			is.Equal(cfg.Database, "primeflow")                                // the database db-init creates
-			is.Equal(cfg.User, "primeflow_app")                                // the services' login, not sa
+			login := "primeflow_pipeline"
+			if name == "ingest" {
+				login = "primeflow_ingest"
+			}
+			is.Equal(cfg.User, login)                                                                      // its role's login, not sa
+			is.Equal(cfg.Password, "")                                                                     // the password not in the URL
+			is.Equal(mountedSecret(t, p, s, "DATABASE_PASSWORD_FILE"), strings.ToUpper(login)+"_PASSWORD") // but from a file
 
 			for _, port := range s.Ports {
 				if name != "ingest" {
@@ -294,10 +311,11 @@ func TestMigrate(t *testing.T) {
 	is.Equal(s.Restart, "no")                                                               // once
 	is.Equal(s.DependsOn["db-init"].Condition, types.ServiceConditionCompletedSuccessfully) // after the database exists
 	cfg, err := msdsn.Parse(env(s, "DATABASE_URL"))
-	is.NoErr(err)                           // a go-mssqldb DSN
-	is.Equal(cfg.Host, "mssql")             // the mssql service
-	is.Equal(cfg.Database, "primeflow")     // the primeflow database
-	is.Equal(cfg.User, "primeflow_migrate") // as the schema's owner
+	is.NoErr(err)                                                                            // a go-mssqldb DSN
+	is.Equal(cfg.Host, "mssql")                                                              // the mssql service
+	is.Equal(cfg.Database, "primeflow")                                                      // the primeflow database
+	is.Equal(cfg.User, "primeflow_migrate")                                                  // as the schema's owner
+	is.Equal(mountedSecret(t, p, s, "DATABASE_PASSWORD_FILE"), "PRIMEFLOW_MIGRATE_PASSWORD") // its password from a file
 
 	dbInit := service(t, p, "db-init")
 	is.Equal(dbInit.DependsOn["mssql"].Condition, types.ServiceConditionHealthy) // once SQL Server answers
@@ -318,17 +336,84 @@ func TestMigrate(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("mssql", "init.sql"))
 	is.NoErr(err) // init.sql reads
 	sql := string(b)
-	for _, want := range []string{"CREATE DATABASE primeflow", "CREATE LOGIN primeflow_migrate", "CREATE LOGIN primeflow_app",
-		"$(PRIMEFLOW_MIGRATE_PASSWORD)", "$(PRIMEFLOW_APP_PASSWORD)", "GRANT EXECUTE ON SCHEMA::dbo TO primeflow_app"} {
-		is.True(strings.Contains(sql, want)) // init.sql makes what the DSNs use
+	is.True(env(dbInit, "SQLCMDPASSWORD") != "") // sqlcmd takes sa's password from the environment
+	for _, login := range []string{"primeflow_migrate", "primeflow_ingest", "primeflow_pipeline", "primeflow_operators"} {
+		v := strings.ToUpper(login) + "_PASSWORD"
+		is.True(strings.Contains(sql, "CREATE LOGIN "+login+" WITH PASSWORD = N'$("+v+")'")) // init.sql makes each login the DSNs use
+		is.True(env(dbInit, v) != "")                                                        // from the variable
+		is.Equal(env(dbInit, v), p.Environment[v])                                           // the services' secret files are made from
 	}
-	for _, v := range []string{"PRIMEFLOW_MIGRATE_PASSWORD", "PRIMEFLOW_APP_PASSWORD", "SQLCMDPASSWORD"} {
-		is.True(env(dbInit, v) != "") // sqlcmd takes its password and the scripting variables from the environment
+	is.True(strings.Contains(sql, "GRANT EXECUTE ON SCHEMA::dbo TO primeflow_pipeline")) // the pipeline runs the procedures
+
+	grants := service(t, p, "db-grants")
+	is.Equal(grants.DependsOn["migrate"].Condition, types.ServiceConditionCompletedSuccessfully) // once the objects exist
+	is.Equal(grants.Restart, "no")                                                               // once
+	b, err = os.ReadFile(filepath.Join("mssql", "grants.sql"))
+	is.NoErr(err) // grants.sql reads
+	scripts := mssqlScripts(t)
+	granted := regexp.MustCompile(`GRANT (\w+) ON (OBJECT|TYPE)::dbo\.(\w+) TO (\w+);`).FindAllStringSubmatch(string(b), -1)
+	is.True(len(granted) >= 5) // ingest's procedures, one by one
+	for _, g := range granted {
+		is.Equal(g[4], "primeflow_ingest")                                                // only ingest's login is granted object by object
+		is.True(strings.Contains(strings.ToLower(scripts), "dbo."+strings.ToLower(g[3]))) // an object sql/mssql or the migration table makes
 	}
-	is.Equal(env(dbInit, "PRIMEFLOW_MIGRATE_PASSWORD"), cfg.Password) // the login db-init makes is the one migrate uses
-	app, err := msdsn.Parse(env(service(t, p, "ingest"), "DATABASE_URL"))
-	is.NoErr(err)                                                 // the services' DSN parses
-	is.Equal(env(dbInit, "PRIMEFLOW_APP_PASSWORD"), app.Password) // and so for the services' login
+}
+
+// mssqlScripts is every script of sql/mssql and the migration code, which
+// makes the objects grants.sql names.
+func mssqlScripts(t *testing.T) string {
+	t.Helper()
+	var all strings.Builder
+	for _, glob := range []string{filepath.Join(repoRoot(t), "sql", "mssql", "*.sql"), filepath.Join(repoRoot(t), "pkg", "store", "mssql", "migrate.go")} {
+		files, err := filepath.Glob(glob)
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: %v", glob, err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.Write(b)
+		}
+	}
+	return all.String()
+}
+
+// secretName is a variable that holds a secret, by its name.
+var secretName = regexp.MustCompile(`(PASSWORD|SECRET|API_KEY|_AUTH|TOKEN)(_FILE)?$`)
+
+// mountedSecret checks that s's variable key names a secret file the
+// service mounts, and returns the .env variable the secret is made from.
+func mountedSecret(t *testing.T, p *types.Project, s types.ServiceConfig, key string) string {
+	t.Helper()
+	path := env(s, key)
+	target, ok := strings.CutPrefix(path, "/run/secrets/")
+	if !ok {
+		t.Errorf("%s: %s=%q is not a file under /run/secrets", s.Name, key, path)
+		return ""
+	}
+	for _, m := range s.Secrets {
+		name := m.Target
+		if name == "" {
+			name = m.Source
+		}
+		if strings.TrimPrefix(name, "/run/secrets/") != target {
+			continue
+		}
+		if m.Mode == nil {
+			t.Errorf("%s: secret %s has no mode: older Compose releases make it root's, 0400, and the services run as 65532", s.Name, m.Source)
+		}
+		return p.Secrets[m.Source].Environment
+	}
+	t.Errorf("%s: %s=%s, which it does not mount", s.Name, key, path)
+	return ""
+}
+
+// natsauthPasswordVar is pkg/natsauth.PasswordVar: the variable a NATS
+// user's password comes from (compose/nats/users.conf names them).
+func natsauthPasswordVar(user string) string {
+	return "NATS_" + strings.ToUpper(strings.ReplaceAll(user, "-", "_")) + "_PASSWORD"
 }
 
 func TestEnvExample(t *testing.T) {
@@ -344,6 +429,9 @@ func TestEnvExample(t *testing.T) {
 		}
 	}
 	used := composeVariables(t)
+	for _, sec := range loadProject(t).Secrets {
+		used[sec.Environment] = true // a secret file made from the variable
+	}
 	for name := range used {
 		if _, ok := defined[name]; !ok {
 			t.Errorf("docker-compose.yml uses ${%s}, which .env.example does not document", name)
@@ -376,7 +464,7 @@ func TestEnvExample(t *testing.T) {
 		}
 	}
 	// SQL Server's password policy.
-	for _, name := range []string{"MSSQL_SA_PASSWORD", "PRIMEFLOW_MIGRATE_PASSWORD", "PRIMEFLOW_APP_PASSWORD"} {
+	for _, name := range []string{"MSSQL_SA_PASSWORD", "PRIMEFLOW_MIGRATE_PASSWORD", "PRIMEFLOW_INGEST_PASSWORD", "PRIMEFLOW_PIPELINE_PASSWORD", "PRIMEFLOW_OPERATORS_PASSWORD"} {
 		v := defined[name].value
 		is.True(len(v) >= 8)                                          // long enough for SQL Server
 		is.True(strings.ContainsAny(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")) // upper case

@@ -116,10 +116,17 @@ func TestPrometheusScrapes(t *testing.T) {
 	is.Equal(jobs["nats"], exporters) // the three exporters, on their default port
 	var services []string
 	for _, s := range appServices {
-		services = append(services, s+":8080")
-		is.Equal(targetLabel[s+":8080"]["service"], s) // each series says which service it came from
+		// /metrics is on OPS_ADDR where a service sets it (ingest: its
+		// HTTP_ADDR serves the webhook alone), on HTTP_ADDR otherwise.
+		addr := env(service(t, p, s), "OPS_ADDR")
+		if addr == "" {
+			addr = env(service(t, p, s), "HTTP_ADDR")
+		}
+		target := s + addr
+		services = append(services, target)
+		is.Equal(targetLabel[target]["service"], s) // each series says which service it came from
 	}
-	is.Equal(jobs["primeflow"], services) // every service's /metrics on HTTP_ADDR
+	is.Equal(jobs["primeflow"], services) // every service's /metrics, on the port that serves it
 
 	prom := service(t, p, "prometheus")
 	var secrets []string

@@ -6,7 +6,7 @@ import (
 	"go/constant"
 	"go/printer"
 	"go/token"
-	"go/types"
+	gotypes "go/types"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -27,8 +28,7 @@ func TestNATSCluster(t *testing.T) {
 		t.Run(node, func(t *testing.T) {
 			is := is.New(t)
 			s := service(t, p, node)
-			t.Setenv("NATS_USER", env(s, "NATS_USER"))
-			t.Setenv("NATS_PASSWORD", env(s, "NATS_PASSWORD"))
+			setNATSPasswords(t, s)
 
 			var confDir string
 			for _, v := range s.Volumes {
@@ -54,10 +54,21 @@ func TestNATSCluster(t *testing.T) {
 				routes = append(routes, r.Host)
 			}
 			is.Equal(routes, []string{"nats-1:6222", "nats-2:6222", "nats-3:6222"}) // routes to all three nodes
-			is.Equal(opts.Username, "primeflow")                                    // clients log in with NATS_USER
-			is.Equal(opts.Password, env(s, "NATS_PASSWORD"))                        // and NATS_PASSWORD
-			is.True(opts.MaxPayload > 1<<20)                                        // a 1 MiB webhook (INGEST_MAX_BODY_BYTES) plus headers fits
-			is.Equal(int64(opts.MaxPayload), embeddedMaxPayload(t))                 // as much as the embedded server (bin/primeflow) takes
+			users := map[string]*server.User{}
+			for _, u := range opts.Users {
+				users[u.Username] = u
+			}
+			for _, name := range append(slices.Clone(appServices), "portals", "operators") {
+				u := users[name]
+				is.True(u != nil)                                       // a user a service, the portals and the operators (users.conf)
+				is.Equal(u.Password, env(s, natsauthPasswordVar(name))) // its password from the node's environment
+				is.True(u.Password != "")                               // set
+				is.Equal(u.Permissions == nil, name == "operators")     // only the operators may do everything
+			}
+			is.Equal(len(opts.Users), len(appServices)+2)           // and no one else
+			is.Equal(opts.Username, "")                             // no shared user
+			is.True(opts.MaxPayload > 1<<20)                        // a 1 MiB webhook (INGEST_MAX_BODY_BYTES) plus headers fits
+			is.Equal(int64(opts.MaxPayload), embeddedMaxPayload(t)) // as much as the embedded server (bin/primeflow) takes
 
 			for _, v := range s.Volumes {
 				if v.Type == "volume" {
@@ -67,6 +78,17 @@ func TestNATSCluster(t *testing.T) {
 			is.True(s.HealthCheck != nil)                                                                           // healthy means JetStream is ready
 			is.True(slices.Contains(s.HealthCheck.Test, fmt.Sprintf("http://127.0.0.1:%d/healthz", opts.HTTPPort))) // on the monitoring port
 		})
+	}
+}
+
+// setNATSPasswords sets the users' password variables a node's container gets
+// (compose/nats/users.conf reads them), for nats-server's parser.
+func setNATSPasswords(t *testing.T, node types.ServiceConfig) {
+	t.Helper()
+	for k, v := range node.Environment {
+		if strings.HasPrefix(k, "NATS_") && strings.HasSuffix(k, "_PASSWORD") && v != nil {
+			t.Setenv(k, *v)
+		}
 	}
 }
 
@@ -90,7 +112,7 @@ func embeddedMaxPayload(t *testing.T) int64 {
 					if err := printer.Fprint(&expr, token.NewFileSet(), vs.Values[i]); err != nil {
 						t.Fatal(err)
 					}
-					tv, err := types.Eval(token.NewFileSet(), nil, token.NoPos, expr.String())
+					tv, err := gotypes.Eval(token.NewFileSet(), nil, token.NoPos, expr.String())
 					if err != nil {
 						t.Fatalf("natsserver.MaxPayload = %s: %v", expr.String(), err)
 					}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,9 +74,17 @@ func TestServicesStartWithComposeEnvironment(t *testing.T) {
 					vars = append(vars, k+"="+*v)
 				}
 			}
-			// Only where the stack's hosts are: the cluster, the database, a
-			// free port. Everything else is compose's.
+			// Only where the stack's hosts are: the cluster, the database
+			// (SQLite has no password), free ports, the secret files.
+			// Everything else is compose's.
+			vars = slices.DeleteFunc(vars, func(v string) bool { return strings.HasPrefix(v, "DATABASE_PASSWORD_FILE=") })
 			vars = append(vars, "NATS_URL="+natsURL(s), "DATABASE_URL="+db, fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", port))
+			health := port
+			if s.Environment["OPS_ADDR"] != nil {
+				health = freePort(t)
+				vars = append(vars, fmt.Sprintf("OPS_ADDR=127.0.0.1:%d", health))
+			}
+			vars = append(vars, secretFiles(t, p, s)...)
 			if s.Environment["TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID"] != nil {
 				// .env.example's placeholder, which job-mirror refuses: a
 				// status GUID, as an operator sets it.
@@ -86,8 +95,8 @@ func TestServicesStartWithComposeEnvironment(t *testing.T) {
 			proc := startProcess(t, name, cmd)
 			waitFor(t, 60*time.Second, name+": /healthz 200 with compose's environment", func() bool {
 				proc.failIfExited(t)
-				req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz", port), nil)
-				req.SetBasicAuth(env(s, "ADMIN_USER"), env(s, "ADMIN_PASSWORD"))
+				req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz", health), nil)
+				req.SetBasicAuth(env(s, "ADMIN_USER"), p.Environment["ADMIN_PASSWORD"])
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					return false
@@ -112,9 +121,7 @@ func startCluster(t *testing.T, p *types.Project) func(types.ServiceConfig) stri
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", route[n]))
 	}
 	for _, n := range nodes {
-		s := service(t, p, n)
-		t.Setenv("NATS_USER", env(s, "NATS_USER"))
-		t.Setenv("NATS_PASSWORD", env(s, "NATS_PASSWORD"))
+		setNATSPasswords(t, service(t, p, n))
 		opts, err := server.ProcessConfigFile(filepath.Join("nats", n+".conf"))
 		if err != nil {
 			t.Fatalf("%s.conf: %v", n, err)
@@ -150,6 +157,38 @@ func startCluster(t *testing.T, p *types.Project) func(types.ServiceConfig) stri
 		}
 		return strings.Join(out, ",")
 	}
+}
+
+// secretFiles writes the secrets s mounts, from .env.example's values as
+// compose would, and returns the variables that name them in place of
+// compose's /run/secrets paths.
+func secretFiles(t *testing.T, p *types.Project, s types.ServiceConfig) []string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{}
+	for _, m := range s.Secrets {
+		name := m.Target
+		if name == "" {
+			name = m.Source
+		}
+		path := filepath.Join(dir, filepath.Base(name))
+		if err := os.WriteFile(path, []byte(p.Environment[p.Secrets[m.Source].Environment]), 0o400); err != nil {
+			t.Fatal(err)
+		}
+		files["/run/secrets/"+filepath.Base(name)] = path
+	}
+	var vars []string
+	for k, v := range s.Environment {
+		if v == nil || !strings.HasSuffix(k, "_FILE") || k == "DATABASE_PASSWORD_FILE" {
+			continue
+		}
+		path, ok := files[*v]
+		if !ok {
+			t.Fatalf("%s: %s=%s is not a secret it mounts", s.Name, k, *v)
+		}
+		vars = append(vars, k+"="+path)
+	}
+	return vars
 }
 
 func freePort(t *testing.T) int {

@@ -17,6 +17,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
+	golang.org/x/net v0.60.0
 	golang.org/x/sync v0.25.0
 	modernc.org/sqlite v1.62.0
 )

@@ -1,7 +1,9 @@
 // Command healthcheck is the container health check of the primeflow images.
 // It asks the service in its own container for /healthz with the admin Basic
-// auth credentials from the service's own environment (HTTP_ADDR, ADMIN_USER,
-// ADMIN_PASSWORD) and exits 0 only on 200 OK.
+// auth credentials from the service's own environment (OPS_ADDR, or HTTP_ADDR
+// when it is not set; ADMIN_USER; ADMIN_PASSWORD, or the file
+// ADMIN_PASSWORD_FILE names, as pkg/config reads it) and exits 0 only on 200
+// OK.
 //
 // The images are distroless (no shell, no curl), and reading the credentials
 // from the environment keeps them out of the command line that
@@ -39,9 +41,21 @@ func main() {
 
 // run checks /healthz once; nil means healthy.
 func run(ctx context.Context, getenv func(string) string, client *http.Client) error {
-	url, err := healthzURL(getenv("HTTP_ADDR"))
+	addr, name := getenv("OPS_ADDR"), "OPS_ADDR"
+	if addr == "" {
+		addr, name = getenv("HTTP_ADDR"), "HTTP_ADDR"
+	}
+	url, err := healthzURL(addr, name)
 	if err != nil {
 		return err
+	}
+	password := getenv("ADMIN_PASSWORD")
+	if file := getenv("ADMIN_PASSWORD_FILE"); file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("ADMIN_PASSWORD_FILE: %w", err)
+		}
+		password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -49,7 +63,7 @@ func run(ctx context.Context, getenv func(string) string, client *http.Client) e
 	if err != nil {
 		return fmt.Errorf("request %s: %w", url, err)
 	}
-	req.SetBasicAuth(getenv("ADMIN_USER"), getenv("ADMIN_PASSWORD"))
+	req.SetBasicAuth(getenv("ADMIN_USER"), password)
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", url, err)
@@ -63,15 +77,15 @@ func run(ctx context.Context, getenv func(string) string, client *http.Client) e
 	return nil
 }
 
-// healthzURL is the /healthz URL of a service listening on addr (HTTP_ADDR:
-// ":8080", "0.0.0.0:8080", "[::]:8080"): loopback, on its port.
-func healthzURL(addr string) (string, error) {
+// healthzURL is the /healthz URL of a service listening on addr (the
+// variable name: ":8080", "0.0.0.0:8080", "[::]:8080"): loopback, on its port.
+func healthzURL(addr, name string) (string, error) {
 	if addr == "" {
 		addr = defaultAddr
 	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {
-		return "", fmt.Errorf("HTTP_ADDR %q: want host:port or :port", addr)
+		return "", fmt.Errorf("%s %q: want host:port or :port", name, addr)
 	}
 	return "http://" + net.JoinHostPort("127.0.0.1", port) + "/healthz", nil
 }

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,6 +56,10 @@ func TestRun(t *testing.T) {
 		ln.Close()
 		return addr
 	}()
+	pwFile := filepath.Join(t.TempDir(), "admin_password")
+	if err := os.WriteFile(pwFile, []byte("s3cret-pw\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -66,6 +72,10 @@ func TestRun(t *testing.T) {
 		{"unhealthy", map[string]string{"HTTP_ADDR": unhealthy, "ADMIN_USER": "ops", "ADMIN_PASSWORD": "s3cret-pw"}, "nats"},
 		{"nothing listening", map[string]string{"HTTP_ADDR": closed, "ADMIN_USER": "ops", "ADMIN_PASSWORD": "s3cret-pw"}, "connect"},
 		{"bad address", map[string]string{"HTTP_ADDR": "8080", "ADMIN_USER": "ops", "ADMIN_PASSWORD": "s3cret-pw"}, "HTTP_ADDR"},
+		{"password from a file", map[string]string{"HTTP_ADDR": healthy, "ADMIN_USER": "ops", "ADMIN_PASSWORD_FILE": pwFile}, ""},
+		{"password file missing", map[string]string{"HTTP_ADDR": healthy, "ADMIN_USER": "ops", "ADMIN_PASSWORD_FILE": pwFile + ".no"}, "ADMIN_PASSWORD_FILE"},
+		{"the ops port first", map[string]string{"OPS_ADDR": healthy, "HTTP_ADDR": closed, "ADMIN_USER": "ops", "ADMIN_PASSWORD": "s3cret-pw"}, ""},
+		{"bad ops address", map[string]string{"OPS_ADDR": "8090", "ADMIN_USER": "ops", "ADMIN_PASSWORD": "s3cret-pw"}, "OPS_ADDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,14 +105,14 @@ func TestHealthzURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
 			is := is.New(t)
-			got, err := healthzURL(tt.addr)
+			got, err := healthzURL(tt.addr, "HTTP_ADDR")
 			is.NoErr(err)          // a listen address
 			is.Equal(got, tt.want) // loopback on its port
 		})
 	}
 	t.Run("no port", func(t *testing.T) {
 		is := is.New(t)
-		_, err := healthzURL("localhost")
+		_, err := healthzURL("localhost", "HTTP_ADDR")
 		is.True(err != nil) // refused
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -15,6 +16,13 @@ import (
 )
 
 // Parse fills cfg (a pointer to a struct with `env` tags) from getenv.
+//
+// A field tagged `secret:"true"` (a password, a key, a URL that may hold
+// credentials) may instead be given as its variable with _FILE appended:
+// the path of a file that holds the value, as a compose or Kubernetes
+// secret is mounted (ADMIN_PASSWORD_FILE=/run/secrets/admin_password). One
+// trailing line break is dropped. Setting both the variable and its _FILE
+// twin is an error, and so is a file that cannot be read.
 func Parse(getenv func(string) string, cfg any) error {
 	params, err := env.GetFieldParams(cfg)
 	if err != nil {
@@ -26,6 +34,22 @@ func Parse(getenv func(string) string, cfg any) error {
 			environ[p.Key] = v
 		}
 	}
+	for _, key := range SecretVariables(cfg) {
+		path := getenv(key + FileSuffix)
+		if path == "" {
+			continue
+		}
+		if _, set := environ[key]; set {
+			return fmt.Errorf("config: %s and %s%s are both set: give the secret one way", key, key, FileSuffix)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("config: %s%s: %w", key, FileSuffix, err)
+		}
+		if v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"); v != "" {
+			environ[key] = v
+		}
+	}
 	if err := env.ParseWithOptions(cfg, env.Options{Environment: environ}); err != nil {
 		if bad := unreadable(cfg, environ); bad != "" {
 			return fmt.Errorf("config: %s: %w", bad, err)
@@ -33,6 +57,39 @@ func Parse(getenv func(string) string, cfg any) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
+}
+
+// FileSuffix makes a secret's variable name the name of the variable that
+// gives the path of a file holding it.
+const FileSuffix = "_FILE"
+
+// SecretVariables are the variables of cfg's fields tagged `secret:"true"`
+// (envPrefix included), each of which may be given as a file.
+func SecretVariables(cfg any) []string {
+	return secrets(reflect.TypeOf(cfg), "")
+}
+
+func secrets(t reflect.Type, prefix string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		switch {
+		case key != "":
+			if f.Tag.Get("secret") == "true" {
+				out = append(out, prefix+key)
+			}
+		case f.Type.Kind() == reflect.Struct || f.Type.Kind() == reflect.Pointer:
+			out = append(out, secrets(f.Type, prefix+f.Tag.Get("envPrefix"))...)
+		}
+	}
+	return out
 }
 
 // unreadable names the variables whose values cannot be read into cfg's

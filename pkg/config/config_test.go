@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,4 +40,56 @@ func TestParseNamesTheUnreadableVariable(t *testing.T) {
 	is.NoErr(config.Parse(func(k string) string { return env[k] }, &c))
 	is.Equal(c.Plan.Every, 10*time.Minute)
 	is.Equal(c.Create.Every, 5*time.Minute)
+}
+
+type withSecrets struct {
+	User     string `env:"APP_USER"`
+	Password string `env:"APP_PASSWORD" secret:"true"`
+	Lock     struct {
+		Key string `env:"KEY" secret:"true"`
+	} `envPrefix:"LOCK_"`
+}
+
+// A secret may be given as a file (its _FILE twin), the way compose and
+// Kubernetes mount secrets; anything else may not.
+func TestSecretsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pw, key := file("pw", "s3cret\n"), file("key", "k3y")
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		password string
+		key      string
+		err      string
+	}{
+		{"from the environment", map[string]string{"APP_PASSWORD": "plain"}, "plain", "", ""},
+		{"from files, a trailing newline dropped", map[string]string{"APP_PASSWORD_FILE": pw, "LOCK_KEY_FILE": key}, "s3cret", "k3y", ""},
+		{"both ways", map[string]string{"APP_PASSWORD": "plain", "APP_PASSWORD_FILE": pw}, "", "", "APP_PASSWORD and APP_PASSWORD_FILE are both set"},
+		{"a file that is not there", map[string]string{"APP_PASSWORD_FILE": filepath.Join(dir, "missing")}, "", "", "APP_PASSWORD_FILE"},
+		{"not a secret", map[string]string{"APP_USER_FILE": pw}, "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			var c withSecrets
+			err := config.Parse(func(k string) string { return tc.env[k] }, &c)
+			if tc.err != "" {
+				is.True(err != nil)                            // refused
+				is.True(strings.Contains(err.Error(), tc.err)) // naming the variable
+				return
+			}
+			is.NoErr(err)
+			is.Equal(c.Password, tc.password) // read
+			is.Equal(c.Lock.Key, tc.key)      // under its envPrefix too
+			is.Equal(c.User, "")              // only secrets come from files
+		})
+	}
+	is := is.New(t)
+	is.Equal(config.SecretVariables(&withSecrets{}), []string{"APP_PASSWORD", "LOCK_KEY"}) // the secret variables, prefixes included
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,28 @@ func Open(ctx context.Context, url, dataDir string) (store.Store, error) {
 		return mssql.Open(ctx, url)
 	}
 	return nil, fmt.Errorf("DATABASE_URL: want sqlite:<path> or sqlserver://…, got a URL starting %q", scheme(url))
+}
+
+// WithPassword is url with password as its user's password, for a
+// sqlserver:// URL whose password is given apart (DATABASE_PASSWORD, or
+// DATABASE_PASSWORD_FILE from a mounted secret); a blank password leaves url
+// as it is.
+func WithPassword(url, password string) (string, error) {
+	if password == "" {
+		return url, nil
+	}
+	if !strings.HasPrefix(url, "sqlserver://") {
+		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL is not a sqlserver:// URL: SQLite has no password")
+	}
+	u, err := neturl.Parse(url)
+	if err != nil || u.User == nil || u.User.Username() == "" {
+		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL names no user (sqlserver://user@host…)")
+	}
+	if _, has := u.User.Password(); has {
+		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL holds a password too: give it one way")
+	}
+	u.User = neturl.UserPassword(u.User.Username(), password)
+	return u.String(), nil
 }
 
 // OpenExisting is Open for tools that read or change a database a service

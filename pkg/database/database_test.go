@@ -56,3 +56,26 @@ func TestOpen(t *testing.T) {
 		is.True(err != nil)
 	})
 }
+
+func TestWithPassword(t *testing.T) {
+	for _, tc := range []struct{ url, password, want, err string }{
+		{"sqlserver://primeflow_ingest@mssql:1433?database=primeflow", "p@ss:w/rd", "sqlserver://primeflow_ingest:p%40ss%3Aw%2Frd@mssql:1433?database=primeflow", ""},
+		{"sqlserver://u:old@mssql", "", "sqlserver://u:old@mssql", ""},
+		{"", "", "", ""},
+		{"sqlserver://u:old@mssql", "new", "", "holds a password too"},
+		{"sqlserver://mssql", "new", "", "names no user"},
+		{"sqlite:/tmp/x.db", "new", "", "not a sqlserver:// URL"},
+	} {
+		t.Run(tc.url+" "+tc.password, func(t *testing.T) {
+			is := is.New(t)
+			got, err := database.WithPassword(tc.url, tc.password)
+			if tc.err != "" {
+				is.True(err != nil && strings.Contains(err.Error(), tc.err)) // refused, saying why
+				is.True(!strings.Contains(err.Error(), tc.password))         // never with the password
+				return
+			}
+			is.NoErr(err)
+			is.Equal(got, tc.want) // the password in the URL, escaped
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 
 	"github.com/ethosbuilding/primeflow/streams"
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,18 +37,22 @@ func StreamConfigs(replicas int) ([]jetstream.StreamConfig, error) {
 	return cfgs, nil
 }
 
-// EnsureStreams creates every stream defined in streams/, and updates one
-// only when its configuration differs from the file's: each process applies
-// them at start-up, and an update that changes nothing still takes the
+// EnsureStreams creates every stream defined in streams/ (or, when names are
+// given, those of them), and updates one only when its configuration differs
+// from the file's: each process applies the streams its Role touches at
+// start-up, and an update that changes nothing still takes the
 // stream's locks while other processes create their consumers on it
 // (nats-server 2.15.2 reads the store's configuration without the lock
 // there, a data race that make race found).
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int, names ...string) error {
 	cfgs, err := StreamConfigs(replicas)
 	if err != nil {
 		return err
 	}
 	for _, cfg := range cfgs {
+		if len(names) > 0 && !slices.Contains(names, cfg.Name) {
+			continue
+		}
 		// A create of a stream that exists with the same configuration
 		// succeeds; with another, it fails with ErrStreamNameAlreadyInUse.
 		_, err := js.CreateStream(ctx, cfg)

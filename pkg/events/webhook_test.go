@@ -56,3 +56,22 @@ func TestWebhookMsgGeneration(t *testing.T) {
 		})
 	}
 }
+
+func TestActionLabel(t *testing.T) {
+	for _, tc := range []struct{ action, want string }{
+		{"change-job-status", "change-job-status"},
+		{"create-allocation", "create-allocation"},
+		{"", "_none"},
+		{"create-invoice", "_other"},      // a new action Prime may send one day
+		{"made-up-1234", "_other"},        // or anything a sender makes up
+		{"has space", "_other"},           // not a subject token either
+		{"_none", "_other"},               // a sender cannot pose as a label
+		{"Change-Job-Status", "_other"},   // actions are compared as sent
+		{"change-job-status\n", "_other"}, // exactly
+	} {
+		t.Run(tc.want+" "+tc.action, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(events.ActionLabel(tc.action), tc.want) // the known actions, or a label of a few
+		})
+	}
+}

@@ -27,9 +27,9 @@ import (
 // Task keys in the locks bucket.
 const (
 	// KeyOptimoCreate serialises optimo-create runs (spec §8.1).
-	KeyOptimoCreate = "optimo-create"
+	KeyOptimoCreate = events.LockOptimoCreate
 	// KeyOptimoPlan serialises optimo-plan runs (spec §8.2).
-	KeyOptimoPlan = "optimo-plan"
+	KeyOptimoPlan = events.LockOptimoPlan
 )
 
 var (

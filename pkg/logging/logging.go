@@ -1,5 +1,6 @@
 // Package logging builds the slog logger every process uses: tint for people
-// at a terminal, JSON for production log shippers.
+// at a terminal, JSON for production log shippers; either bounds what it
+// writes of outside data (Bound, Payload).
 package logging
 
 import (
@@ -28,14 +29,17 @@ func New(w io.Writer, cfg Config) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(cfg.Level)); err != nil {
 		return nil, fmt.Errorf("LOG_LEVEL %q: %w", cfg.Level, err)
 	}
+	// Every string and error is bounded (Bound): what is logged of outside
+	// data is never more than MaxValueBytes, nor cut at a bad byte.
 	switch cfg.Format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: bound})), nil
 	case "text", "":
 		return slog.New(tint.NewHandler(w, &tint.Options{
-			Level:      level,
-			TimeFormat: time.TimeOnly,
-			NoColor:    !isTerminal(w),
+			Level:       level,
+			TimeFormat:  time.TimeOnly,
+			NoColor:     !isTerminal(w),
+			ReplaceAttr: bound,
 		})), nil
 	default:
 		return nil, fmt.Errorf("LOG_FORMAT %q: want text or json", cfg.Format)

@@ -30,11 +30,12 @@ func Equal(secret, presented string) bool {
 // Credentials are the Basic auth user and password of the admin routes.
 type Credentials struct {
 	User     string `env:"ADMIN_USER"`
-	Password string `env:"ADMIN_PASSWORD"`
+	Password string `env:"ADMIN_PASSWORD" secret:"true"`
 }
 
 // BasicAuth lets a request through only with these credentials; a blank
-// user or password rejects every request (401).
+// user or password rejects every request (401, the connection closed: a
+// body is never waited for).
 func BasicAuth(c Credentials, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, p, ok := r.BasicAuth()
@@ -42,7 +43,7 @@ func BasicAuth(c Credentials, next http.Handler) http.Handler {
 		passOK := Equal(c.Password, p)
 		if !ok || !userOK || !passOK {
 			w.Header().Set("WWW-Authenticate", `Basic realm="primeflow", charset="UTF-8"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			Refuse(w, http.StatusUnauthorized, "unauthorized")
 			return
 		}
 		next.ServeHTTP(w, r)

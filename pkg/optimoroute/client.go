@@ -50,7 +50,7 @@ type Config struct {
 	APIURL string `env:"OPTIMOROUTE_API_URL" envDefault:"https://api.optimoroute.com/v1"`
 	// APIKey is the account's Web Service API key. A secret: it is sent
 	// only in the query string and never logged or put in an error.
-	APIKey string `env:"OPTIMOROUTE_API_KEY"`
+	APIKey string `env:"OPTIMOROUTE_API_KEY" secret:"true"`
 	// Timeout bounds one request, not the wait for a free slot.
 	Timeout time.Duration `env:"OPTIMOROUTE_TIMEOUT" envDefault:"30s"`
 	// MaxConcurrent is the most requests in flight. OptimoRoute allows 5

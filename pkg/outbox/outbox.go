@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -46,6 +48,11 @@ type Publisher struct {
 	// Failures, when set, counts the messages a sweep could not publish, by
 	// reason (RegisterFailures).
 	Failures *prometheus.CounterVec
+	// Subjects, when set, are the only subjects a sweep publishes on: those
+	// the process's NATS user may publish (its events.Role). Messages on
+	// others are another service's, left to its sweeper, which every
+	// service that writes the outbox runs.
+	Subjects []string
 }
 
 // Message builds an outbox message with a JSON body.
@@ -147,19 +154,22 @@ func (w WithSweeper) Run(ctx context.Context) error {
 }
 
 // NewSweeper is a process's outbox sweeper, counting what it cannot publish
-// in primeflow_outbox_sweep_failures_total on reg.
-func NewSweeper(js jetstream.JetStream, st Store, log *slog.Logger, reg prometheus.Registerer) (*Publisher, error) {
+// in primeflow_outbox_sweep_failures_total on reg. It publishes on subjects
+// only, or on every subject when none are given (bin/primeflow, which runs
+// every service).
+func NewSweeper(js jetstream.JetStream, st Store, log *slog.Logger, reg prometheus.Registerer, subjects ...string) (*Publisher, error) {
 	failures, err := RegisterFailures(reg)
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{JS: js, Store: st, Log: log, Failures: failures}, nil
+	return &Publisher{JS: js, Store: st, Log: log, Failures: failures, Subjects: subjects}, nil
 }
 
 // Swept is svc, a service that writes the outbox, run as a process of its
-// own: WithSweeper, with the process's sweeper (NewSweeper) sweeping every.
-func Swept(svc service.Runner, d service.Deps, every time.Duration) (service.Runner, error) {
-	sweeper, err := NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
+// own: WithSweeper, with the process's sweeper (NewSweeper) sweeping every,
+// publishing what role may publish (events.Role.Publishes).
+func Swept(svc service.Runner, d service.Deps, every time.Duration, role events.Role) (service.Runner, error) {
+	sweeper, err := NewSweeper(d.JS, d.Store, d.Log, d.Metrics, role.Publishes...)
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +216,9 @@ func (p *Publisher) Sweep(ctx context.Context, grace time.Duration) error {
 		var stop error
 		for _, m := range msgs {
 			after = m.ID
+			if !p.mine(m.Subject) {
+				continue
+			}
 			// No retry on "no responders": the next sweep is the retry,
 			// and failure tells at once a subject no stream takes from
 			// JetStream being down.
@@ -233,6 +246,11 @@ func (p *Publisher) Sweep(ctx context.Context, grace time.Duration) error {
 			return nil
 		}
 	}
+}
+
+// mine reports whether a sweep publishes a message on subject.
+func (p *Publisher) mine(subject string) bool {
+	return len(p.Subjects) == 0 || slices.ContainsFunc(p.Subjects, func(s string) bool { return events.SubjectWithin(subject, s) })
 }
 
 // failure counts and logs a sweep's publish that failed, and returns the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -195,11 +196,14 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error) (events.Done, error) {
 	log := s.Log.With("logId", logID)
 	if errors.Is(cause, ErrPayload) {
-		payload := ""
+		// §9: logged with the payload — in full on the row's first fault,
+		// then by size and hash, so a row that keeps failing does not log
+		// its payload at every attempt (logging.Payload).
+		payload, first := "", true
 		if row, err := s.Store.GetWebhookLog(ctx, logID); err == nil {
-			payload = row.Payload
+			payload, first = row.Payload, row.ProcessAttempts == 0
 		}
-		log.Error("payload fault: fix the parser, then replay the row", "err", cause, "payload", payload)
+		log.Error("payload fault: fix the parser, then replay the row", "err", cause, logging.Payload(payload, first))
 	} else {
 		log.Warn("event failed", "err", cause)
 	}

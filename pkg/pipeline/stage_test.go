@@ -304,14 +304,20 @@ func TestAPayloadFaultIsLoggedWithItsPayload(t *testing.T) {
 	})
 	e.dispatch(id, 1)
 	is.Equal(e.announced().Outcome, events.OutcomeFailed) // an attempt, like any failure
-	var line string
+	e.dispatch(id, 2)
+	is.Equal(e.announced().Attempts, 2) // and another
+	var lines []string
 	for l := range strings.Lines(e.Logs.String()) {
 		if strings.Contains(l, "payload fault: fix the parser") {
-			line = l
+			lines = append(lines, l)
 		}
 	}
-	is.True(strings.Contains(line, "level=ERROR"))    // logged as an error
-	is.True(strings.Contains(line, `eventAction\":`)) // with the payload, which the error does not hold
+	is.Equal(len(lines), 2)                                // each fault logged
+	is.True(strings.Contains(lines[0], "level=ERROR"))     // as an error
+	is.True(strings.Contains(lines[0], `eventAction\":`))  // the first with the payload, which the error does not hold
+	is.True(!strings.Contains(lines[1], "eventAction"))    // the next without it, it is in the log already
+	is.True(strings.Contains(lines[1], "payload.bytes="))  // but its size
+	is.True(strings.Contains(lines[1], "payload.sha256=")) // and hash, to tell it is the same payload
 }
 
 // TestAnUnavailableServiceMakesTheEventWait: work that could not reach a

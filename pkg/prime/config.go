@@ -21,9 +21,9 @@ type Config struct {
 	// ClientID, ClientSecret, Username and Password are the OAuth2
 	// password-grant credentials. Never log them.
 	ClientID     string `env:"PRIME_CLIENT_ID"`
-	ClientSecret string `env:"PRIME_CLIENT_SECRET"`
+	ClientSecret string `env:"PRIME_CLIENT_SECRET" secret:"true"`
 	Username     string `env:"PRIME_USERNAME"`
-	Password     string `env:"PRIME_PASSWORD"`
+	Password     string `env:"PRIME_PASSWORD" secret:"true"`
 	// RatePerMinute is the most requests this client sends in a minute.
 	RatePerMinute int `env:"PRIME_RATE_PER_MINUTE" envDefault:"60"`
 	// RateBurst is how many requests may go out back to back before the

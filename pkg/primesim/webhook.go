@@ -9,16 +9,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
 )
 
 // Prime's webhook event actions (§5).
 const (
-	ActionChangeJobStatus        = "change-job-status"
-	ActionCreateAppointment      = "create-appointment"
-	ActionCompleteAppointment    = "complete-appointment"
-	ActionChangeCustomFormStatus = "change-custom-form-status"
-	ActionCreateEstimate         = "create-estimate"
-	ActionCreateAllocation       = "create-allocation"
+	ActionChangeJobStatus        = events.ActionChangeJobStatus
+	ActionCreateAppointment      = events.ActionCreateAppointment
+	ActionCompleteAppointment    = events.ActionCompleteAppointment
+	ActionChangeCustomFormStatus = events.ActionChangeCustomFormStatus
+	ActionCreateEstimate         = events.ActionCreateEstimate
+	ActionCreateAllocation       = events.ActionCreateAllocation
 )
 
 // actionShape is, per action, the property Prime puts the record's GUID

@@ -33,15 +33,26 @@ import (
 type Config struct {
 	Logging logging.Config
 	Admin   opshttp.Credentials
-	// NATSURL is the NATS server to use.
-	NATSURL string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	// NATSURL is the NATS server to use (a URL may hold a user and
+	// password; NATSUser and NATSPassword are the other way to give them).
+	NATSURL      string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
+	NATSUser     string `env:"NATS_USER"`
+	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
 	// StreamReplicas, when above zero, overrides num_replicas of streams/*.json.
 	StreamReplicas int `env:"NATS_STREAM_REPLICAS"`
 	// DatabaseURL is sqlite:<path> or sqlserver://…; empty is SQLite under DataDir.
-	DatabaseURL string `env:"DATABASE_URL"`
-	DataDir     string `env:"DATA_DIR" envDefault:"./data"`
-	// HTTPAddr serves /healthz and /metrics (and ingest's routes).
+	DatabaseURL string `env:"DATABASE_URL" secret:"true"`
+	// DatabasePassword, when set, is the password of DatabaseURL's user
+	// (sqlserver:// only), so the URL need hold no secret.
+	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
+	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
+	// HTTPAddr serves the public routes (ingest's webhook) and, unless
+	// OpsAddr is set, /healthz, /metrics and the admin routes too.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// OpsAddr, when set, serves /healthz, /metrics and the admin routes,
+	// and HTTPAddr the public routes alone.
+	OpsAddr string `env:"OPS_ADDR"`
+	HTTP    opshttp.ServerConfig
 }
 
 // Deps are the shared things a service is built from. In the all-in-one
@@ -77,10 +88,29 @@ func NewRouter(admin opshttp.Credentials) *Router {
 // Public is the router for routes without Basic auth.
 func (r *Router) Public() *mux.Router { return r.public }
 
-// Handler finishes the router: /healthz and /metrics for d on Admin, and
-// Admin behind Basic auth for everything Public does not take. Call it once,
-// after every route is added.
+// Handler finishes the router for one port: /healthz and /metrics for d on
+// Admin, and Admin behind Basic auth for everything Public does not take.
+// Call it, or Split, once, after every route is added.
 func (r *Router) Handler(d Deps) http.Handler {
+	r.public.PathPrefix("/").Handler(r.ops(d))
+	return r.public
+}
+
+// Split finishes the router for two ports: public serves the public routes
+// alone (anything else is 404 and the connection closed), ops serves
+// /healthz, /metrics and the Admin routes behind Basic auth, where every
+// request without it is 401 before it can be a 404 or 405 (§10.1).
+func (r *Router) Split(d Deps) (public, ops http.Handler) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		opshttp.Refuse(w, http.StatusNotFound, "not found")
+	})
+	r.public.NotFoundHandler = notFound
+	r.public.MethodNotAllowedHandler = notFound
+	return r.public, r.ops(d)
+}
+
+// ops is Admin with /healthz and /metrics for d, behind Basic auth.
+func (r *Router) ops(d Deps) http.Handler {
 	r.Admin.Handle("/healthz", opshttp.Healthz(map[string]opshttp.Check{
 		"nats": func(context.Context) error {
 			if !d.NC.IsConnected() {
@@ -91,18 +121,33 @@ func (r *Router) Handler(d Deps) http.Handler {
 		"store": d.Store.Ping,
 	})).Methods(http.MethodGet)
 	r.Admin.Handle("/metrics", opshttp.Metrics(d.Metrics)).Methods(http.MethodGet)
-	r.public.PathPrefix("/").Handler(opshttp.BasicAuth(r.creds, r.Admin))
-	return r.public
+	return opshttp.BasicAuth(r.creds, r.Admin)
+}
+
+// NATS is how a process reaches NATS.
+type NATS struct {
+	URL string
+	// User and Password log in, unless URL holds them.
+	User, Password string
+	// Name names the connection; a process of a service (a Role of
+	// pkg/events) uses its own inbox prefix, so its user may read the
+	// replies to its requests and no one else's, and applies only the
+	// streams its role touches. Any other name applies every stream.
+	Name string
+	// Replicas, above zero, overrides num_replicas of streams/*.json.
+	Replicas int
 }
 
 // Connect connects to NATS, waiting for the server if it is not up yet, and
-// applies the streams in streams/.
-func Connect(ctx context.Context, url, name string, replicas int, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url,
-		nats.Name(name),
+// applies the streams in streams/. An error the server reports later (a
+// permissions violation: the user may not publish or subscribe there) is
+// logged.
+func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	opts := []nats.Option{
+		nats.Name(c.Name),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats disconnected", "err", err)
@@ -111,7 +156,26 @@ func Connect(ctx context.Context, url, name string, replicas int, log *slog.Logg
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats reconnected", "server", nc.ConnectedUrlRedacted())
 		}),
-	)
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				log.Error("nats error", "subject", sub.Subject, "err", err)
+				return
+			}
+			log.Error("nats error", "err", err)
+		}),
+	}
+	if c.User != "" {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	var streams []string
+	if role, ok := events.RoleNamed(c.Name); ok {
+		opts = append(opts, nats.CustomInboxPrefix(role.InboxPrefix()))
+		var err error
+		if streams, err = role.Streams(); err != nil {
+			return nil, nil, err
+		}
+	}
+	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats connect: %w", err)
 	}
@@ -121,7 +185,7 @@ func Connect(ctx context.Context, url, name string, replicas int, log *slog.Logg
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
-		err = events.EnsureStreams(ctx, js, replicas)
+		err = events.EnsureStreams(ctx, js, c.Replicas, streams...)
 		if err == nil {
 			return nc, js, nil
 		}
@@ -145,11 +209,17 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 		return d, nil, err
 	}
 	log = log.With("service", name)
-	nc, js, err := Connect(ctx, cfg.NATSURL, name, cfg.StreamReplicas, log)
+	nc, js, err := Connect(ctx, NATS{URL: cfg.NATSURL, User: cfg.NATSUser, Password: cfg.NATSPassword,
+		Name: name, Replicas: cfg.StreamReplicas}, log)
 	if err != nil {
 		return d, nil, err
 	}
-	st, err := database.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	dbURL, err := database.WithPassword(cfg.DatabaseURL, cfg.DatabasePassword)
+	if err != nil {
+		nc.Close()
+		return d, nil, err
+	}
+	st, err := database.Open(ctx, dbURL, cfg.DataDir)
 	if err != nil {
 		nc.Close()
 		return d, nil, err
@@ -162,11 +232,15 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 
 // Main runs one service as its own process: configuration from getenv, logs
 // on stderr, the Deps, and an HTTP server on HTTP_ADDR with /healthz and
-// /metrics. build makes the service and may add routes to r.
+// /metrics (on OPS_ADDR instead when it is set). build makes the service and
+// may add routes to r.
 func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
 	build func(ctx context.Context, d Deps, r *Router) (Runner, error)) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := cfg.HTTP.Validate(); err != nil {
 		return err
 	}
 	d, closeDeps, err := Open(ctx, name, cfg, stderr)
@@ -179,16 +253,50 @@ func Main(ctx context.Context, name string, getenv func(string) string, stderr i
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	srv, ln, runners, err := Listen(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr, r, d)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+		return err
 	}
-	d.Log.Info("started", "http", ln.Addr().String(), "nats", d.NC.ConnectedUrlRedacted())
-	srv := &http.Server{Handler: r.Handler(d), ReadHeaderTimeout: 10 * time.Second}
-	err = Run(ctx, srv, ln, svc)
+	d.Log.Info("started", "http", ln.Addr().String(), "ops", cfg.OpsAddr, "nats", d.NC.ConnectedUrlRedacted())
+	err = Run(ctx, srv, ln, append(runners, svc)...)
 	d.Log.Info("stopped", "err", err)
 	return err
 }
+
+// Listen finishes r and listens for it: the server of httpAddr, and, when
+// opsAddr is set, the ops port's server as a runner to run beside the
+// service (it stops after the public server has drained, so /healthz and
+// /metrics answer while it does).
+func Listen(c opshttp.ServerConfig, httpAddr, opsAddr string, r *Router, d Deps) (*http.Server, net.Listener, []Runner, error) {
+	if opsAddr == "" {
+		ln, err := c.Listen(httpAddr, "HTTP_ADDR")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return c.Server(r.Handler(d)), ln, nil, nil
+	}
+	public, ops := r.Split(d)
+	ln, err := c.Listen(httpAddr, "HTTP_ADDR")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opsLn, err := c.Listen(opsAddr, "OPS_ADDR")
+	if err != nil {
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	return c.Server(public), ln, []Runner{Serving(c.Server(ops), opsLn)}, nil
+}
+
+// Serving is a Runner that serves srv on ln until its context ends, then
+// gives requests in flight a second to finish.
+func Serving(srv *http.Server, ln net.Listener) Runner {
+	return runnerFunc(func(ctx context.Context) error { return opshttp.Serve(ctx, srv, ln, time.Second) })
+}
+
+type runnerFunc func(ctx context.Context) error
+
+func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
 // Run serves srv on ln and runs the runners until ctx ends or one of them
 // fails. On the way down the HTTP server drains first, so a request in

@@ -24,7 +24,7 @@ type Config struct {
 	AuthHeader string `env:"SMS_SEND_AUTH_HEADER" envDefault:"Authorization"`
 	// AuthValue, when set, is sent in AuthHeader (for example "Basic …" or a
 	// token). A secret: never logged.
-	AuthValue string `env:"SMS_SEND_AUTH"`
+	AuthValue string `env:"SMS_SEND_AUTH" secret:"true"`
 	// Timeout bounds one post (SendTimeout).
 	Timeout time.Duration `env:"SMS_SEND_TIMEOUT" envDefault:"15s"`
 }

@@ -47,15 +47,15 @@ import (
 )
 
 // Durable is child-mirror's consumer on PRIME_RESOLVED.
-const Durable = "child-mirror"
+const Durable = events.DurableChildMirror
 
 // The event actions child-mirror handles (§5).
 const (
-	ActionCreateAppointment      = "create-appointment"
-	ActionCompleteAppointment    = "complete-appointment"
-	ActionChangeCustomFormStatus = "change-custom-form-status"
-	ActionCreateEstimate         = "create-estimate"
-	ActionCreateAllocation       = "create-allocation"
+	ActionCreateAppointment      = events.ActionCreateAppointment
+	ActionCompleteAppointment    = events.ActionCompleteAppointment
+	ActionChangeCustomFormStatus = events.ActionChangeCustomFormStatus
+	ActionCreateEstimate         = events.ActionCreateEstimate
+	ActionCreateAllocation       = events.ActionCreateAllocation
 )
 
 // Actions lists the actions child-mirror handles.
@@ -149,16 +149,11 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 // Run consumes the resolved child events and serves sweep requests until
 // ctx ends.
 func (c *ChildMirror) Run(ctx context.Context) error {
-	actions := Actions()
-	subjects := make([]string, len(actions))
-	for i, a := range actions {
-		subjects[i] = events.ResolvedSubject(a)
-	}
 	return service.WhileServing(ctx, c.log, c.serveSweep, func(ctx context.Context) error {
 		return consume.Run(ctx, c.js, consume.Spec{
-			Stream:   events.StreamResolved,
-			Durable:  Durable,
-			Subjects: subjects,
+			Stream:   events.ConsumerChildMirror.Stream,
+			Durable:  events.ConsumerChildMirror.Durable,
+			Subjects: events.ConsumerChildMirror.Subjects,
 			Workers:  c.cfg.Workers,
 			AckWait:  time.Minute,
 		}, c.log, c.reg, c.stage.Handler(c.work))
@@ -183,7 +178,7 @@ func (c *ChildMirror) work(ctx context.Context, ev events.Resolved) (pipeline.Fi
 	default:
 		return pipeline.Finish{}, fmt.Errorf("child-mirror has no handler for %q", ev.Action)
 	}
-	c.metrics.events.WithLabelValues(ev.Action, outcome(err)).Inc()
+	c.metrics.events.WithLabelValues(events.ActionLabel(ev.Action), outcome(err)).Inc()
 	return fin, err
 }
 
@@ -281,6 +276,6 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		if err != nil {
 			return nil, err
 		}
-		return outbox.Swept(cm, d, cfg.OutboxSweep)
+		return outbox.Swept(cm, d, cfg.OutboxSweep, events.RoleChildMirror)
 	})
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -32,8 +33,8 @@ func FuzzHeadersJSON(f *testing.F) {
 // agree with.
 func headersThroughMarshal(r *http.Request) string {
 	h := r.Header.Clone()
-	for _, k := range secretHeaders {
-		if _, ok := h[k]; ok {
+	for k := range h {
+		if secretHeader(k) {
 			h[k] = []string{redacted}
 		}
 	}
@@ -45,4 +46,48 @@ func headersThroughMarshal(r *http.Request) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+func TestSecretHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		secret bool
+	}{
+		{"Api-Key", true}, // §2
+		{"X-Api-Key", true},
+		{"Api_key", true}, // API_Key as net/http keeps it
+		{"APIKEY", true},
+		{"X-Auth-Token", true},
+		{"Authorization", true},
+		{"Proxy-Authorization", true},
+		{"Cookie", true},
+		{"Set-Cookie", true},
+		{"X-Hub-Signature-256", true},
+		{"X-Webhook-Secret", true},
+		{"X-Pass-Word", true}, // separators ignored
+		{"x.session.TOKEN", true},
+		{"X-Csrf Token", true},
+		{"Password", true},
+		{"Content-Type", false},
+		{"Content-Length", false},
+		{"User-Agent", false},
+		{"Accept-Encoding", false},
+		{"Host", false},
+		{"X-Forwarded-For", false},
+		{"X-Request-Id", false},
+		{"Keep-Alive", false},
+		{"Traceparent", false},
+		{"X-Prime-Event", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := secretHeader(tc.name); got != tc.secret {
+				t.Errorf("secretHeader(%q) = %v, want %v", tc.name, got, tc.secret)
+			}
+			r := &http.Request{Header: http.Header{tc.name: {"s3cret-value"}}}
+			stored := headersJSON(r)
+			if tc.secret == strings.Contains(stored, "s3cret-value") {
+				t.Errorf("%s stored as %s", tc.name, stored)
+			}
+		})
+	}
 }

@@ -23,7 +23,7 @@ import (
 type Config struct {
 	// APIKey is the webhook's Identifier UUID that Prime sends as API-Key;
 	// blank rejects every webhook (§2).
-	APIKey string `env:"PRIME_WEBHOOK_API_KEY"`
+	APIKey string `env:"PRIME_WEBHOOK_API_KEY" secret:"true"`
 	// MaxBodyBytes is the largest body stored; a larger one gets 413.
 	MaxBodyBytes int64 `env:"INGEST_MAX_BODY_BYTES" envDefault:"1048576"`
 	// RelayInterval is how often the relay looks for unpublished rows.
@@ -52,6 +52,7 @@ type Ingest struct {
 	metrics   *metrics
 	kick      chan struct{}
 	refused   refusals
+	unhandled unhandledActions
 }
 
 // New builds ingest and adds its routes to r: the webhook (public) and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,7 +40,7 @@ func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
 	m := &metrics{
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_webhooks_total",
-			Help: "Webhooks received, by eventAction (as a subject token) and outcome.",
+			Help: "Webhooks received, by eventAction (the actions a stage handles; _none, _other, and _unread for a webhook refused before its body was read) and outcome.",
 		}, []string{"action", "outcome"}),
 		insertSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_webhook_insert_seconds",
@@ -55,6 +56,9 @@ func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
 	// alert on it reads 0, not "no data".
 	for _, r := range []string{outbox.ReasonDisconnected, outbox.ReasonError, reasonQueueFull, outbox.ReasonRejected} {
 		m.publishFailures.WithLabelValues(r)
+	}
+	for _, o := range []string{outcomeUnauthorized, outcomeTooLarge, outcomeBadRequest} {
+		m.webhooks.WithLabelValues(events.LabelUnread, o)
 	}
 	reg.MustRegister(m.webhooks, m.insertSeconds, m.publishFailures, &logCollector{store: st})
 	return m

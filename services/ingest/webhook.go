@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
@@ -22,8 +23,34 @@ import (
 // redacted replaces secret header values in the stored headers (§2).
 const redacted = "(redacted)"
 
-// secretHeaders are never stored as sent.
-var secretHeaders = []string{"Api-Key", "Authorization", "Cookie", "Proxy-Authorization"}
+// secretWords make a header's value a secret when its name holds one of
+// them, whatever its case and separators: API-Key (§2), X-Api-Key, API_Key,
+// Authorization, X-Auth-Token, Cookie, Set-Cookie, X-Hub-Signature-256 …
+// A list of names missed the ones nobody thought of.
+var secretWords = [][]byte{[]byte("key"), []byte("token"), []byte("secret"), []byte("auth"),
+	[]byte("cookie"), []byte("password"), []byte("signature")}
+
+// secretHeader reports whether a header's value is stored as (redacted):
+// its name, lower-cased and with every ASCII character that is not a letter
+// or a digit left out, holds a secret word.
+func secretHeader(name string) bool {
+	var buf [64]byte
+	folded := buf[:0]
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'A' <= c && c <= 'Z':
+			folded = append(folded, c+'a'-'A')
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c >= utf8.RuneSelf:
+			folded = append(folded, c)
+		}
+	}
+	for _, w := range secretWords {
+		if bytes.Contains(folded, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // handleWebhook is POST /api/prime/webhook (§2): authenticate by API-Key,
 // store the raw event, answer 200 only after the row is committed, then
@@ -32,24 +59,31 @@ func (in *Ingest) handleWebhook() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received := time.Now().UTC()
 		if !opshttp.Equal(in.cfg.APIKey, r.Header.Get("API-Key")) {
-			in.metrics.webhooks.WithLabelValues("", outcomeUnauthorized).Inc()
+			in.metrics.webhooks.WithLabelValues(events.LabelUnread, outcomeUnauthorized).Inc()
 			in.refused.note(in.log, received, remoteIP(r), r.Header.Get("API-Key") != "")
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			// Its body is never read: the connection closes after the answer.
+			opshttp.Refuse(w, http.StatusUnauthorized, "unauthorized")
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, in.cfg.MaxBodyBytes))
+		var body []byte
+		var err error
 		var tooLarge *http.MaxBytesError
+		if r.ContentLength > in.cfg.MaxBodyBytes {
+			err = &http.MaxBytesError{Limit: in.cfg.MaxBodyBytes} // said so up front: nothing to read
+		} else {
+			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, in.cfg.MaxBodyBytes))
+		}
 		switch {
 		case errors.As(err, &tooLarge):
-			in.metrics.webhooks.WithLabelValues("", outcomeTooLarge).Inc()
+			in.metrics.webhooks.WithLabelValues(events.LabelUnread, outcomeTooLarge).Inc()
 			in.log.Warn("webhook body over the limit: not stored", "limit", in.cfg.MaxBodyBytes,
 				"contentLength", r.ContentLength, "remoteIP", remoteIP(r))
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			opshttp.Refuse(w, http.StatusRequestEntityTooLarge, "request body too large")
 			return
 		case err != nil:
-			in.metrics.webhooks.WithLabelValues("", outcomeBadRequest).Inc()
+			in.metrics.webhooks.WithLabelValues(events.LabelUnread, outcomeBadRequest).Inc()
 			in.log.Warn("webhook body unreadable: not stored", "err", err, "remoteIP", remoteIP(r))
-			http.Error(w, "unreadable body", http.StatusBadRequest)
+			opshttp.Refuse(w, http.StatusBadRequest, "unreadable body")
 			return
 		}
 		if len(bytes.TrimSpace(body)) == 0 {
@@ -80,12 +114,13 @@ func (in *Ingest) handleWebhook() http.Handler {
 		})
 		in.metrics.insertSeconds.Observe(time.Since(received).Seconds())
 		if err != nil {
-			in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStoreError).Inc()
+			in.metrics.webhooks.WithLabelValues(events.ActionLabel(action), outcomeStoreError).Inc()
 			in.log.Error("webhook insert failed: answered 500 so Prime retries", "action", action, "err", err)
 			http.Error(w, "could not store the event", http.StatusInternalServerError)
 			return
 		}
-		in.metrics.webhooks.WithLabelValues(events.ActionToken(action), outcomeStored).Inc()
+		in.metrics.webhooks.WithLabelValues(events.ActionLabel(action), outcomeStored).Inc()
+		in.unhandled.note(in.log, action, id)
 		answer := []byte(`{"id":` + strconv.FormatInt(id, 10) + `}`)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
@@ -121,7 +156,7 @@ func headersJSON(r *http.Request) string {
 		b = append(appendJSONString(b, k), ':')
 		values := r.Header[k]
 		switch {
-		case slices.Contains(secretHeaders, k):
+		case secretHeader(k):
 			values = []string{redacted}
 		case k == "Host" && r.Host != "":
 			values = []string{r.Host}
@@ -153,6 +188,45 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// unhandledActions logs each eventAction no stage handles the first time it
+// is stored: the metrics count them all under one label (LabelOther), so the
+// log is where a new action Prime starts sending is seen by name. At most
+// maxLoggedActions are remembered; past that, one line says so and the rest
+// go unlogged, so made-up actions cannot grow the log or the memory.
+type unhandledActions struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	full bool
+}
+
+const maxLoggedActions = 256
+
+func (u *unhandledActions) note(log *slog.Logger, action string, logID int64) {
+	if events.ActionLabel(action) != events.LabelOther {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case u.seen[action]:
+		return
+	case len(u.seen) >= maxLoggedActions:
+		if !u.full {
+			u.full = true
+			log.Warn("more eventActions no stage handles than are logged one by one: the rest are counted under _other only",
+				"logged", maxLoggedActions)
+		}
+		return
+	}
+	if u.seen == nil {
+		u.seen = make(map[string]bool)
+	}
+	u.seen[action] = true
+	log.Warn("new eventAction: no stage handles it; stored and counted under action=\"_other\", the resolver finishes it as \"No handler\"; "+
+		"once a handler exists, primectl replay --action puts its rows back",
+		"action", action, "subject", events.WebhookSubject(action), "logId", logID)
 }
 
 // refusals logs refused webhooks at most once a refusalLogEvery, with how

@@ -29,13 +29,13 @@ import (
 )
 
 // Durable is job-mirror's consumer on PRIME_RESOLVED.
-const Durable = "job-mirror"
+const Durable = events.DurableJobMirror
 
 // ServiceName is the NATS micro service name (`nats micro ls`).
 const ServiceName = "job-mirror"
 
 // ActionChangeJobStatus is the event job-mirror handles (§5.1).
-const ActionChangeJobStatus = "change-job-status"
+const ActionChangeJobStatus = events.ActionChangeJobStatus
 
 // Config is job-mirror's own configuration.
 type Config struct {
@@ -123,9 +123,9 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
 func (m *Mirror) Run(ctx context.Context) error {
 	return service.WhileServing(ctx, m.log, m.serveEnsure, func(ctx context.Context) error {
 		return consume.Run(ctx, m.js, consume.Spec{
-			Stream:   events.StreamResolved,
-			Durable:  Durable,
-			Subjects: []string{events.ResolvedSubject(ActionChangeJobStatus)},
+			Stream:   events.ConsumerJobMirror.Stream,
+			Durable:  events.ConsumerJobMirror.Durable,
+			Subjects: events.ConsumerJobMirror.Subjects,
 			Workers:  m.cfg.Workers,
 		}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
 	})
@@ -149,6 +149,6 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		if err != nil {
 			return nil, err
 		}
-		return outbox.Swept(m, d, cfg.OutboxSweep)
+		return outbox.Swept(m, d, cfg.OutboxSweep, events.RoleJobMirror)
 	})
 }

@@ -9,6 +9,8 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 )
 
+require golang.org/x/net v0.60.0 // indirect
+
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

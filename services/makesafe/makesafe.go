@@ -47,9 +47,9 @@ import (
 // Consumers.
 const (
 	// Durable consumes makesafe.detect and makesafe.recheck on MAKESAFE.
-	Durable = "makesafe"
+	Durable = events.DurableMakesafe
 	// DurableSMS consumes sms.send.requested on SMS.
-	DurableSMS = "makesafe-sms"
+	DurableSMS = events.DurableMakesafeSMS
 )
 
 // Config is makesafe's own configuration.
@@ -162,9 +162,9 @@ func (m *Makesafe) Run(ctx context.Context) error {
 	return runAll(ctx,
 		func(ctx context.Context) error {
 			return consume.Run(ctx, m.js, consume.Spec{
-				Stream:   events.StreamMakesafe,
-				Durable:  Durable,
-				Subjects: []string{events.SubjectMakesafeDetect, events.SubjectMakesafeRecheck},
+				Stream:   events.ConsumerMakesafe.Stream,
+				Durable:  events.ConsumerMakesafe.Durable,
+				Subjects: events.ConsumerMakesafe.Subjects,
 				Workers:  m.cfg.Workers,
 				AckWait:  time.Minute,
 				Key:      jobKey,
@@ -172,9 +172,9 @@ func (m *Makesafe) Run(ctx context.Context) error {
 		},
 		func(ctx context.Context) error {
 			return consume.Run(ctx, m.js, consume.Spec{
-				Stream:   events.StreamSMS,
-				Durable:  DurableSMS,
-				Subjects: []string{events.SubjectSMSSend},
+				Stream:   events.ConsumerMakesafeSMS.Stream,
+				Durable:  events.ConsumerMakesafeSMS.Durable,
+				Subjects: events.ConsumerMakesafeSMS.Subjects,
 				Workers:  1,
 			}, m.log, m.reg, func(context.Context, jetstream.Msg) error {
 				m.drainer.Kick()
@@ -264,7 +264,7 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		if err != nil {
 			return nil, err
 		}
-		return outbox.Swept(ms, d, cfg.OutboxSweep)
+		return outbox.Swept(ms, d, cfg.OutboxSweep, events.RoleMakesafe)
 	})
 }
 

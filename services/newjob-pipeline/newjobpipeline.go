@@ -25,7 +25,7 @@ import (
 )
 
 // Durable is the pipeline's consumer on PRIME_JOB.
-const Durable = "newjob-pipeline"
+const Durable = events.DurableNewJobPipeline
 
 // DetectSource is the Source of the make-safe detection the pipeline asks for.
 const DetectSource = "firstseen"
@@ -78,9 +78,9 @@ func New(cfg Config, d service.Deps) (*Pipeline, error) {
 // handled one at a time.
 func (p *Pipeline) Run(ctx context.Context) error {
 	return consume.Run(ctx, p.js, consume.Spec{
-		Stream:   events.StreamJob,
-		Durable:  Durable,
-		Subjects: []string{events.SubjectJobFirstSeen},
+		Stream:   events.ConsumerNewJobPipeline.Stream,
+		Durable:  events.ConsumerNewJobPipeline.Durable,
+		Subjects: events.ConsumerNewJobPipeline.Subjects,
 		Workers:  p.cfg.Workers,
 		Key: func(m jetstream.Msg) string {
 			var fs events.JobFirstSeen
@@ -187,6 +187,6 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		if err != nil {
 			return nil, err
 		}
-		return outbox.Swept(p, d, cfg.OutboxSweep)
+		return outbox.Swept(p, d, cfg.OutboxSweep, events.RoleNewJobPipeline)
 	})
 }

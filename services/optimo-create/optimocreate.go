@@ -38,7 +38,7 @@ import (
 )
 
 // Durable is optimo-create's consumer of optimo.create.requested on OPTIMO.
-const Durable = "optimo-create"
+const Durable = events.DurableOptimoCreate
 
 // Source is what optimo-create names itself as in the plan requests it sends.
 const Source = "optimo-create"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log"
+	"os"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
@@ -19,7 +20,9 @@ import (
 //
 //	nats pub --jetstream optimo.plan.requested '{"source":"AdminPortal","reason":"booking"}'
 func Example_portalRequestsPlanning() {
-	nc, err := nats.Connect("nats://127.0.0.1:4222")
+	// The portals' user may publish this subject and nothing else
+	// (compose/nats/users.conf); its password is NATS_PORTALS_PASSWORD.
+	nc, err := nats.Connect("nats://127.0.0.1:4222", nats.UserInfo("portals", os.Getenv("NATS_PORTALS_PASSWORD")))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 )
 
 // Durable is optimo-plan's consumer of optimo.plan.requested on OPTIMO.
-const Durable = "optimo-plan"
+const Durable = events.DurableOptimoPlan
 
 // Source is what optimo-plan names itself as in the messages it sends.
 const Source = "optimo-plan"

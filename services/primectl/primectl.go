@@ -31,8 +31,11 @@ import (
 // Config is what primectl reads from the environment.
 type Config struct {
 	// DatabaseURL is sqlite:<path> or sqlserver://…; empty is SQLite under DataDir.
-	DatabaseURL string `env:"DATABASE_URL"`
-	DataDir     string `env:"DATA_DIR" envDefault:"./data"`
+	DatabaseURL string `env:"DATABASE_URL" secret:"true"`
+	// DatabasePassword, when set, is the password of DatabaseURL's user
+	// (sqlserver:// only).
+	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
+	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
 	// IngestURL is ingest's base URL, for replay --now.
 	IngestURL string `env:"INGEST_URL" envDefault:"http://127.0.0.1:8080"`
 	Admin     opshttp.Credentials
@@ -70,7 +73,9 @@ unless --adopt names it (its definition is captured under --capture first),
 and writes MAKESAFE_SMS_TO as the default make-safe SMS recipient. compare
 diffs this database (a shadow run's) against the live one for a period.
 
-Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATA_DIR, MAKESAFE_SMS_TO.
+Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATABASE_PASSWORD,
+DATA_DIR, MAKESAFE_SMS_TO; a secret (DATABASE_URL, DATABASE_PASSWORD,
+ADMIN_PASSWORD) may be given as a file with _FILE.
 `
 
 // Run runs one primectl command: args are the command line without the
@@ -78,6 +83,10 @@ Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATA_DIR, MAKESAFE
 func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	var err error
+	if cfg.DatabaseURL, err = database.WithPassword(cfg.DatabaseURL, cfg.DatabasePassword); err != nil {
 		return err
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
@@ -258,8 +267,8 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tRECEIVED (UTC)\tACTION\tJOB\tATTEMPTS\tSTATE\tSTATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.ReceivedUTC.Format("2006-01-02 15:04:05"),
-			dash(r.EventAction), dash(r.JobID), r.ProcessAttempts, state(r), dash(cut(r.ProcessStatus, 60)))
+		writeRow(tw, strconv.FormatInt(r.ID, 10), r.ReceivedUTC.Format("2006-01-02 15:04:05"),
+			dash(r.EventAction), dash(r.JobID), strconv.Itoa(r.ProcessAttempts), state(r), dash(cut(r.ProcessStatus, 60)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -327,7 +336,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		{"publishedUTC", timeOrDash(r.PublishedUTC)},
 		{"replayCount", strconv.Itoa(r.ReplayCount)},
 	} {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		writeRow(tw, kv[0]+":", kv[1])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -343,17 +352,16 @@ func timeOrDash(t time.Time) string {
 	return t.Format(time.RFC3339Nano)
 }
 
-// indent pretty-prints JSON, and gives anything else as it is.
+// indent pretty-prints JSON, and gives anything else on one line; either
+// way Printable, line by line.
 func indent(s string) string {
 	var v any
-	if json.Unmarshal([]byte(s), &v) != nil {
-		return "  " + s
+	if json.Unmarshal([]byte(s), &v) == nil {
+		if b, err := json.MarshalIndent(v, "  ", "  "); err == nil {
+			return "  " + printableLines(string(b))
+		}
 	}
-	b, err := json.MarshalIndent(v, "  ", "  ")
-	if err != nil {
-		return "  " + s
-	}
-	return "  " + string(b)
+	return "  " + Printable(s)
 }
 
 func (c *cli) replay(ctx context.Context, args []string) error {
@@ -468,7 +476,7 @@ func (c *cli) processNow(ctx context.Context) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	switch resp.StatusCode {
 	case http.StatusOK:
-		fmt.Fprintf(c.stdout, "ingest published them: %s\n", strings.TrimSpace(string(body)))
+		fmt.Fprintf(c.stdout, "ingest published them: %s\n", Printable(strings.TrimSpace(string(body))))
 		return nil
 	case http.StatusConflict:
 		fmt.Fprintln(c.stdout, "ingest's relay is running already; it picks the rows up")
@@ -522,8 +530,8 @@ func (c *cli) firstSeen(ctx context.Context, args []string) error {
 		if r.LogID > 0 {
 			logID = strconv.FormatInt(r.LogID, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.JobID, r.FirstSeenUTC.Format("2006-01-02 15:04:05"), logID,
-			pipeline, r.PipelineAttempts, dash(cut(r.PipelineStatus, 60)))
+		writeRow(tw, r.JobID, r.FirstSeenUTC.Format("2006-01-02 15:04:05"), logID,
+			pipeline, strconv.Itoa(r.PipelineAttempts), dash(cut(r.PipelineStatus, 60)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -51,15 +50,23 @@ type Config struct {
 	Admin   opshttp.Credentials
 	// NATSURL empty runs an embedded nats-server listening on NATSListen,
 	// with JetStream stored under DataDir/jetstream.
-	NATSURL    string `env:"NATS_URL"`
-	NATSListen string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
+	NATSURL      string `env:"NATS_URL" secret:"true"`
+	NATSUser     string `env:"NATS_USER"`
+	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
+	NATSListen   string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
 	// NATSMonitorListen is the embedded server's monitoring port (/jsz,
 	// what prometheus-nats-exporter reads for stream lag); "off" serves none.
 	NATSMonitorListen string `env:"NATS_MONITOR_LISTEN" envDefault:"127.0.0.1:8222"`
 	StreamReplicas    int    `env:"NATS_STREAM_REPLICAS"`
-	DatabaseURL       string `env:"DATABASE_URL"`
-	DataDir           string `env:"DATA_DIR" envDefault:"./data"`
-	HTTPAddr          string `env:"HTTP_ADDR" envDefault:":8080"`
+	DatabaseURL       string `env:"DATABASE_URL" secret:"true"`
+	// DatabasePassword: see service.Config.
+	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
+	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
+	HTTPAddr         string `env:"HTTP_ADDR" envDefault:":8080"`
+	// OpsAddr, when set, serves /healthz, /metrics and the relay trigger, and
+	// HTTPAddr the webhook alone; unset, HTTPAddr serves them all.
+	OpsAddr string `env:"OPS_ADDR"`
+	HTTP    opshttp.ServerConfig
 	// SimAddr serves the Prime and OptimoRoute simulators (under /prime and
 	// /optimoroute) when they stand in for the real APIs.
 	SimAddr string `env:"SIM_ADDR" envDefault:"127.0.0.1:8081"`
@@ -99,6 +106,9 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if cfg.Prime.Enabled() && cfg.JobMirror.TriageInitialContactMadeStatusID == "" {
 		return fmt.Errorf("primeflow: with a real Prime (PRIME_API_URL): %w", jobmirror.ErrNoTriageStatus)
 	}
+	if err := cfg.HTTP.Validate(); err != nil {
+		return err
+	}
 	log, err := logging.New(stderr, cfg.Logging)
 	if err != nil {
 		return err
@@ -125,12 +135,17 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		// only a wait for streams on a server nobody meant.
 		log.Info("NATS_URL is set: connecting to it, no embedded nats-server", "servers", natsHosts(natsURL))
 	}
-	nc, js, err := service.Connect(ctx, natsURL, "primeflow", cfg.StreamReplicas, log)
+	nc, js, err := service.Connect(ctx, service.NATS{URL: natsURL, User: cfg.NATSUser, Password: cfg.NATSPassword,
+		Name: "primeflow", Replicas: cfg.StreamReplicas}, log)
 	if err != nil {
 		return err
 	}
 	defer nc.Drain()
-	db, err := database.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	dbURL, err := database.WithPassword(cfg.DatabaseURL, cfg.DatabasePassword)
+	if err != nil {
+		return err
+	}
+	db, err := database.Open(ctx, dbURL, cfg.DataDir)
 	if err != nil {
 		return err
 	}
@@ -186,22 +201,20 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 	runners = append(runners, in)
 
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	srv, ln, ops, err := service.Listen(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr, r, d)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+		return err
 	}
+	runners = append(runners, ops...)
 	if simulating {
-		simLn, err := net.Listen("tcp", cfg.SimAddr)
+		simLn, err := cfg.HTTP.Listen(cfg.SimAddr, "SIM_ADDR: the simulators")
 		if err != nil {
-			return fmt.Errorf("listen %s (simulators): %w", cfg.SimAddr, err)
+			return err
 		}
-		simSrv := &http.Server{Handler: sims, ReadHeaderTimeout: 10 * time.Second}
-		runners = append(runners, runnerFunc(func(ctx context.Context) error {
-			return opshttp.Serve(ctx, simSrv, simLn, time.Second)
-		}))
+		runners = append(runners, service.Serving(cfg.HTTP.Server(sims), simLn))
 	}
-	log.Info("primeflow started", "http", ln.Addr().String(), "webhook", "POST "+ingest.WebhookPath)
-	err = service.Run(ctx, &http.Server{Handler: r.Handler(d), ReadHeaderTimeout: 10 * time.Second}, ln, runners...)
+	log.Info("primeflow started", "http", ln.Addr().String(), "ops", cfg.OpsAddr, "webhook", "POST "+ingest.WebhookPath)
+	err = service.Run(ctx, srv, ln, runners...)
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

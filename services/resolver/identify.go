@@ -15,21 +15,18 @@ import (
 // The actions with a handler (§5). Anything else is processed as
 // "No handler for '<action>'" (§3).
 const (
-	ActionChangeJobStatus        = "change-job-status"
-	ActionCreateAppointment      = "create-appointment"
-	ActionCompleteAppointment    = "complete-appointment"
-	ActionChangeCustomFormStatus = "change-custom-form-status"
-	ActionCreateEstimate         = "create-estimate"
-	ActionCreateAllocation       = "create-allocation"
+	ActionChangeJobStatus        = events.ActionChangeJobStatus
+	ActionCreateAppointment      = events.ActionCreateAppointment
+	ActionCompleteAppointment    = events.ActionCompleteAppointment
+	ActionChangeCustomFormStatus = events.ActionChangeCustomFormStatus
+	ActionCreateEstimate         = events.ActionCreateEstimate
+	ActionCreateAllocation       = events.ActionCreateAllocation
 	statusNoIdentifier           = "No identifier in the payload"
 	statusNoHandlerFmt           = "No handler for '%s'"
 )
 
 // Actions lists every action a stage handles.
-var Actions = []string{
-	ActionChangeJobStatus, ActionCreateAppointment, ActionCompleteAppointment,
-	ActionChangeCustomFormStatus, ActionCreateEstimate, ActionCreateAllocation,
-}
+var Actions = events.Actions
 
 // PrimeAPI is what the resolver asks Prime while identifying (§4.2 step 3).
 type PrimeAPI interface {
@@ -257,7 +254,7 @@ func (r *Resolver) warnShape(action, entity string, g guidProp, preferred []stri
 	if g.preferred {
 		return
 	}
-	r.metrics.shapeChanged.WithLabelValues(actionLabel(action)).Inc()
+	r.metrics.shapeChanged.WithLabelValues(events.ActionLabel(action)).Inc()
 	r.log.Warn("payload shape has changed: id found under an unexpected property; update the preferred property names",
 		"action", action, "entity", entity, "property", g.name, "preferred", preferred)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/consume"
@@ -38,7 +37,7 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err // the database: redelivered with backoff
 	}
-	action := actionLabel(row.EventAction)
+	action := events.ActionLabel(row.EventAction)
 	if row.Processed() {
 		gen, fromIngest := events.WebhookMsgGeneration(msg.Headers().Get(nats.MsgIdHdr), logID)
 		switch {
@@ -148,7 +147,7 @@ func requeuedBy(row store.WebhookLogRow, md *jetstream.MsgMetadata) bool {
 
 // attempt identifies the event and hands it to its stage, or settles it here.
 func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jetstream.MsgMetadata, try int) (events.Done, error) {
-	action := actionLabel(row.EventAction)
+	action := events.ActionLabel(row.EventAction)
 	out, err := r.identify(ctx, row)
 	if err == nil && out.finish != "" {
 		if err := r.store.SetWebhookLogProcessed(ctx, row.ID, "", out.finish); err != nil {
@@ -247,12 +246,4 @@ func (r *Resolver) dispatch(ctx context.Context, row store.WebhookLogRow, md *je
 // backoff is the wait before attempt n+1 of a failed event.
 func (r *Resolver) backoff(attempts int) time.Duration {
 	return r.cfg.Backoff[min(max(attempts, 1), len(r.cfg.Backoff))-1]
-}
-
-// actionLabel bounds the metric label to the known actions.
-func actionLabel(action string) string {
-	if slices.Contains(Actions, action) {
-		return action
-	}
-	return "other"
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // Durable is the resolver's consumer on PRIME_WEBHOOK.
-const Durable = "resolver"
+const Durable = events.DurableResolver
 
 // Config is the resolver's configuration.
 type Config struct {
@@ -70,9 +70,9 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
 // Run consumes prime.webhook.> until ctx ends.
 func (r *Resolver) Run(ctx context.Context) error {
 	return consume.Run(ctx, r.js, consume.Spec{
-		Stream:        events.StreamWebhook,
-		Durable:       Durable,
-		Subjects:      []string{events.SubjectWebhookAll},
+		Stream:        events.ConsumerResolver.Stream,
+		Durable:       events.ConsumerResolver.Durable,
+		Subjects:      events.ConsumerResolver.Subjects,
 		Workers:       r.cfg.Lanes,
 		MaxAckPending: 16 * r.cfg.Lanes,
 		AckWait:       time.Minute,

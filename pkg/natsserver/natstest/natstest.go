@@ -4,11 +4,15 @@ package natstest
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/natsauth"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -86,4 +90,44 @@ func CLI(t testing.TB) string {
 		t.Skip("SKIPPED: NATS_CLI is not set (make test builds the nats CLI and sets it)")
 	}
 	return cli
+}
+
+// ServerWithUsers starts a server on a free port whose users are compose's
+// (pkg/natsauth: a user a service role, the portals' and the operators'),
+// each with its own name as its password: a process connects as its role
+// and is refused anything else. The streams are not applied.
+func ServerWithUsers(t testing.TB) *server.Server {
+	t.Helper()
+	dir := t.TempDir()
+	users, err := natsauth.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf strings.Builder
+	for _, r := range natsauth.Roles() {
+		fmt.Fprintf(&conf, "%s: %q\n", natsauth.PasswordVar(r.Name), r.Name)
+	}
+	fmt.Fprintf(&conf, "%s: %q\n", natsauth.PasswordVar(natsauth.Operators), natsauth.Operators)
+	// The users follow the variables in one file: an included file does
+	// not see the variables of the file that includes it.
+	fmt.Fprintf(&conf, "listen: \"127.0.0.1:-1\"\nmax_payload: %d\njetstream { store_dir: %q }\n%s",
+		natsserver.MaxPayload, filepath.Join(dir, "jetstream"), users)
+	if err := os.WriteFile(filepath.Join(dir, "server.conf"), []byte(conf.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "server.conf"))
+	if err != nil {
+		t.Fatalf("nats-server refuses pkg/natsauth's users: %v", err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { Stop(srv) })
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server with users: not ready")
+	}
+	return srv
 }

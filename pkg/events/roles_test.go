@@ -1,0 +1,66 @@
+package events_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/matryer/is"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestSubjectWithin(t *testing.T) {
+	for _, tc := range []struct {
+		subject, filter string
+		within          bool
+	}{
+		{"prime.webhook.change-job-status", "prime.webhook.>", true},
+		{"prime.webhook.>", "prime.webhook.>", true},
+		{"makesafe.schedule.>", "makesafe.>", true},
+		{"primeflow.done.*", "primeflow.done.*", true},
+		{"primeflow.done.42", "primeflow.done.*", true},
+		{"prime.webhook", "prime.webhook.>", false},
+		{"prime.webhook.>", "prime.webhook.*", false},
+		{"prime.resolved.x", "prime.webhook.>", false},
+		{"optimo.plan.requested", "optimo.create.requested", false},
+		{"a.b.c", "a.*", false},
+	} {
+		t.Run(tc.subject+" in "+tc.filter, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(events.SubjectWithin(tc.subject, tc.filter), tc.within)
+		})
+	}
+}
+
+// Every stream of streams/ is some service's to apply, every consumer is
+// one service's, and every subject a service publishes lands in a stream
+// or is core NATS that another service subscribes to.
+func TestRolesCoverTheStreams(t *testing.T) {
+	is := is.New(t)
+	cfgs, err := events.StreamConfigs(0)
+	is.NoErr(err)
+	applied := map[string]bool{}
+	durables := map[string]string{}
+	for _, r := range events.ServiceRoles {
+		streams, err := r.Streams()
+		is.NoErr(err) // every consumer is on a stream of streams/
+		for _, s := range streams {
+			applied[s] = true
+		}
+		for _, c := range r.Consumes {
+			other, dup := durables[c.Durable]
+			is.True(!dup || other == r.Name) // a consumer belongs to one service
+			durables[c.Durable] = r.Name
+		}
+		for _, p := range r.Publishes {
+			inStream := slices.ContainsFunc(cfgs, func(c jetstream.StreamConfig) bool {
+				return slices.ContainsFunc(c.Subjects, func(s string) bool { return events.SubjectWithin(p, s) })
+			})
+			subscribed := slices.ContainsFunc(events.ServiceRoles, func(o events.Role) bool { return slices.Contains(o.Subscribes, p) })
+			is.True(inStream || subscribed) // every publish reaches someone
+		}
+	}
+	for _, c := range cfgs {
+		is.True(applied[c.Name]) // every stream is applied by a service that uses it
+	}
+}
