@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -70,6 +71,32 @@ type Resource struct {
 	Type       string          `json:"type"`
 	ID         string          `json:"id"`
 	Attributes json.RawMessage `json:"attributes"`
+}
+
+// FindResource returns the record of JSON:API type typ (ResourceJobs, …)
+// and id, compared without case, among rs.
+func FindResource(rs []Resource, typ, id string) (Resource, bool) {
+	for _, r := range rs {
+		if r.Type == typ && strings.EqualFold(r.ID, id) {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
+
+// FetchedJob is the job the resolver fetched while identifying, if it did:
+// the one JobID names, or, with no JobID, the first job fetched (§5.3,
+// §5.4: the job of a numeric reference the map did not have).
+func (r Resolved) FetchedJob() (Resource, bool) {
+	if r.JobID != "" {
+		return FindResource(r.Fetched, ResourceJobs, r.JobID)
+	}
+	for _, f := range r.Fetched {
+		if f.Type == ResourceJobs {
+			return f, true
+		}
+	}
+	return Resource{}, false
 }
 
 // Outcome is how a stage finished a log row.

@@ -102,7 +102,7 @@ func (m mirroredAppointment) save(ctx context.Context, tx store.Store) (bool, er
 
 // getAppointment is the resolver's copy of the appointment, or Prime's.
 func (c *ChildMirror) getAppointment(ctx context.Context, ev events.Resolved) (prime.Appointment, error) {
-	if r, ok := fetched(ev, resourceAppointments, ev.EntityID); ok && !ev.EntityInMirror {
+	if r, ok := events.FindResource(ev.Fetched, events.ResourceAppointments, ev.EntityID); ok && !ev.EntityInMirror {
 		return prime.FromResource[prime.Appointment](r.ID, r.Attributes)
 	}
 	a, err := c.prime.GetAppointment(ctx, ev.EntityID)

@@ -49,20 +49,11 @@ import (
 // Durable is child-mirror's consumer on PRIME_RESOLVED.
 const Durable = "child-mirror"
 
-// The event actions child-mirror handles (§5).
-const (
-	ActionCreateAppointment      = "create-appointment"
-	ActionCompleteAppointment    = "complete-appointment"
-	ActionChangeCustomFormStatus = "change-custom-form-status"
-	ActionCreateEstimate         = "create-estimate"
-	ActionCreateAllocation       = "create-allocation"
-)
-
-// Actions lists the actions child-mirror handles.
+// Actions lists the actions child-mirror handles (§5.2–§5.5).
 func Actions() []string {
 	return []string{
-		ActionCreateAppointment, ActionCompleteAppointment, ActionChangeCustomFormStatus,
-		ActionCreateEstimate, ActionCreateAllocation,
+		events.ActionCreateAppointment, events.ActionCompleteAppointment, events.ActionChangeCustomFormStatus,
+		events.ActionCreateEstimate, events.ActionCreateAllocation,
 	}
 }
 
@@ -172,13 +163,13 @@ func (c *ChildMirror) work(ctx context.Context, ev events.Resolved) (pipeline.Fi
 		err error
 	)
 	switch ev.Action {
-	case ActionCreateAppointment, ActionCompleteAppointment:
+	case events.ActionCreateAppointment, events.ActionCompleteAppointment:
 		fin, err = c.appointment(ctx, ev)
-	case ActionChangeCustomFormStatus:
+	case events.ActionChangeCustomFormStatus:
 		fin, err = c.customFormStatus(ctx, ev)
-	case ActionCreateEstimate:
+	case events.ActionCreateEstimate:
 		fin, err = c.estimate(ctx, ev)
-	case ActionCreateAllocation:
+	case events.ActionCreateAllocation:
 		fin, err = c.allocation(ctx, ev)
 	default:
 		return pipeline.Finish{}, fmt.Errorf("child-mirror has no handler for %q", ev.Action)
@@ -224,35 +215,6 @@ func saveReference(ctx context.Context, tx store.Store, ref int64, jobID string)
 	}
 	return nil
 }
-
-// fetched returns the record of the given JSON:API type and id the resolver
-// fetched while identifying (events.Resolved.Fetched), if it did.
-func fetched(ev events.Resolved, typ, id string) (events.Resource, bool) {
-	for _, r := range ev.Fetched {
-		if r.Type == typ && strings.EqualFold(r.ID, id) {
-			return r, true
-		}
-	}
-	return events.Resource{}, false
-}
-
-// fetchedJob is the job the resolver fetched, if it did (§5.3, §5.4: on a
-// miss of the numeric reference map).
-func fetchedJob(ev events.Resolved) *events.Resource {
-	for _, r := range ev.Fetched {
-		if r.Type == resourceJobs && (ev.JobID == "" || strings.EqualFold(r.ID, ev.JobID)) {
-			return &r
-		}
-	}
-	return nil
-}
-
-// The JSON:API types of the records the resolver passes on.
-const (
-	resourceJobs         = "jobs"
-	resourceAppointments = "appointments"
-	resourceAllocations  = "allocations"
-)
 
 // source is the Source of a hand-off made for a log row.
 func source(logID int64) string { return fmt.Sprintf("ethPrimeWebhookLog:%d", logID) }

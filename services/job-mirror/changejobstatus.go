@@ -51,7 +51,7 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 				m.metrics.wipFailures.Inc()
 				log.Warn("Client WIP trigger not queued (logged only, §5.1 step 5)", "err", wipErr)
 			}
-			m.handOff(ctx, w, ActionChangeJobStatus)
+			m.handOff(ctx, w, events.ActionChangeJobStatus)
 		},
 	}, nil
 }
@@ -70,7 +70,7 @@ func (m *Mirror) sight(ctx context.Context, ev events.Resolved) (sighting, error
 		// resolver's fetch is reused rather than repeated.
 		s.firstSight = true
 		var ok bool
-		if s.job, ok = fetchedJob(ev.JobID, ev.Fetched); !ok {
+		if s.job, ok = decodeJob(ev.FetchedJob()); !ok {
 			s.job, err = m.getJob(ctx, ev, ev.JobID)
 		}
 	case ev.NumericRef > 0:

@@ -111,7 +111,7 @@ func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply e
 		if want == "" {
 			want = r.Fetched.ID
 		}
-		job, ok = fetchedJob(want, []events.Resource{*r.Fetched})
+		job, ok = decodeJob(events.FindResource([]events.Resource{*r.Fetched}, events.ResourceJobs, want))
 	}
 	if !ok {
 		identifier := reply.JobID

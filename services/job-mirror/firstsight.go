@@ -96,16 +96,14 @@ func (m *Mirror) handOff(ctx context.Context, w mirrored, via string) {
 	}
 }
 
-// fetchedJob is the job the resolver (or an ensure-job caller) already
-// fetched from Prime, so it is not fetched twice.
-func fetchedJob(jobID string, fetched []events.Resource) (prime.Job, bool) {
-	for _, r := range fetched {
-		if r.Type == "jobs" && strings.EqualFold(r.ID, jobID) {
-			j, err := prime.FromResource[prime.Job](r.ID, r.Attributes)
-			if err == nil {
-				return j, true
-			}
-		}
+// decodeJob is the job the resolver (or an ensure-job caller) already
+// fetched from Prime, as events.FindResource or Resolved.FetchedJob found
+// it, so it is not fetched twice; ok is false when there is none or it does
+// not decode.
+func decodeJob(r events.Resource, found bool) (prime.Job, bool) {
+	if !found {
+		return prime.Job{}, false
 	}
-	return prime.Job{}, false
+	j, err := prime.FromResource[prime.Job](r.ID, r.Attributes)
+	return j, err == nil
 }

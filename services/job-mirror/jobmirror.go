@@ -34,9 +34,6 @@ const Durable = "job-mirror"
 // ServiceName is the NATS micro service name (`nats micro ls`).
 const ServiceName = "job-mirror"
 
-// ActionChangeJobStatus is the event job-mirror handles (§5.1).
-const ActionChangeJobStatus = "change-job-status"
-
 // Config is job-mirror's own configuration.
 type Config struct {
 	// TriageInitialContactMadeStatusID is InitialContactMadeStatusId: the
@@ -125,7 +122,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 		return consume.Run(ctx, m.js, consume.Spec{
 			Stream:   events.StreamResolved,
 			Durable:  Durable,
-			Subjects: []string{events.ResolvedSubject(ActionChangeJobStatus)},
+			Subjects: []string{events.ResolvedSubject(events.ActionChangeJobStatus)},
 			Workers:  m.cfg.Workers,
 		}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
 	})

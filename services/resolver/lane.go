@@ -251,7 +251,7 @@ func (r *Resolver) backoff(attempts int) time.Duration {
 
 // actionLabel bounds the metric label to the known actions.
 func actionLabel(action string) string {
-	if slices.Contains(Actions, action) {
+	if slices.Contains(events.Actions(), action) {
 		return action
 	}
 	return "other"

@@ -3,6 +3,7 @@ package resolver
 import (
 	"errors"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -34,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"action"}),
 	}
 	// Exported from the start, at 0: an alert on it reads 0, not "no data".
-	for _, a := range Actions {
+	for _, a := range events.Actions() {
 		m.shapeChanged.WithLabelValues(a)
 	}
 	for _, c := range []prometheus.Collector{m.events, m.laneSeconds, m.probes, m.shapeChanged} {
