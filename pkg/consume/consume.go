@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -22,7 +23,11 @@ import (
 // Handler handles one message. What it returns decides the message's fate:
 // nil acks it; an error made by Retry redelivers it after the given delay;
 // one made by Drop terminates it (it is not redelivered); any other error
-// redelivers it after the consumer's backoff.
+// redelivers it after the consumer's backoff (Spec.Backoff, by delivery).
+//
+// A handler that counts its own attempts (on the row it works on) returns
+// Retry(err, backoff.After(attempts)), and Retry(err, retry.Delay(err)) for
+// an error that makes the work wait without an attempt: see package retry.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
 
 // Spec describes a durable consumer.
@@ -43,16 +48,12 @@ type Spec struct {
 	Key func(jetstream.Msg) string
 	// Backoff is the redelivery delay after a plain error, by how many times
 	// the message was delivered (default DefaultBackoff).
-	Backoff func(delivered uint64) time.Duration
+	Backoff retry.Backoff
 }
 
 // DefaultBackoff waits 1s, 5s, 30s, 2m, then 10m between deliveries.
-func DefaultBackoff(delivered uint64) time.Duration {
-	steps := []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
-	if delivered == 0 {
-		delivered = 1
-	}
-	return steps[min(int(delivered)-1, len(steps)-1)]
+func DefaultBackoff() retry.Backoff {
+	return retry.Backoff{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
 }
 
 type retryError struct {
@@ -187,8 +188,8 @@ func withDefaults(s Spec) Spec {
 	if s.AckWait <= 0 {
 		s.AckWait = 30 * time.Second
 	}
-	if s.Backoff == nil {
-		s.Backoff = DefaultBackoff
+	if len(s.Backoff) == 0 {
+		s.Backoff = DefaultBackoff()
 	}
 	return s
 }
@@ -232,7 +233,7 @@ func handle(ctx context.Context, spec Spec, log *slog.Logger, m *metrics, held *
 		if md, merr := msg.Metadata(); merr == nil {
 			delivered = md.NumDelivered
 		}
-		delay := spec.Backoff(delivered)
+		delay := spec.Backoff.After(int(delivered))
 		log.Warn("handler failed; redelivering", "subject", msg.Subject(), "delivered", delivered, "in", delay, "err", err)
 		held.settle(msg, func() error { return msg.NakWithDelay(delay) })
 	}

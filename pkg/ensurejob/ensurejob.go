@@ -23,6 +23,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
 )
@@ -31,11 +32,12 @@ import (
 const DefaultTimeout = 30 * time.Second
 
 // MinWait and MaxWait bound how long an event waits when job-mirror did
-// not answer. Ensure asks for MinWait; a Caller for how long job-mirror has
-// gone unanswered, within these bounds, so the events that wait back off as
-// an outage goes on and run again within MaxWait of its end.
+// not answer. Ensure asks for MinWait, the least any wait lasts; a Caller for
+// how long job-mirror has gone unanswered, within these bounds, so the events
+// that wait back off as an outage goes on and run again within MaxWait of its
+// end.
 const (
-	MinWait = time.Second
+	MinWait = retry.MinWait
 	MaxWait = 30 * time.Second
 )
 
@@ -71,7 +73,7 @@ func ask(ctx context.Context, nc *nats.Conn, req events.EnsureJobRequest) (event
 	if err != nil {
 		err = fmt.Errorf("ensure job %s: %w", describe(req), err)
 		if unanswered(err) {
-			return events.EnsureJobReply{}, false, &pipeline.UnavailableError{Service: service, RetryAfter: MinWait, Err: err}
+			return events.EnsureJobReply{}, false, &pipeline.UnavailableError{Service: service, Wait: MinWait, Err: err}
 		}
 		// A micro error or a reply that is not one: job-mirror answered.
 		return events.EnsureJobReply{}, ctx.Err() == nil, err
@@ -125,7 +127,7 @@ func (c *Caller) Ensure(ctx context.Context, req events.EnsureJobRequest) (event
 			err = unavailable.Err
 		}
 	case errors.As(err, &unavailable):
-		unavailable.RetryAfter = c.unanswered(err)
+		unavailable.Wait = c.unanswered(err)
 	case answered:
 		c.answered()
 	}
@@ -180,7 +182,7 @@ func (c *Caller) answered() {
 func ReplyError(r events.EnsureJobReply) error {
 	switch {
 	case r.RetryAfterMS > 0:
-		return &prime.RateLimitedError{RetryAfter: time.Duration(r.RetryAfterMS) * time.Millisecond, Endpoint: "job-mirror ensure"}
+		return &prime.RateLimitedError{Wait: time.Duration(r.RetryAfterMS) * time.Millisecond, Endpoint: "job-mirror ensure"}
 	case r.NotFound:
 		return fmt.Errorf("ensure job: %w", prime.ErrNotFound)
 	case r.Error != "":

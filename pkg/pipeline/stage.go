@@ -11,7 +11,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
-	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,8 +39,8 @@ type Finish struct {
 }
 
 // Work handles one resolved event. It returns what to commit, or an error:
-// a *PayloadFault, a rate-limit error from Prime or an *UnavailableError
-// (the event waits, no attempt is counted), or any other failure (an
+// a *PayloadFault, a retry.Waiter — Prime's rate limit, an *UnavailableError
+// — (the event waits, no attempt is counted), or any other failure (an
 // attempt is counted).
 type Work func(ctx context.Context, ev events.Resolved) (Finish, error)
 
@@ -51,24 +51,28 @@ var ErrUnavailable = errors.New("service unavailable")
 // answer — job-mirror's ensure-job endpoint (§4.3) had no responder, let
 // the request's deadline pass, or the connection was closed or draining.
 // Like Prime's rate limit it is not a failure of the event (§9 counts the
-// handler's own failures): the event waits RetryAfter and runs again, and
+// handler's own failures): the event waits Wait and runs again, and
 // no attempt is counted, so an outage of the service does not cap the
 // events that arrive during it (§3), which would lose steps such as
 // make-safe detection for good (§10.5). An answer that is an error is not
-// an UnavailableError: it fails the attempt as before.
+// an UnavailableError: it fails the attempt as before. It is a
+// retry.Waiter: retry.Delay turns it into the event's wait.
 type UnavailableError struct {
 	// Service is the service that did not answer ("job-mirror").
 	Service string
-	// RetryAfter is how long the event waits before it runs again.
-	RetryAfter time.Duration
+	// Wait is how long the event waits before it runs again.
+	Wait time.Duration
 	// Err is the request's error.
 	Err error
 }
 
 // Error says which service did not answer, how long the event waits and why.
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("%s did not answer, retry after %s: %v", e.Service, e.RetryAfter, e.Err)
+	return fmt.Sprintf("%s did not answer, retry after %s: %v", e.Service, e.Wait, e.Err)
 }
+
+// RetryAfter is Wait.
+func (e *UnavailableError) RetryAfter() time.Duration { return e.Wait }
 
 // Unwrap returns the request's error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
@@ -92,7 +96,7 @@ var errAlreadyProcessed = errors.New("log row already processed")
 // Every outcome is settled on the row before the message is acked: processed
 // with the effects, or a failed attempt with its error; the resolver's lane
 // learns it on events.DoneSubject and retries the event from there. An
-// event that waits (RetryAfter) leaves the row as it was. The
+// event that waits (a retry.Waiter) leaves the row as it was. The
 // message is redelivered instead when the row itself cannot be written, and
 // handed back untouched when the consumer is shutting down.
 func (s *Stage) Handler(work Work) consume.Handler {
@@ -131,7 +135,7 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			// runs again after the restart.
 			return fmt.Errorf("log row %d handed back on shutdown: %w", ev.LogID, err)
 		}
-		if after, ok := wait(err); ok {
+		if after := retry.Delay(err); after > 0 {
 			// The lane waits and hands the event over again; the row is
 			// left as it was.
 			log.Info("the event waits, no attempt counted", "retryAfter", after, "err", err)
@@ -231,26 +235,4 @@ func (s *Stage) Announce(d events.Done) {
 	if err := s.NC.Publish(events.DoneSubject(d.LogID), b); err != nil {
 		s.Log.Debug("announce done", "logId", d.LogID, "err", err)
 	}
-}
-
-// RetryAfter is how long an error that makes the event wait asks to wait
-// — Prime's rate limit, or a service that did not answer — or 0.
-func RetryAfter(err error) time.Duration {
-	after, _ := wait(err)
-	return after
-}
-
-// wait reports whether err makes the event wait instead of failing an
-// attempt, and for how long: a *prime.RateLimitedError or an
-// *UnavailableError.
-func wait(err error) (time.Duration, bool) {
-	var limited *prime.RateLimitedError
-	if errors.As(err, &limited) {
-		return limited.RetryAfter, true
-	}
-	var unavailable *UnavailableError
-	if errors.As(err, &unavailable) {
-		return unavailable.RetryAfter, true
-	}
-	return 0, false
 }

@@ -323,7 +323,7 @@ func TestAnUnavailableServiceMakesTheEventWait(t *testing.T) {
 	e := newEnv(t)
 	id := e.row()
 	e.consume(func(context.Context, events.Resolved) (pipeline.Finish, error) {
-		return pipeline.Finish{}, &pipeline.UnavailableError{Service: "job-mirror", RetryAfter: 1500 * time.Millisecond,
+		return pipeline.Finish{}, &pipeline.UnavailableError{Service: "job-mirror", Wait: 1500 * time.Millisecond,
 			Err: fmt.Errorf("ensure job: %w", nats.ErrNoResponders)}
 	})
 	e.dispatch(id, 1)

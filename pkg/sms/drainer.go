@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -28,7 +29,7 @@ type DrainerConfig struct {
 	MaxAttempts int `env:"SMS_MAX_ATTEMPTS" envDefault:"5"`
 	// Backoff is the wait after the n-th failed attempt (the last entry
 	// repeats).
-	Backoff []time.Duration `env:"SMS_RETRY_BACKOFF" envDefault:"5s,30s,2m,10m"`
+	Backoff retry.Backoff `env:"SMS_RETRY_BACKOFF" envDefault:"5s,30s,2m,10m"`
 	// Lease is how long a claim holds a message. It must outlast a send
 	// (SMS_SEND_TIMEOUT, checked by makesafe): a claim that lapses lets the
 	// message be sent again.
@@ -185,7 +186,7 @@ func (d *Drainer) send(ctx context.Context, m store.SMSMessage) {
 	final := errors.Is(err, ErrPermanent) || m.Attempts >= d.cfg.MaxAttempts
 	var retryAt time.Time
 	if !final {
-		retryAt = now.Add(d.cfg.Backoff[min(m.Attempts, len(d.cfg.Backoff))-1])
+		retryAt = now.Add(d.cfg.Backoff.After(m.Attempts))
 	}
 	if rerr := d.q.SetSMSFailed(rctx, m.ID, m.Attempts, err.Error(), retryAt, now); rerr != nil {
 		if errors.Is(rerr, store.ErrSMSClaimLost) {

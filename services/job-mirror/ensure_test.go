@@ -109,8 +109,8 @@ func TestEnsureJob(t *testing.T) {
 		e.Sim.SetFaults(primesim.Faults{Path: "/jobs", RateLimitNext: 1, RetryAfter: 2 * time.Second})
 		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
 		var limited *prime.RateLimitedError
-		is.True(errors.As(err, &limited))          // a rate limit, not a failure: the caller waits, no attempt
-		is.True(limited.RetryAfter >= time.Second) // for as long as Prime asked
+		is.True(errors.As(err, &limited))            // a rate limit, not a failure: the caller waits, no attempt
+		is.True(limited.RetryAfter() >= time.Second) // for as long as Prime asked
 		is.True(reply.RetryAfterMS >= 1000)
 		is.True(errors.Is(err, prime.ErrRateLimited))
 		_, found, ferr := e.Store.GetJob(ctx, j.ID)

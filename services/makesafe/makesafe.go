@@ -34,6 +34,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -202,23 +203,14 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 	default:
 		return consume.Drop(fmt.Errorf("makesafe takes no %s", msg.Subject()))
 	}
-	if after := retryAfter(err); after > 0 {
-		return consume.Retry(err, after)
+	if after := retry.Delay(err); after > 0 {
+		return consume.Retry(err, after) // Prime's rate limit: the rung waits, it is not dropped
 	}
 	return err
 }
 
 // guidRE is a job's GUID; anything else can never be detected and is dropped.
 var guidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// retryAfter is how long Prime's rate limit asks to wait, or 0.
-func retryAfter(err error) time.Duration {
-	var limited *prime.RateLimitedError
-	if errors.As(err, &limited) {
-		return max(limited.RetryAfter, time.Second)
-	}
-	return 0
-}
 
 // Main runs makesafe as a process of its own, with its own Prime client
 // (PRIME_*), the HTTP SMS sender (SMS_SEND_URL, required here) and an outbox

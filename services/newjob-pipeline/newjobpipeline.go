@@ -18,6 +18,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,10 +39,11 @@ func DetectMsgID(jobID string) string { return "makesafe.detect:firstseen:" + jo
 type Config struct {
 	// Workers is how many jobs are put through the pipeline at once.
 	Workers int `env:"NEWJOB_PIPELINE_WORKERS" envDefault:"4"`
-	// Backoff is the wait before a failed run is tried again, by delivery:
-	// the last value repeats. Failures are thrown (§6), so the job retries
-	// until the pipeline completes.
-	Backoff []time.Duration `env:"NEWJOB_PIPELINE_BACKOFF" envDefault:"1s,5s,30s,2m,10m" envSeparator:","`
+	// Backoff is the wait before a failed run is tried again, by the
+	// attempts recorded on the job's first-sight row (pipelineAttempts): the
+	// last value repeats. Failures are thrown (§6), so the job retries until
+	// the pipeline completes.
+	Backoff retry.Backoff `env:"NEWJOB_PIPELINE_BACKOFF" envDefault:"1s,5s,30s,2m,10m" envSeparator:","`
 	// OutboxSweep is how often a pipeline running on its own sweeps the
 	// outbox for make-safe hand-offs whose publish failed.
 	OutboxSweep time.Duration `env:"NEWJOB_PIPELINE_OUTBOX_SWEEP" envDefault:"10s"`
@@ -87,9 +89,6 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			_ = json.Unmarshal(m.Data(), &fs) // a bad body gets the "" lane and is dropped there
 			return strings.ToLower(fs.JobID)
 		},
-		Backoff: func(delivered uint64) time.Duration {
-			return p.cfg.Backoff[min(max(int(delivered), 1), len(p.cfg.Backoff))-1]
-		},
 	}, p.log, p.reg, p.handle)
 }
 
@@ -110,11 +109,13 @@ func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 		p.metrics.runs.WithLabelValues("failed").Inc()
 		attempts, ferr := p.store.FailFirstSeen(context.WithoutCancel(ctx), jobID, err.Error())
 		if ferr != nil {
+			// Redelivered with the consumer's own backoff.
 			log.Error("new-job pipeline failed, and its failure could not be recorded", "err", err, "recordErr", ferr)
-		} else {
-			log.Warn("new-job pipeline failed; it is retried with backoff", "attempts", attempts, "err", err)
+			return err
 		}
-		return err
+		wait := p.cfg.Backoff.After(attempts)
+		log.Warn("new-job pipeline failed; it is retried with backoff", "attempts", attempts, "in", wait, "err", err)
+		return consume.Retry(err, wait)
 	case !ran:
 		p.metrics.runs.WithLabelValues("skipped").Inc()
 		log.Debug("new-job pipeline already completed for the job")

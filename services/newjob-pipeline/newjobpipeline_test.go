@@ -294,6 +294,35 @@ func TestFailingJobShowsAsFailed(t *testing.T) {
 	is.Equal(len(detections(t, e)), 0)                                                     // nor published
 }
 
+// TestBackoffIsByRecordedAttempts: the wait before a run is tried again goes
+// by the attempts recorded on the first-sight row, not by how often
+// JetStream delivered the hand-off: a delivery handed back by a shutdown
+// was no attempt, and does not lengthen the wait.
+func TestBackoffIsByRecordedAttempts(t *testing.T) {
+	is := is.New(t)
+	e := flowtest.New(t, flowtest.Options{})
+	f := &failingStore{Store: e.Store}
+	f.block.Store(true)
+	d := process(e)
+	d.Store = f
+	stop := runPipeline(t, e, d)
+	claim(t, e, jobA, 5, "x")
+	flowtest.Eventually(t, "the first run hanging", func() bool { return f.blocked.Load() > 0 })
+	stop() // delivery 1, handed back: no attempt
+
+	f.block.Store(false)
+	f.fail.Store(1) // delivery 2 fails: attempt 1
+	d = process(e)
+	d.Store = f
+	p, err := newjobpipeline.New(newjobpipeline.Config{Workers: 4, Backoff: []time.Duration{20 * time.Millisecond, time.Hour}}, d)
+	is.NoErr(err)
+	e.Run("newjob-pipeline", p)
+	flowtest.Eventually(t, "the run after attempt 1's wait, not delivery 2's", completed(e, jobA))
+	row, _, err := e.Store.GetFirstSeen(context.Background(), jobA)
+	is.NoErr(err)
+	is.Equal(row.PipelineAttempts, 1) // one failure recorded
+}
+
 // TestKilledBetweenStages stops the pipeline's processes at the seams and
 // starts them again on the same NATS and database: every event completes and
 // no job's pipeline runs twice.

@@ -17,6 +17,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,7 +36,7 @@ type Config struct {
 	LaneWait time.Duration `env:"RESOLVER_LANE_WAIT" envDefault:"5m"`
 	// Backoff is the wait before an event that failed an attempt is tried
 	// again, by attempt: the last value repeats.
-	Backoff []time.Duration `env:"RESOLVER_BACKOFF" envDefault:"2s,10s,1m,5m" envSeparator:","`
+	Backoff retry.Backoff `env:"RESOLVER_BACKOFF" envDefault:"2s,10s,1m,5m" envSeparator:","`
 }
 
 // Resolver is the resolver service.

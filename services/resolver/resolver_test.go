@@ -329,7 +329,7 @@ func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
 	var calls atomic.Int32
 	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) {
 		if calls.Add(1) <= 3 {
-			return pipeline.Finish{}, &prime.RateLimitedError{RetryAfter: 30 * time.Millisecond, Endpoint: "jobs.get"}
+			return pipeline.Finish{}, &prime.RateLimitedError{Wait: 30 * time.Millisecond, Endpoint: "jobs.get"}
 		}
 		return pipeline.Finish{}, nil
 	})
