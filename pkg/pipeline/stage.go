@@ -30,7 +30,8 @@ type Finish struct {
 	Status string
 	// Write makes the stage's writes inside the transaction.
 	Write func(ctx context.Context, tx store.Store) error
-	// Outbox are the messages handed on, published after the commit.
+	// Outbox are the messages handed on, published after the commit. Write
+	// may hand on more (tx.InsertOutbox), decided inside the transaction.
 	Outbox []store.OutboxMessage
 	// After runs after the commit, for best-effort steps whose failure is
 	// logged and swallowed (the spec's "logged only" steps). Its context is
@@ -80,7 +81,8 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrUnavailable) true.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
-// Stage finishes log rows for the handlers of one service.
+// Stage finishes log rows for the handlers of one service. Handler needs
+// all four; Fail and Announce need no Outbox.
 type Stage struct {
 	Store  store.Store
 	NC     *nats.Conn
@@ -148,13 +150,11 @@ func (s *Stage) Handler(work Work) consume.Handler {
 }
 
 func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) error {
-	var sent []store.OutboxMessage
 	status := fin.Status
 	if status == "" {
 		status = StatusProcessed
 	}
-	err := s.Store.InTx(ctx, func(tx store.Store) error {
-		sent = nil // a group commit may run this again
+	_, err := s.Outbox.With("logId", ev.LogID).InTx(ctx, s.Store, "hand-off", func(tx store.Store) error {
 		// The row first, and only while it is unprocessed: the check and
 		// the stamp are one statement, and the row stays locked until the
 		// commit, so of two runs of one event only one commits its effects.
@@ -171,23 +171,12 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 			}
 		}
 		if len(fin.Outbox) > 0 {
-			msgs, err := tx.InsertOutbox(ctx, fin.Outbox)
-			if err != nil {
-				return err
-			}
-			sent = msgs
+			_, err := tx.InsertOutbox(ctx, fin.Outbox)
+			return err
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if len(sent) > 0 {
-		if err := s.Outbox.Send(ctx, sent); err != nil {
-			s.Log.Warn("hand-off not published yet; the outbox sweeper will", "logId", ev.LogID, "err", err)
-		}
-	}
-	return nil
+	return err
 }
 
 // Fail records a failed attempt on the row (payload faults logged with the

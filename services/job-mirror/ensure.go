@@ -124,16 +124,14 @@ func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply e
 		}
 	}
 	reply.JobID = strings.ToLower(job.ID)
-	var w mirrored
-	err := m.store.InTx(ctx, func(tx store.Store) error {
+	_, err := m.outbox.With("jobId", reply.JobID).InTx(ctx, m.store, "first-sight hand-off", func(tx store.Store) error {
 		var err error
-		w, err = writeJob(ctx, tx, sighting{job: job, numericRef: r.NumericRef, firstSight: true, logID: r.LogID})
+		reply.FirstSight, err = writeJob(ctx, tx, sighting{job: job, numericRef: r.NumericRef, firstSight: true, logID: r.LogID})
 		return err
 	})
 	if err != nil {
 		return fail(err)
 	}
-	m.handOff(ctx, w, "ensure")
-	reply.FirstSight = w.firstSight
+	m.firstSeen(reply.FirstSight, "ensure")
 	return reply, "mirrored"
 }

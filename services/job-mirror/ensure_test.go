@@ -50,7 +50,7 @@ func TestEnsureJob(t *testing.T) {
 	t.Run("missing: fetched, mirrored, first sight", func(t *testing.T) {
 		is := is.New(t)
 		j := e.Sim.NewJob()
-		sights := e.firstSights(0)
+		sights := e.firstSights(1) // the known job's, counted once its hand-off is published, after its row is stamped
 		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID, NumericRef: j.Ref, LogID: 77})
 		is.NoErr(err)
 		is.True(!reply.WasMirrored)                  // it was missing

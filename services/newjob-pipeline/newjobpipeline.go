@@ -132,8 +132,7 @@ func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 // and the retry runs it all again. ran is false when the job's pipeline had
 // completed already.
 func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool, queued int, err error) {
-	var handoff []store.OutboxMessage
-	err = p.store.InTx(ctx, func(tx store.Store) error {
+	_, err = p.outbox.With("jobId", jobID).InTx(ctx, p.store, "make-safe hand-off", func(tx store.Store) error {
 		row, found, err := tx.GetFirstSeen(ctx, jobID)
 		if err != nil {
 			return err
@@ -156,7 +155,7 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 		if err != nil {
 			return err
 		}
-		if handoff, err = tx.InsertOutbox(ctx, []store.OutboxMessage{
+		if _, err := tx.InsertOutbox(ctx, []store.OutboxMessage{
 			outbox.Message(events.SubjectMakesafeDetect, DetectMsgID(jobID), body),
 		}); err != nil {
 			return fmt.Errorf("hand off make-safe detection: %w", err)
@@ -165,11 +164,6 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 	})
 	if err != nil {
 		return false, 0, err
-	}
-	if len(handoff) > 0 {
-		if err := p.outbox.Send(ctx, handoff); err != nil {
-			p.log.Warn("make-safe hand-off not published yet; the outbox sweeper will", "jobId", jobID, "err", err)
-		}
 	}
 	return ran, queued, nil
 }
