@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -202,7 +203,7 @@ func laneOf(key string, n int) int {
 
 // handle runs the handler and settles the message; the holder keeps it
 // alive meanwhile.
-func handle(ctx context.Context, spec Spec, log *slog.Logger, m *metrics, held *holder, h Handler, msg jetstream.Msg) {
+func handle(ctx context.Context, spec Spec, log *slog.Logger, m *collectors, held *holder, h Handler, msg jetstream.Msg) {
 	start := time.Now()
 	err := h(ctx, msg)
 	m.seconds.Observe(time.Since(start).Seconds())
@@ -349,18 +350,18 @@ func (q *queue) close() {
 	q.ready.Broadcast()
 }
 
-type metrics struct {
+type collectors struct {
 	results *prometheus.CounterVec
 	seconds prometheus.Histogram
 }
 
-func (m *metrics) result(r string) { m.results.WithLabelValues(r).Inc() }
+func (m *collectors) result(r string) { m.results.WithLabelValues(r).Inc() }
 
 // newMetrics registers a consumer's metrics; a consumer run twice in one
 // process (a restart) shares the collectors registered the first time.
-func newMetrics(consumer string, reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(consumer string, reg prometheus.Registerer) (*collectors, error) {
 	reg = prometheus.WrapRegistererWith(prometheus.Labels{"consumer": consumer}, reg)
-	m := &metrics{
+	m := &collectors{
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_consumer_messages_total",
 			Help: "Messages handled by a consumer, by result: ack, retry, error (redelivered with backoff), drop, interrupted, duplicate (a redelivered copy of a message already held, not handled).",
@@ -371,15 +372,7 @@ func newMetrics(consumer string, reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 	}
-	var already prometheus.AlreadyRegisteredError
-	if err := reg.Register(m.results); errors.As(err, &already) {
-		m.results = already.ExistingCollector.(*prometheus.CounterVec)
-	} else if err != nil {
-		return nil, fmt.Errorf("consumer %s metrics: %w", consumer, err)
-	}
-	if err := reg.Register(m.seconds); errors.As(err, &already) {
-		m.seconds = already.ExistingCollector.(prometheus.Histogram)
-	} else if err != nil {
+	if err := errors.Join(metrics.Register(reg, &m.results), metrics.Register(reg, &m.seconds)); err != nil {
 		return nil, fmt.Errorf("consumer %s metrics: %w", consumer, err)
 	}
 	return m, nil

@@ -26,7 +26,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go/jetstream"
@@ -82,19 +82,11 @@ type Metrics struct {
 	Seconds prometheus.Histogram
 }
 
-// Register registers the three collectors with reg, each as Register does.
+// Register registers the three collectors with reg, each as
+// metrics.Register does.
 func (m Metrics) Register(reg prometheus.Registerer) (Metrics, error) {
-	var err error
-	if m.Requests, err = opshttp.Register(reg, m.Requests); err != nil {
-		return m, err
-	}
-	if m.Runs, err = opshttp.Register(reg, m.Runs); err != nil {
-		return m, err
-	}
-	if m.Seconds, err = opshttp.Register(reg, m.Seconds); err != nil {
-		return m, err
-	}
-	return m, nil
+	err := errors.Join(metrics.Register(reg, &m.Requests), metrics.Register(reg, &m.Runs), metrics.Register(reg, &m.Seconds))
+	return m, err
 }
 
 // Runner consumes a service's requests and runs its job, coalesced, each
@@ -215,7 +207,9 @@ func Main(ctx context.Context, name string, getenv func(string) string, stderr i
 		if err != nil {
 			return nil, err
 		}
-		d.Metrics.MustRegister(oc.Collectors()...)
+		if err := metrics.Replace(d.Metrics, oc.Collectors()...); err != nil {
+			return nil, err
+		}
 		return build(ctx, d, oc)
 	})
 }

@@ -34,7 +34,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
@@ -367,8 +367,7 @@ func RegisterFailures(reg prometheus.Registerer) (*prometheus.CounterVec, error)
 		Name: "primeflow_outbox_sweep_failures_total",
 		Help: "Outbox messages a sweep could not publish, by reason: disconnected and error (NATS unavailable, JetStream not answering: the sweep stopped), rejected (NATS refused the message: skipped, tried again every sweep).",
 	}, []string{"reason"})
-	c, err := opshttp.Register(reg, c)
-	if err != nil {
+	if err := metrics.Register(reg, &c); err != nil {
 		return nil, fmt.Errorf("outbox metrics: %w", err)
 	}
 	return c, nil

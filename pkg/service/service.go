@@ -18,6 +18,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
@@ -154,8 +155,14 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 		nc.Close()
 		return d, nil, err
 	}
-	reg := opshttp.NewRegistry()
-	grouped := groupcommit.New(st, groupcommit.GroupSizes(reg))
+	reg := metrics.NewRegistry()
+	sizes, err := groupcommit.GroupSizes(reg)
+	if err != nil {
+		st.Close()
+		nc.Close()
+		return d, nil, err
+	}
+	grouped := groupcommit.New(st, sizes)
 	d = Deps{Log: log, NC: nc, JS: js, Store: grouped, Metrics: reg}
 	return d, func() { nc.Drain(); grouped.Close() }, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,7 +70,7 @@ type Drainer struct {
 	// logOnly: s is the LogSender, whose messages are logged, not sent.
 	logOnly bool
 	log     *slog.Logger
-	m       *metrics
+	m       *collectors
 	kick    chan struct{}
 }
 
@@ -225,13 +226,13 @@ func (d *Drainer) sent(ctx context.Context, log *slog.Logger, m store.SMSMessage
 	log.Info(what)
 }
 
-type metrics struct {
+type collectors struct {
 	sent, logged, failed, retries prometheus.Counter
 	handoff                       prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer, q Queue) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer, q Queue) (*collectors, error) {
+	m := &collectors{
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_sms_sent_total",
 			Help: "SMS messages the SMS endpoint accepted.",
@@ -254,10 +255,9 @@ func newMetrics(reg prometheus.Registerer, q Queue) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.sent, m.logged, m.failed, m.retries, m.handoff, queueCollector{q}} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("sms metrics: %w", err)
-		}
+	if err := errors.Join(metrics.Register(reg, &m.sent), metrics.Register(reg, &m.logged), metrics.Register(reg, &m.failed),
+		metrics.Register(reg, &m.retries), metrics.Register(reg, &m.handoff), metrics.Replace(reg, queueCollector{q})); err != nil {
+		return nil, fmt.Errorf("sms metrics: %w", err)
 	}
 	return m, nil
 }

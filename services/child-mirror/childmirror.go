@@ -105,7 +105,7 @@ type ChildMirror struct {
 	reg     prometheus.Registerer
 	stage   *pipeline.Stage
 	hc      *http.Client
-	metrics *metrics
+	metrics *collectors
 	ensure  *ensurejob.Caller
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/service"
@@ -102,7 +103,7 @@ func startOn(t testing.TB, ns *server.Server, opts ...option) *harness {
 		APIKey: apiKey, MaxBodyBytes: 64 << 10,
 		RelayInterval: time.Hour, RelayGrace: 0, PublishTimeout: time.Second,
 	}
-	d := service.Deps{Log: slog.New(slog.NewTextHandler(h.logs, nil)), NC: nc, JS: js, Store: st, Metrics: opshttp.NewRegistry()}
+	d := service.Deps{Log: slog.New(slog.NewTextHandler(h.logs, nil)), NC: nc, JS: js, Store: st, Metrics: metrics.NewRegistry()}
 	su := setup{cfg: &cfg, deps: &d}
 	for _, o := range opts {
 		o(&su)

@@ -49,7 +49,7 @@ type Ingest struct {
 	store     logStore
 	publisher *publisher
 	relay     *relay
-	metrics   *metrics
+	metrics   *collectors
 	kick      chan struct{}
 	refused   refusals
 }
@@ -72,7 +72,10 @@ func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 	if cfg.APIKey == "" {
 		d.Log.Warn("PRIME_WEBHOOK_API_KEY is blank: every webhook is rejected with 401")
 	}
-	m := newMetrics(d.Metrics, d.Store)
+	m, err := newMetrics(d.Metrics, d.Store)
+	if err != nil {
+		return nil, err
+	}
 	in := &Ingest{cfg: cfg, log: d.Log, store: d.Store, metrics: m, kick: make(chan struct{}, 1)}
 	js, err := jetstream.New(d.NC, jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout), jetstream.WithPublishAsyncMaxPending(maxPendingAcks))
 	if err != nil {

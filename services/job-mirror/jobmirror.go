@@ -68,7 +68,7 @@ type Mirror struct {
 	reg     prometheus.Registerer
 	outbox  *outbox.Publisher
 	stage   *pipeline.Stage
-	metrics *metrics
+	metrics *collectors
 }
 
 // ErrNoTriageStatus: job-mirror on a real Prime needs

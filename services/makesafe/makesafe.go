@@ -105,7 +105,7 @@ type Makesafe struct {
 	reg     prometheus.Registerer
 	outbox  *outbox.Publisher
 	drainer *sms.Drainer
-	metrics *metrics
+	metrics *collectors
 }
 
 // New builds makesafe from the shared Deps, its Config, the Prime client (in

@@ -57,7 +57,7 @@ type Pipeline struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	outbox  *outbox.Publisher
-	metrics *metrics
+	metrics *collectors
 }
 
 // New builds the pipeline from the shared Deps and its Config.

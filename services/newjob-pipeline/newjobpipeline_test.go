@@ -12,7 +12,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -44,7 +44,7 @@ func runPipeline(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 // metrics registry, as a restarted process has.
 func process(e *flowtest.Env) service.Deps {
 	d := e.Deps
-	d.Metrics = opshttp.NewRegistry()
+	d.Metrics = metrics.NewRegistry()
 	return d
 }
 

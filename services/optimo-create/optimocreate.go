@@ -87,7 +87,7 @@ type Creator struct {
 	now     func() time.Time
 	mapping mapping
 	runs    *optimorun.Runner
-	metrics *metrics
+	metrics *collectors
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time // when the last sweep was asked for

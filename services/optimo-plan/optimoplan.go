@@ -64,7 +64,7 @@ type Planner struct {
 	log     *slog.Logger
 	zone    *time.Location
 	runs    *optimorun.Runner
-	metrics *metrics
+	metrics *collectors
 }
 
 // New builds optimo-plan from the shared Deps, its Config and the

@@ -21,6 +21,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
@@ -117,9 +118,14 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	reg := opshttp.NewRegistry()
+	reg := metrics.NewRegistry()
+	sizes, err := groupcommit.GroupSizes(reg)
+	if err != nil {
+		db.Close()
+		return err
+	}
 	// One store for every service, so all their transactions share commits.
-	st := groupcommit.New(db, groupcommit.GroupSizes(reg))
+	st := groupcommit.New(db, sizes)
 	defer st.Close()
 	d := service.Deps{Log: log, NC: nc, JS: js, Store: st, Metrics: reg}
 
@@ -156,7 +162,9 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	d.Metrics.MustRegister(pc)
+	if err := metrics.Replace(d.Metrics, pc); err != nil {
+		return err
+	}
 
 	r := service.NewRouter(cfg.Admin)
 	in, err := ingest.New(cfg.Ingest, d, r)
@@ -200,7 +208,9 @@ func services(ctx context.Context, cfg Config, d service.Deps, pc *prime.Client)
 	if err != nil {
 		return nil, err
 	}
-	d.Metrics.MustRegister(oc.Collectors()...)
+	if err := metrics.Replace(d.Metrics, oc.Collectors()...); err != nil {
+		return nil, err
+	}
 	sender, err := makesafe.SenderFor(cfg.Makesafe.SMS, d.Log)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ type Resolver struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	stage   *pipeline.Stage
-	metrics *metrics
+	metrics *collectors
 }
 
 // New builds the resolver.
