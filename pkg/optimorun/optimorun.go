@@ -89,6 +89,16 @@ func (m Metrics) Register(reg prometheus.Registerer) (Metrics, error) {
 	return m, err
 }
 
+// Zone is the location OPTIMO_TIMEZONE names, the OptimoRoute account's,
+// whose days and times both services go by; service names the error.
+func Zone(service, name string) (*time.Location, error) {
+	zone, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: OPTIMO_TIMEZONE: %w", service, err)
+	}
+	return zone, nil
+}
+
 // Runner consumes a service's requests and runs its job, coalesced, each
 // run under the service's lock.
 type Runner struct {

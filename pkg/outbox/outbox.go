@@ -207,6 +207,10 @@ func (p *Publisher) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
+// ErrSweepInterval: a sweeper's interval is not above zero. The service's
+// <SERVICE>_OUTBOX_SWEEP sets it.
+var ErrSweepInterval = errors.New("outbox: the sweep interval (the service's *_OUTBOX_SWEEP) must be above zero")
+
 // WithSweeper runs a service with an outbox sweeper next to it: a service
 // that writes the outbox runs this way as a process of its own, so that its
 // hand-offs whose publish failed never wait for another service's sweeper.
@@ -243,8 +247,12 @@ func NewSweeper(js jetstream.JetStream, st Store, log *slog.Logger, reg promethe
 }
 
 // Swept is svc, a service that writes the outbox, run as a process of its
-// own: WithSweeper, with the process's sweeper (NewSweeper) sweeping every.
+// own: WithSweeper, with the process's sweeper (NewSweeper) sweeping every,
+// which must be above zero (ErrSweepInterval).
 func Swept(svc service.Runner, d service.Deps, every time.Duration) (service.Runner, error) {
+	if every <= 0 {
+		return nil, fmt.Errorf("%w, not %s", ErrSweepInterval, every)
+	}
 	sweeper, err := NewSweeper(d.JS, d.Store, d.Log, d.Metrics)
 	if err != nil {
 		return nil, err

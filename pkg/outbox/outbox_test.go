@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/matryer/is"
@@ -48,4 +50,12 @@ func TestSendThenSweepPublishesEachMessageOnce(t *testing.T) {
 	m, err := s.GetLastMsgForSubject(ctx, "prime.job.firstseen")
 	is.NoErr(err)
 	is.Equal(m.Header.Get(jetstream.MsgIDHeader), "firstseen:b") // with its Nats-Msg-Id
+}
+
+// A process's sweeper needs an interval to sweep by: Swept refuses none.
+func TestSweptNeedsAnInterval(t *testing.T) {
+	for _, every := range []time.Duration{0, -time.Second} {
+		_, err := outbox.Swept(nil, service.Deps{}, every)
+		is.New(t).True(errors.Is(err, outbox.ErrSweepInterval)) // refused, before anything is built
+	}
 }

@@ -139,13 +139,19 @@ func Connect(ctx context.Context, url, name string, replicas int, log *slog.Logg
 }
 
 // Open reads the shared configuration and makes the Deps of a process named
-// name; close releases them.
+// name, logging to stderr; close releases them.
 func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Deps, close func(), err error) {
 	log, err := logging.New(stderr, cfg.Logging)
 	if err != nil {
 		return d, nil, err
 	}
-	log = log.With("service", name)
+	return OpenLog(ctx, name, cfg, log.With("service", name))
+}
+
+// OpenLog is Open with the process's logger made already (cfg.Logging is
+// not read): the all-in-one process logs which NATS it runs or uses before
+// it connects.
+func OpenLog(ctx context.Context, name string, cfg Config, log *slog.Logger) (d Deps, close func(), err error) {
 	nc, js, err := Connect(ctx, cfg.NATSURL, name, cfg.StreamReplicas, log)
 	if err != nil {
 		return d, nil, err

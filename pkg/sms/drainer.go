@@ -41,7 +41,9 @@ type DrainerConfig struct {
 	Workers int `env:"SMS_SEND_WORKERS" envDefault:"4"`
 }
 
-func (c DrainerConfig) check() error {
+// Validate reports a setting the Drainer cannot work with, naming its
+// variable. NewDrainer calls it.
+func (c DrainerConfig) Validate() error {
 	switch {
 	case c.MaxAttempts < 1:
 		return errors.New("sms: SMS_MAX_ATTEMPTS must be at least 1")
@@ -76,7 +78,7 @@ type Drainer struct {
 
 // NewDrainer makes a drainer and registers its metrics with reg.
 func NewDrainer(cfg DrainerConfig, q Queue, s Sender, log *slog.Logger, reg prometheus.Registerer) (*Drainer, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(reg, q)

@@ -82,6 +82,22 @@ type Config struct {
 	OutboxSweep time.Duration `env:"CHILD_MIRROR_OUTBOX_SWEEP" envDefault:"10s"`
 }
 
+// Validate reports the settings child-mirror cannot run with, naming their
+// variables. New calls it.
+func (c Config) Validate() error {
+	if c.Workers <= 0 || c.EnsureTimeout <= 0 || c.ContactSyncTimeout <= 0 || c.AISummaryNudgeTimeout <= 0 {
+		return errors.New("child-mirror: CHILD_MIRROR_WORKERS and the timeouts must be above zero")
+	}
+	if c.AISummaryNudgeURL != "" {
+		return checkNudgeURL(c.AISummaryNudgeURL)
+	}
+	return nil
+}
+
+// DefaultConfig is child-mirror's configuration with no variable set: every
+// setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
+
 // PrimeAPI is what child-mirror asks Prime; *prime.Client is one.
 type PrimeAPI interface {
 	GetJob(ctx context.Context, identifier string) (prime.Job, error)
@@ -112,13 +128,8 @@ type ChildMirror struct {
 // New builds child-mirror from the shared Deps, its Config and the Prime
 // client (in the all-in-one process, the client every service shares).
 func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
-	if cfg.Workers <= 0 || cfg.EnsureTimeout <= 0 || cfg.ContactSyncTimeout <= 0 || cfg.AISummaryNudgeTimeout <= 0 {
-		return nil, errors.New("child-mirror: CHILD_MIRROR_WORKERS and the timeouts must be above zero")
-	}
-	if cfg.AISummaryNudgeURL != "" {
-		if err := checkNudgeURL(cfg.AISummaryNudgeURL); err != nil {
-			return nil, err
-		}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	log := d.Log.With("component", "child-mirror")
 	ensure := &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: log}
@@ -231,12 +242,9 @@ func message(subject, msgID string, body any) (store.OutboxMessage, error) {
 // Main runs child-mirror as a process of its own, with its own Prime client
 // (prime.Config from PRIME_*) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
-	}
-	if cfg.OutboxSweep <= 0 {
-		return errors.New("child-mirror: CHILD_MIRROR_OUTBOX_SWEEP must be above zero")
 	}
 	return service.MainWithPrime(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		cm, err := New(cfg, d, pc)

@@ -69,7 +69,10 @@ type Config struct {
 	Drainer sms.DrainerConfig
 }
 
-func (c Config) check() error {
+// Validate reports the settings makesafe cannot run with, naming their
+// variables: a blank SMS_SEND_URL passes (see ValidateRealPrime). New calls
+// it.
+func (c Config) Validate() error {
 	if strings.TrimSpace(c.SMSTo) == "" {
 		return errors.New("makesafe: MAKESAFE_SMS_TO (the on-call number for make-safe SMS) is required")
 	}
@@ -87,8 +90,25 @@ func (c Config) check() error {
 	if send := c.SMS.SendTimeout(); c.Drainer.Lease <= send {
 		return fmt.Errorf("makesafe: SMS_CLAIM_LEASE (%s) must be longer than SMS_SEND_TIMEOUT (%s): a claim that lapses during a post lets the SMS be posted again", c.Drainer.Lease, send)
 	}
+	return c.Drainer.Validate()
+}
+
+// ValidateRealPrime is Validate for a makesafe whose jobs are real (a real
+// Prime): SMS_SEND_URL is required, or make-safe SMS are only logged.
+// bin/makesafe, and bin/primeflow with a PRIME_API_URL.
+func (c Config) ValidateRealPrime() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.SMS.URL == "" {
+		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent")
+	}
 	return nil
 }
+
+// DefaultConfig is makesafe's configuration with no variable set: every
+// setting at its default (MAKESAFE_SMS_TO has none).
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
 
 // PrimeAPI is what makesafe asks Prime; *prime.Client is one.
 type PrimeAPI interface {
@@ -112,7 +132,7 @@ type Makesafe struct {
 // the all-in-one process, the one every service shares) and the SMS sender
 // (SenderFor(cfg.SMS, …) for the configured one).
 func New(cfg Config, d service.Deps, pc PrimeAPI, sender sms.Sender) (*Makesafe, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	log := d.Log.With("component", "makesafe")
@@ -220,11 +240,8 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if cfg.OutboxSweep <= 0 {
-		return errors.New("makesafe: MAKESAFE_OUTBOX_SWEEP must be above zero")
-	}
-	if cfg.SMS.URL == "" {
-		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent")
+	if err := cfg.ValidateRealPrime(); err != nil {
+		return err
 	}
 	sender, err := sms.NewHTTPSender(cfg.SMS, nil)
 	if err != nil {

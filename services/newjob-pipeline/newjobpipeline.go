@@ -49,6 +49,19 @@ type Config struct {
 	OutboxSweep time.Duration `env:"NEWJOB_PIPELINE_OUTBOX_SWEEP" envDefault:"10s"`
 }
 
+// Validate reports the settings the pipeline cannot run with, naming their
+// variables. New calls it.
+func (c Config) Validate() error {
+	if c.Workers <= 0 || len(c.Backoff) == 0 {
+		return errors.New("newjob-pipeline: NEWJOB_PIPELINE_WORKERS and NEWJOB_PIPELINE_BACKOFF must be set")
+	}
+	return nil
+}
+
+// DefaultConfig is the pipeline's configuration with no variable set: every
+// setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
+
 // Pipeline is the newjob-pipeline service.
 type Pipeline struct {
 	cfg     Config
@@ -62,8 +75,8 @@ type Pipeline struct {
 
 // New builds the pipeline from the shared Deps and its Config.
 func New(cfg Config, d service.Deps) (*Pipeline, error) {
-	if cfg.Workers <= 0 || len(cfg.Backoff) == 0 {
-		return nil, errors.New("newjob-pipeline: NEWJOB_PIPELINE_WORKERS and NEWJOB_PIPELINE_BACKOFF must be set")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	log := d.Log.With("component", "newjob-pipeline")
 	m, err := newMetrics(d.Metrics)
@@ -170,12 +183,9 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 
 // Main runs the pipeline as a process of its own, with an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
-	}
-	if cfg.OutboxSweep <= 0 {
-		return errors.New("newjob-pipeline: NEWJOB_PIPELINE_OUTBOX_SWEEP must be above zero")
 	}
 	return service.Main(ctx, "newjob-pipeline", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
 		p, err := New(cfg, d)

@@ -14,6 +14,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -33,7 +34,9 @@ const (
 // runPipeline starts the pipeline on d and returns its stop.
 func runPipeline(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 	t.Helper()
-	p, err := newjobpipeline.New(newjobpipeline.Config{Workers: 4, Backoff: []time.Duration{20 * time.Millisecond}}, d)
+	cfg := newjobpipeline.DefaultConfig()
+	cfg.Workers, cfg.Backoff = 4, retry.Backoff{20 * time.Millisecond}
+	p, err := newjobpipeline.New(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +54,16 @@ func process(e *flowtest.Env) service.Deps {
 // runMirror starts the resolver and job-mirror on d and returns their stop.
 func runMirror(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 	t.Helper()
-	r, err := resolver.New(resolver.Config{Lanes: 8, LaneWait: 20 * time.Second, Backoff: []time.Duration{10 * time.Millisecond}}, d, e.Prime)
+	rc := resolver.DefaultConfig()
+	rc.Lanes, rc.LaneWait, rc.Backoff = 8, 20*time.Second, retry.Backoff{10 * time.Millisecond}
+	r, err := resolver.New(rc, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopR := e.Run("resolver", r)
-	m, err := jobmirror.New(jobmirror.Config{Workers: 8, EnsureTimeout: 5 * time.Second}, d, e.Prime)
+	mc := jobmirror.DefaultConfig()
+	mc.Workers, mc.EnsureTimeout = 8, 5*time.Second
+	m, err := jobmirror.New(mc, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +321,9 @@ func TestBackoffIsByRecordedAttempts(t *testing.T) {
 	f.fail.Store(1) // delivery 2 fails: attempt 1
 	d = process(e)
 	d.Store = f
-	p, err := newjobpipeline.New(newjobpipeline.Config{Workers: 4, Backoff: []time.Duration{20 * time.Millisecond, time.Hour}}, d)
+	cfg := newjobpipeline.DefaultConfig()
+	cfg.Workers, cfg.Backoff = 4, retry.Backoff{20 * time.Millisecond, time.Hour}
+	p, err := newjobpipeline.New(cfg, d)
 	is.NoErr(err)
 	e.Run("newjob-pipeline", p)
 	flowtest.Eventually(t, "the run after attempt 1's wait, not delivery 2's", completed(e, jobA))

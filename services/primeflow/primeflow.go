@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
-	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
@@ -30,7 +29,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
-	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -76,20 +74,34 @@ type Config struct {
 // MAKESAFE_SMS_TO: no SMS leaves the process without SMS_SEND_URL anyway.
 const demoSMSTo = "+61400000000"
 
+// validate reports every setting the process cannot run with: each
+// service's own (Config.Validate) and, with a real Prime, what job-mirror
+// and makesafe need of a process of their own too (ValidateRealPrime); only
+// a run on the Prime simulator goes without a triage status and an SMS
+// sender.
+func (c Config) validate() error {
+	jobMirror, makesafe := c.JobMirror.Validate, c.Makesafe.Validate
+	if c.Prime.Enabled() {
+		jobMirror, makesafe = c.JobMirror.ValidateRealPrime, c.Makesafe.ValidateRealPrime
+	}
+	if err := errors.Join(c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
+		c.ChildMirror.Validate(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate()); err != nil {
+		return fmt.Errorf("primeflow: %w", err)
+	}
+	return nil
+}
+
 // Main runs the pipeline until ctx ends.
 func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if cfg.Prime.Enabled() && cfg.Makesafe.SMS.URL == "" {
-		// Make-safe SMS from real jobs must reach someone: only a run on
-		// the Prime simulator may log them instead (bin/makesafe, too,
-		// refuses to start without the URL).
-		return errors.New("primeflow: SMS_SEND_URL is required with a real Prime (PRIME_API_URL): without it no make-safe SMS is sent")
+	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
+		cfg.Makesafe.SMSTo = demoSMSTo // the log-only sender says it logs them
 	}
-	if cfg.Prime.Enabled() && cfg.JobMirror.TriageInitialContactMadeStatusID == "" {
-		return fmt.Errorf("primeflow: with a real Prime (PRIME_API_URL): %w", jobmirror.ErrNoTriageStatus)
+	if err := cfg.validate(); err != nil {
+		return err
 	}
 	log, err := logging.New(stderr, cfg.Logging)
 	if err != nil {
@@ -109,25 +121,14 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		// only a wait for streams on a server nobody meant.
 		log.Info("NATS_URL is set: connecting to it, no embedded nats-server", "servers", natsHosts(natsURL))
 	}
-	nc, js, err := service.Connect(ctx, natsURL, "primeflow", cfg.StreamReplicas, log)
-	if err != nil {
-		return err
-	}
-	defer nc.Drain()
-	db, err := database.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	reg := metrics.NewRegistry()
-	sizes, err := groupcommit.GroupSizes(reg)
-	if err != nil {
-		db.Close()
-		return err
-	}
 	// One store for every service, so all their transactions share commits.
-	st := groupcommit.New(db, sizes)
-	defer st.Close()
-	d := service.Deps{Log: log, NC: nc, JS: js, Store: st, Metrics: reg}
+	d, closeDeps, err := service.OpenLog(ctx, "primeflow", service.Config{
+		NATSURL: natsURL, StreamReplicas: cfg.StreamReplicas, DatabaseURL: cfg.DatabaseURL, DataDir: cfg.DataDir,
+	}, log)
+	if err != nil {
+		return err
+	}
+	defer closeDeps()
 
 	sims := mux.NewRouter()
 	simulating := false
@@ -152,9 +153,6 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		cfg.OptimoRoute.APIKey = optimosim.DefaultAPIKey
 		simulating = true
 		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL)
-	}
-	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
-		cfg.Makesafe.SMSTo = demoSMSTo // the log-only sender says it logs them
 	}
 	generated(stdout, &cfg)
 

@@ -39,6 +39,19 @@ type Config struct {
 	Backoff retry.Backoff `env:"RESOLVER_BACKOFF" envDefault:"2s,10s,1m,5m" envSeparator:","`
 }
 
+// Validate reports the settings the resolver cannot run with, naming their
+// variables. New calls it.
+func (c Config) Validate() error {
+	if c.Lanes <= 0 || c.LaneWait <= 0 || len(c.Backoff) == 0 {
+		return errors.New("resolver: RESOLVER_LANES, RESOLVER_LANE_WAIT and RESOLVER_BACKOFF must be set")
+	}
+	return nil
+}
+
+// DefaultConfig is the resolver's configuration with no variable set: every
+// setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
+
 // Resolver is the resolver service.
 type Resolver struct {
 	cfg     Config
@@ -54,8 +67,8 @@ type Resolver struct {
 
 // New builds the resolver.
 func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
-	if cfg.Lanes <= 0 || cfg.LaneWait <= 0 || len(cfg.Backoff) == 0 {
-		return nil, errors.New("resolver: RESOLVER_LANES, RESOLVER_LANE_WAIT and RESOLVER_BACKOFF must be set")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	log := d.Log.With("component", "resolver")
 	m, err := newMetrics(d.Metrics)
@@ -85,8 +98,8 @@ func (r *Resolver) Run(ctx context.Context) error {
 
 // Main runs the resolver as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
 	}
 	return service.MainWithPrime(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
