@@ -1,9 +1,9 @@
 // Package ensurejob is the caller's side of job-mirror's "ensure job
 // mirrored" request (EnsureJobMirroredAsync, §4.3): a handler about to write
 // a child row asks job-mirror to make sure the child's job is in primeJobs,
-// and job-mirror runs the new-job pipeline when the job is new. It also holds
-// the mapping of a Prime job onto its primeJobs row, for a stage that saves a
-// job it fetched itself. It keeps callers free of job-mirror's service code.
+// and job-mirror runs the new-job pipeline when the job is new. It keeps
+// callers free of job-mirror's service code (a Prime job's primeJobs row is
+// mapped in pkg/mirror, mirror.Job).
 //
 // job-mirror not answering (a restart, a deploy) is not a failure of the
 // caller's event: the event waits and runs again without an attempt counted
@@ -24,7 +24,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
-	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
 )
 
@@ -196,35 +195,4 @@ func describe(req events.EnsureJobRequest) string {
 		return req.JobID
 	}
 	return fmt.Sprintf("ref %d", req.NumericRef)
-}
-
-// Row is the primeJobs row of a Prime job (§5.1: the main attributes as
-// columns, the raw attributes JSON as they came).
-func Row(j prime.Job) store.Job {
-	return store.Job{
-		JobID:                       j.ID,
-		JobNumber:                   j.JobNumber,
-		StatusID:                    j.StatusID,
-		ClientID:                    j.ClientID,
-		AssignedID:                  j.AssignedID,
-		EstimatorID:                 j.EstimatorID,
-		CaseManagerID:               j.CaseManagerID,
-		SupervisorID:                j.SupervisorID,
-		DivisionID:                  j.DivisionID,
-		Region:                      j.Region,
-		Description:                 j.Description,
-		IncidentDate:                j.IncidentDate.Time,
-		CreatedAt:                   j.CreatedAt.Time,
-		UpdatedAt:                   j.UpdatedAt.Time,
-		Version:                     j.Version,
-		PrimeURL:                    j.PrimeURL,
-		AuthorisedTotalIncludingTax: string(j.AuthorisedTotalIncludingTax),
-		AddressLine1:                j.Address.AddressLine1,
-		AddressLine2:                j.Address.AddressLine2,
-		Suburb:                      j.Address.Suburb,
-		State:                       j.Address.State,
-		Postcode:                    j.Address.Postcode,
-		PrimaryContactID:            j.PrimaryContactID,
-		Attributes:                  string(j.Raw),
-	}
 }

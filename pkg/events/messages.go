@@ -109,10 +109,12 @@ const (
 	// OutcomeFailed: a failed attempt is recorded on the row; Attempts says
 	// how many so far.
 	OutcomeFailed Outcome = "failed"
-	// OutcomeRateLimited: the event waits RetryAfterMS, no attempt counted:
-	// Prime's rate limit, or a service the stage needs did not answer
-	// (pipeline.UnavailableError: job-mirror's ensure-job).
-	OutcomeRateLimited Outcome = "rate_limited"
+	// OutcomeWait: the event waits RetryAfterMS, no attempt counted — a
+	// retry.Waiter stopped it: Prime's rate limit, or a service the stage
+	// needs did not answer (pipeline.UnavailableError: job-mirror's
+	// ensure-job). The value is the one lanes of earlier releases read, and
+	// the resolver's metrics label such waits by it.
+	OutcomeWait Outcome = "rate_limited"
 )
 
 // Done announces, on core NATS subject DoneSubject(LogID), how a stage

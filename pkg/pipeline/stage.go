@@ -141,7 +141,7 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			// The lane waits and hands the event over again; the row is
 			// left as it was.
 			log.Info("the event waits, no attempt counted", "retryAfter", after, "err", err)
-			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeRateLimited, RetryAfterMS: after.Milliseconds()})
+			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeWait, RetryAfterMS: after.Milliseconds()})
 			return nil
 		}
 		_, err = s.Fail(ctx, ev.LogID, fin.JobID, err)

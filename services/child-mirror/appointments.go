@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/mirror"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -182,7 +182,7 @@ func (c *ChildMirror) contactSync(ctx context.Context, jobID string) error {
 		contacts = append(contacts, contactRow(ct))
 	}
 	return c.store.InTx(ctx, func(tx store.Store) error {
-		if _, err := tx.UpsertJob(ctx, ensurejob.Row(job)); err != nil {
+		if _, err := tx.UpsertJob(ctx, mirror.Job(job)); err != nil {
 			return err
 		}
 		for _, ct := range contacts {

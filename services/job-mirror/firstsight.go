@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/mirror"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -45,8 +45,7 @@ type sighting struct {
 // primary key lets only one claim win, so the pipeline is handed off once.
 func writeJob(ctx context.Context, tx store.Store, s sighting) (firstSight bool, err error) {
 	jobID := strings.ToLower(s.job.ID)
-	row := ensurejob.Row(s.job)
-	row.JobID = jobID
+	row := mirror.Job(s.job)
 	created, err := tx.UpsertJob(ctx, row)
 	if err != nil {
 		return false, err

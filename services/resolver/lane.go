@@ -102,7 +102,7 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 				return consume.Drop(fmt.Errorf("log row %d failed its last attempt (%d): %s", logID, d.Attempts, d.Error))
 			}
 			return consume.Retry(errors.New(d.Error), r.cfg.Backoff.After(d.Attempts))
-		case events.OutcomeRateLimited:
+		case events.OutcomeWait:
 			// Prime asked us to slow down, or a service the stage needs
 			// did not answer (pipeline.UnavailableError, §9): the lane
 			// holds the job's events and tries again after the wait the
@@ -173,7 +173,7 @@ func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jet
 	switch {
 	case err == nil:
 	case retry.Delay(err) > 0:
-		d = events.Done{LogID: row.ID, Outcome: events.OutcomeRateLimited, RetryAfterMS: retry.Delay(err).Milliseconds()}
+		d = events.Done{LogID: row.ID, Outcome: events.OutcomeWait, RetryAfterMS: retry.Delay(err).Milliseconds()}
 	case ctx.Err() != nil:
 		return events.Done{}, ctx.Err()
 	default:
