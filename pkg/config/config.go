@@ -92,6 +92,29 @@ func secrets(t reflect.Type, prefix string) []string {
 	return out
 }
 
+// Load reads a service's configuration from getenv (Parse) and checks it
+// with its Validate: what a service's Main does first, so that a value it
+// cannot run with stops it before it connects.
+func Load[C interface{ Validate() error }](getenv func(string) string) (C, error) {
+	var cfg C
+	if err := Parse(getenv, &cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// MustDefaults is a T (a struct with `env` tags) with every setting at its
+// default, as Parse fills it from an empty environment: what a service's
+// DefaultConfig returns. It panics when T's defaults themselves do not
+// parse, a mistake in T's tags that any test of DefaultConfig shows.
+func MustDefaults[T any]() T {
+	var cfg T
+	if err := Parse(func(string) string { return "" }, &cfg); err != nil {
+		panic(fmt.Sprintf("config: the defaults of %T: %v", cfg, err))
+	}
+	return cfg
+}
+
 // unreadable names the variables whose values cannot be read into cfg's
 // fields. caarlos0/env's parse error names only the Go field, which several
 // services' settings share (Every, Workers …), so each set variable is read

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,4 +93,37 @@ func TestSecretsFromFiles(t *testing.T) {
 	}
 	is := is.New(t)
 	is.Equal(config.SecretVariables(&withSecrets{}), []string{"APP_PASSWORD", "LOCK_KEY"}) // the secret variables, prefixes included
+}
+
+func TestMustDefaults(t *testing.T) {
+	is := is.New(t)
+	is.Equal(config.MustDefaults[plan](), plan{Every: 30 * time.Minute}) // the envDefault
+	defer func() {
+		is.True(recover() != nil) // a default that cannot be: a mistake in the tags
+	}()
+	config.MustDefaults[struct {
+		Every time.Duration `env:"BAD_EVERY" envDefault:"soon"`
+	}]()
+}
+
+type checked struct {
+	Workers int `env:"WORKERS" envDefault:"4"`
+}
+
+func (c checked) Validate() error {
+	if c.Workers <= 0 {
+		return errors.New("WORKERS must be above zero")
+	}
+	return nil
+}
+
+func TestLoadValidates(t *testing.T) {
+	is := is.New(t)
+	cfg, err := config.Load[checked](func(string) string { return "" })
+	is.NoErr(err)
+	is.Equal(cfg.Workers, 4) // the default
+	_, err = config.Load[checked](func(string) string { return "0" })
+	is.True(err != nil && strings.Contains(err.Error(), "WORKERS")) // a value the service cannot run with, refused
+	_, err = config.Load[checked](func(string) string { return "many" })
+	is.True(err != nil && strings.Contains(err.Error(), "WORKERS")) // as is one that does not parse
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -22,7 +24,11 @@ import (
 // Handler handles one message. What it returns decides the message's fate:
 // nil acks it; an error made by Retry redelivers it after the given delay;
 // one made by Drop terminates it (it is not redelivered); any other error
-// redelivers it after the consumer's backoff.
+// redelivers it after the consumer's backoff (Spec.Backoff, by delivery).
+//
+// A handler that counts its own attempts (on the row it works on) returns
+// Retry(err, backoff.After(attempts)), and Retry(err, retry.Delay(err)) for
+// an error that makes the work wait without an attempt: see package retry.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
 
 // Spec describes a durable consumer.
@@ -43,16 +49,12 @@ type Spec struct {
 	Key func(jetstream.Msg) string
 	// Backoff is the redelivery delay after a plain error, by how many times
 	// the message was delivered (default DefaultBackoff).
-	Backoff func(delivered uint64) time.Duration
+	Backoff retry.Backoff
 }
 
 // DefaultBackoff waits 1s, 5s, 30s, 2m, then 10m between deliveries.
-func DefaultBackoff(delivered uint64) time.Duration {
-	steps := []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
-	if delivered == 0 {
-		delivered = 1
-	}
-	return steps[min(int(delivered)-1, len(steps)-1)]
+func DefaultBackoff() retry.Backoff {
+	return retry.Backoff{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
 }
 
 type retryError struct {
@@ -187,8 +189,8 @@ func withDefaults(s Spec) Spec {
 	if s.AckWait <= 0 {
 		s.AckWait = 30 * time.Second
 	}
-	if s.Backoff == nil {
-		s.Backoff = DefaultBackoff
+	if len(s.Backoff) == 0 {
+		s.Backoff = DefaultBackoff()
 	}
 	return s
 }
@@ -201,7 +203,7 @@ func laneOf(key string, n int) int {
 
 // handle runs the handler and settles the message; the holder keeps it
 // alive meanwhile.
-func handle(ctx context.Context, spec Spec, log *slog.Logger, m *metrics, held *holder, h Handler, msg jetstream.Msg) {
+func handle(ctx context.Context, spec Spec, log *slog.Logger, m *collectors, held *holder, h Handler, msg jetstream.Msg) {
 	start := time.Now()
 	err := h(ctx, msg)
 	m.seconds.Observe(time.Since(start).Seconds())
@@ -232,7 +234,7 @@ func handle(ctx context.Context, spec Spec, log *slog.Logger, m *metrics, held *
 		if md, merr := msg.Metadata(); merr == nil {
 			delivered = md.NumDelivered
 		}
-		delay := spec.Backoff(delivered)
+		delay := spec.Backoff.After(int(delivered))
 		log.Warn("handler failed; redelivering", "subject", msg.Subject(), "delivered", delivered, "in", delay, "err", err)
 		held.settle(msg, func() error { return msg.NakWithDelay(delay) })
 	}
@@ -348,18 +350,18 @@ func (q *queue) close() {
 	q.ready.Broadcast()
 }
 
-type metrics struct {
+type collectors struct {
 	results *prometheus.CounterVec
 	seconds prometheus.Histogram
 }
 
-func (m *metrics) result(r string) { m.results.WithLabelValues(r).Inc() }
+func (m *collectors) result(r string) { m.results.WithLabelValues(r).Inc() }
 
 // newMetrics registers a consumer's metrics; a consumer run twice in one
 // process (a restart) shares the collectors registered the first time.
-func newMetrics(consumer string, reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(consumer string, reg prometheus.Registerer) (*collectors, error) {
 	reg = prometheus.WrapRegistererWith(prometheus.Labels{"consumer": consumer}, reg)
-	m := &metrics{
+	m := &collectors{
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_consumer_messages_total",
 			Help: "Messages handled by a consumer, by result: ack, retry, error (redelivered with backoff), drop, interrupted, duplicate (a redelivered copy of a message already held, not handled).",
@@ -370,15 +372,7 @@ func newMetrics(consumer string, reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 	}
-	var already prometheus.AlreadyRegisteredError
-	if err := reg.Register(m.results); errors.As(err, &already) {
-		m.results = already.ExistingCollector.(*prometheus.CounterVec)
-	} else if err != nil {
-		return nil, fmt.Errorf("consumer %s metrics: %w", consumer, err)
-	}
-	if err := reg.Register(m.seconds); errors.As(err, &already) {
-		m.seconds = already.ExistingCollector.(prometheus.Histogram)
-	} else if err != nil {
+	if err := errors.Join(metrics.Register(reg, &m.results), metrics.Register(reg, &m.seconds)); err != nil {
 		return nil, fmt.Errorf("consumer %s metrics: %w", consumer, err)
 	}
 	// Every result is exported from the start, at 0: an alert on drops

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,7 +80,7 @@ func TestOutcomes(t *testing.T) {
 	js := setup(t)
 	var mu sync.Mutex
 	seen := map[string][]uint64{} // subject → delivery counts seen
-	run(t, js, consume.Spec{Backoff: func(uint64) time.Duration { return 50 * time.Millisecond }},
+	run(t, js, consume.Spec{Backoff: retry.Backoff{50 * time.Millisecond}},
 		func(_ context.Context, msg jetstream.Msg) error {
 			mu.Lock()
 			seen[msg.Subject()] = append(seen[msg.Subject()], delivered(msg))

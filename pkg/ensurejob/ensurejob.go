@@ -1,9 +1,9 @@
 // Package ensurejob is the caller's side of job-mirror's "ensure job
 // mirrored" request (EnsureJobMirroredAsync, §4.3): a handler about to write
 // a child row asks job-mirror to make sure the child's job is in primeJobs,
-// and job-mirror runs the new-job pipeline when the job is new. It also holds
-// the mapping of a Prime job onto its primeJobs row, for a stage that saves a
-// job it fetched itself. It keeps callers free of job-mirror's service code.
+// and job-mirror runs the new-job pipeline when the job is new. It keeps
+// callers free of job-mirror's service code (a Prime job's primeJobs row is
+// mapped in pkg/mirror, mirror.Job).
 //
 // job-mirror not answering (a restart, a deploy) is not a failure of the
 // caller's event: the event waits and runs again without an attempt counted
@@ -23,7 +23,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
-	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go"
 )
 
@@ -31,11 +31,12 @@ import (
 const DefaultTimeout = 30 * time.Second
 
 // MinWait and MaxWait bound how long an event waits when job-mirror did
-// not answer. Ensure asks for MinWait; a Caller for how long job-mirror has
-// gone unanswered, within these bounds, so the events that wait back off as
-// an outage goes on and run again within MaxWait of its end.
+// not answer. Ensure asks for MinWait, the least any wait lasts; a Caller for
+// how long job-mirror has gone unanswered, within these bounds, so the events
+// that wait back off as an outage goes on and run again within MaxWait of its
+// end.
 const (
-	MinWait = time.Second
+	MinWait = retry.MinWait
 	MaxWait = 30 * time.Second
 )
 
@@ -71,7 +72,7 @@ func ask(ctx context.Context, nc *nats.Conn, req events.EnsureJobRequest) (event
 	if err != nil {
 		err = fmt.Errorf("ensure job %s: %w", describe(req), err)
 		if unanswered(err) {
-			return events.EnsureJobReply{}, false, &pipeline.UnavailableError{Service: service, RetryAfter: MinWait, Err: err}
+			return events.EnsureJobReply{}, false, &pipeline.UnavailableError{Service: service, Wait: MinWait, Err: err}
 		}
 		// A micro error or a reply that is not one: job-mirror answered.
 		return events.EnsureJobReply{}, ctx.Err() == nil, err
@@ -125,7 +126,7 @@ func (c *Caller) Ensure(ctx context.Context, req events.EnsureJobRequest) (event
 			err = unavailable.Err
 		}
 	case errors.As(err, &unavailable):
-		unavailable.RetryAfter = c.unanswered(err)
+		unavailable.Wait = c.unanswered(err)
 	case answered:
 		c.answered()
 	}
@@ -180,7 +181,7 @@ func (c *Caller) answered() {
 func ReplyError(r events.EnsureJobReply) error {
 	switch {
 	case r.RetryAfterMS > 0:
-		return &prime.RateLimitedError{RetryAfter: time.Duration(r.RetryAfterMS) * time.Millisecond, Endpoint: "job-mirror ensure"}
+		return &prime.RateLimitedError{Wait: time.Duration(r.RetryAfterMS) * time.Millisecond, Endpoint: "job-mirror ensure"}
 	case r.NotFound:
 		return fmt.Errorf("ensure job: %w", prime.ErrNotFound)
 	case r.Error != "":
@@ -194,35 +195,4 @@ func describe(req events.EnsureJobRequest) string {
 		return req.JobID
 	}
 	return fmt.Sprintf("ref %d", req.NumericRef)
-}
-
-// Row is the primeJobs row of a Prime job (§5.1: the main attributes as
-// columns, the raw attributes JSON as they came).
-func Row(j prime.Job) store.Job {
-	return store.Job{
-		JobID:                       j.ID,
-		JobNumber:                   j.JobNumber,
-		StatusID:                    j.StatusID,
-		ClientID:                    j.ClientID,
-		AssignedID:                  j.AssignedID,
-		EstimatorID:                 j.EstimatorID,
-		CaseManagerID:               j.CaseManagerID,
-		SupervisorID:                j.SupervisorID,
-		DivisionID:                  j.DivisionID,
-		Region:                      j.Region,
-		Description:                 j.Description,
-		IncidentDate:                j.IncidentDate.Time,
-		CreatedAt:                   j.CreatedAt.Time,
-		UpdatedAt:                   j.UpdatedAt.Time,
-		Version:                     j.Version,
-		PrimeURL:                    j.PrimeURL,
-		AuthorisedTotalIncludingTax: string(j.AuthorisedTotalIncludingTax),
-		AddressLine1:                j.Address.AddressLine1,
-		AddressLine2:                j.Address.AddressLine2,
-		Suburb:                      j.Address.Suburb,
-		State:                       j.Address.State,
-		Postcode:                    j.Address.Postcode,
-		PrimaryContactID:            j.PrimaryContactID,
-		Attributes:                  string(j.Raw),
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go"
 )
@@ -26,7 +27,7 @@ func TestReplyError(t *testing.T) {
 		{"mirrored", events.EnsureJobReply{JobID: "x", WasMirrored: true}, func(err error) bool { return err == nil }},
 		{"rate limited", events.EnsureJobReply{RetryAfterMS: 1500}, func(err error) bool {
 			var limited *prime.RateLimitedError
-			return errors.As(err, &limited) && limited.RetryAfter == 1500*time.Millisecond && errors.Is(err, prime.ErrRateLimited)
+			return errors.As(err, &limited) && limited.RetryAfter() == 1500*time.Millisecond && errors.Is(err, prime.ErrRateLimited)
 		}},
 		{"not found", events.EnsureJobReply{NotFound: true}, func(err error) bool { return errors.Is(err, prime.ErrNotFound) }},
 		{"failed", events.EnsureJobReply{Error: "database is locked"}, func(err error) bool {
@@ -44,10 +45,10 @@ func TestEnsureWithNoJobMirror(t *testing.T) {
 	is := is.New(t)
 	nc, _ := natstest.Connect(t, natstest.Server(t))
 	_, err := ensurejob.Ensure(context.Background(), nc, events.EnsureJobRequest{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"})
-	is.True(errors.Is(err, nats.ErrNoResponders))         // nobody answers
-	is.True(errors.Is(err, pipeline.ErrUnavailable))      // which makes the event wait (§9)
-	is.Equal(pipeline.RetryAfter(err), ensurejob.MinWait) // a while
-	is.True(!errors.Is(err, prime.ErrRateLimited))        // not Prime's rate limit
+	is.True(errors.Is(err, nats.ErrNoResponders))    // nobody answers
+	is.True(errors.Is(err, pipeline.ErrUnavailable)) // which makes the event wait (§9)
+	is.Equal(retry.Delay(err), ensurejob.MinWait)    // a while
+	is.True(!errors.Is(err, prime.ErrRateLimited))   // not Prime's rate limit
 	_, err = ensurejob.Ensure(context.Background(), nc, events.EnsureJobRequest{})
 	is.True(err != nil && !errors.Is(err, pipeline.ErrUnavailable)) // a request must name a job
 }
@@ -78,13 +79,13 @@ func TestCaller(t *testing.T) {
 		is := is.New(t)
 		c := caller(t)
 		_, err := c.Ensure(context.Background(), req)
-		is.True(errors.Is(err, nats.ErrNoResponders))         // nobody answers
-		is.Equal(pipeline.RetryAfter(err), ensurejob.MinWait) // at first the event waits the least
+		is.True(errors.Is(err, nats.ErrNoResponders)) // nobody answers
+		is.Equal(retry.Delay(err), ensurejob.MinWait) // at first the event waits the least
 		time.Sleep(ensurejob.MinWait + 100*time.Millisecond)
 		_, err = c.Ensure(context.Background(), req)
-		is.True(pipeline.RetryAfter(err) > ensurejob.MinWait)  // then as long as job-mirror has not answered
-		is.True(pipeline.RetryAfter(err) <= ensurejob.MaxWait) // within the bound
-		is.True(c.Unanswered() > ensurejob.MinWait)            // the outage, seen
+		is.True(retry.Delay(err) > ensurejob.MinWait)  // then as long as job-mirror has not answered
+		is.True(retry.Delay(err) <= ensurejob.MaxWait) // within the bound
+		is.True(c.Unanswered() > ensurejob.MinWait)    // the outage, seen
 	})
 	t.Run("no answer by the request's deadline", func(t *testing.T) {
 		is := is.New(t)
@@ -116,21 +117,4 @@ func TestCaller(t *testing.T) {
 		is.True(err != nil && !errors.Is(err, pipeline.ErrUnavailable)) // job-mirror's failure: an attempt, as before
 		is.Equal(c.Unanswered(), time.Duration(0))                      // job-mirror answers again
 	})
-}
-
-func TestRow(t *testing.T) {
-	is := is.New(t)
-	j, err := prime.FromResource[prime.Job]("0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10",
-		[]byte(`{"jobNumber":"J012345","statusId":"s","createdAt":"2025-02-07 04:14:33","version":4,"authorisedTotalIncludingTax":"700.80","address":{"suburb":"Carlton","postcode":"3053"},"extra":true}`))
-	is.NoErr(err)
-	r := ensurejob.Row(j)
-	is.Equal(r.JobID, j.ID)
-	is.Equal(r.JobNumber, "J012345")
-	is.True(r.CreatedAt.Equal(time.Date(2025, 2, 7, 4, 14, 33, 0, time.UTC))) // Prime's time, read as UTC
-	is.Equal(r.Version, int64(4))
-	is.Equal(r.AuthorisedTotalIncludingTax, "700.80") // the decimal as text
-	is.Equal(r.Suburb, "Carlton")                     // the address flattened into columns
-	is.Equal(r.Postcode, "3053")
-	is.True(r.IncidentDate.IsZero())      // a missing time is NULL
-	is.Equal(r.Attributes, string(j.Raw)) // the raw attributes, unknown ones too
 }

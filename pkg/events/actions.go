@@ -2,23 +2,50 @@ package events
 
 import "slices"
 
-// Prime's webhook eventActions that a stage handles (§5). Anything else is
-// stored, published on its own subject and finished by the resolver as "No
-// handler for '<action>'" (§3); it stays replayable once a handler exists.
+// The webhook event actions (eventAction) that have a handler (§5). Ingest
+// stores and publishes every event whatever its action (§2); the resolver
+// finishes the row of an action not listed here as "No handler for
+// '<action>'" (§3); it stays replayable once a handler exists.
+//
+// To add an action:
+//   - name it here and list it in Actions (the resolver's metrics label it
+//     from that list, and ActionLabel gives it a label of its own);
+//   - give the resolver a case in its identify switch: what the event refers
+//     to (§4), or a payload fault;
+//   - give the stage that handles it a handler and ResolvedSubject(action) in
+//     its consumer's subjects in roles.go (ConsumerJobMirror, or childActions
+//     for child-mirror, whose Actions and work switch take it too), and
+//     regenerate compose/nats/users.conf (go test ./pkg/natsauth -run
+//     TestUsersConf -update);
+//   - teach primesim's actionShape the property Prime puts its GUID under,
+//     so flowtest.Env.Fire can send it.
 const (
-	ActionChangeJobStatus        = "change-job-status"
-	ActionCreateAppointment      = "create-appointment"
-	ActionCompleteAppointment    = "complete-appointment"
+	// ActionChangeJobStatus: a job's status changed (§5.1, job-mirror).
+	ActionChangeJobStatus = "change-job-status"
+	// ActionCreateAppointment and ActionCompleteAppointment: an appointment
+	// was made or completed (§5.2, child-mirror).
+	ActionCreateAppointment   = "create-appointment"
+	ActionCompleteAppointment = "complete-appointment"
+	// ActionChangeCustomFormStatus: a site form's status changed (§5.3,
+	// child-mirror).
 	ActionChangeCustomFormStatus = "change-custom-form-status"
-	ActionCreateEstimate         = "create-estimate"
-	ActionCreateAllocation       = "create-allocation"
+	// ActionCreateEstimate: an estimate was made (§5.4, child-mirror).
+	ActionCreateEstimate = "create-estimate"
+	// ActionCreateAllocation: an allocation was made (§5.5, child-mirror).
+	ActionCreateAllocation = "create-allocation"
 )
 
-// Actions lists every eventAction a stage handles.
-var Actions = []string{
-	ActionChangeJobStatus, ActionCreateAppointment, ActionCompleteAppointment,
-	ActionChangeCustomFormStatus, ActionCreateEstimate, ActionCreateAllocation,
+// Actions lists every action with a handler, in §5's order. The slice is
+// the caller's own.
+func Actions() []string {
+	return []string{
+		ActionChangeJobStatus, ActionCreateAppointment, ActionCompleteAppointment,
+		ActionChangeCustomFormStatus, ActionCreateEstimate, ActionCreateAllocation,
+	}
 }
+
+// handled is Actions, read by ActionLabel on every webhook.
+var handled = Actions()
 
 // Metric labels for eventActions that are not in Actions.
 const (
@@ -38,9 +65,17 @@ func ActionLabel(action string) string {
 	switch {
 	case action == "":
 		return ActionNone
-	case slices.Contains(Actions, action):
+	case slices.Contains(handled, action):
 		return action
 	default:
 		return LabelOther
 	}
 }
+
+// The JSON:API types of the Prime records a Resolved event carries in
+// Fetched (Resource.Type).
+const (
+	ResourceJobs         = "jobs"
+	ResourceAppointments = "appointments"
+	ResourceAllocations  = "allocations"
+)

@@ -1,6 +1,8 @@
 // Package events defines, once, the JetStream streams, subjects, headers and
-// message types that the primeflow services use to talk to each other.
-// Nothing else in the project spells a subject or stream name as a literal.
+// message types that the primeflow services use to talk to each other, and
+// the webhook actions and record types those messages name (actions.go).
+// Nothing else in the project spells a subject, stream name or action as a
+// literal.
 package events
 
 import (

@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -72,6 +73,32 @@ type Resource struct {
 	Attributes json.RawMessage `json:"attributes"`
 }
 
+// FindResource returns the record of JSON:API type typ (ResourceJobs, …)
+// and id, compared without case, among rs.
+func FindResource(rs []Resource, typ, id string) (Resource, bool) {
+	for _, r := range rs {
+		if r.Type == typ && strings.EqualFold(r.ID, id) {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
+
+// FetchedJob is the job the resolver fetched while identifying, if it did:
+// the one JobID names, or, with no JobID, the first job fetched (§5.3,
+// §5.4: the job of a numeric reference the map did not have).
+func (r Resolved) FetchedJob() (Resource, bool) {
+	if r.JobID != "" {
+		return FindResource(r.Fetched, ResourceJobs, r.JobID)
+	}
+	for _, f := range r.Fetched {
+		if f.Type == ResourceJobs {
+			return f, true
+		}
+	}
+	return Resource{}, false
+}
+
 // Outcome is how a stage finished a log row.
 type Outcome string
 
@@ -82,10 +109,12 @@ const (
 	// OutcomeFailed: a failed attempt is recorded on the row; Attempts says
 	// how many so far.
 	OutcomeFailed Outcome = "failed"
-	// OutcomeRateLimited: the event waits RetryAfterMS, no attempt counted:
-	// Prime's rate limit, or a service the stage needs did not answer
-	// (pipeline.UnavailableError: job-mirror's ensure-job).
-	OutcomeRateLimited Outcome = "rate_limited"
+	// OutcomeWait: the event waits RetryAfterMS, no attempt counted — a
+	// retry.Waiter stopped it: Prime's rate limit, or a service the stage
+	// needs did not answer (pipeline.UnavailableError: job-mirror's
+	// ensure-job). The value is the one lanes of earlier releases read, and
+	// the resolver's metrics label such waits by it.
+	OutcomeWait Outcome = "rate_limited"
 )
 
 // Done announces, on core NATS subject DoneSubject(LogID), how a stage

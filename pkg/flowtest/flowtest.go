@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
@@ -102,7 +102,7 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("prime client: %v", err)
 	}
 	e.Prime = pc
-	e.Deps = service.Deps{Log: log, NC: e.NC, JS: e.JS, Store: st, Metrics: opshttp.NewRegistry()}
+	e.Deps = service.Deps{Log: log, NC: e.NC, JS: e.JS, Store: st, Metrics: metrics.NewRegistry()}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("service logs:\n%s", e.Logs.String())

@@ -68,7 +68,9 @@ func (c Config) Named(prefix string) Config {
 	return c
 }
 
-func (c Config) validate() error {
+// Validate reports a setting the lock cannot work with, naming its variable
+// (with the prefix Named gave). New calls it.
+func (c Config) Validate() error {
 	switch {
 	case c.TTL < time.Second || c.TTL%time.Second != 0:
 		return fmt.Errorf("lock config: %sLOCK_TTL %s must be a whole number of seconds, at least 1s", c.prefix, c.TTL)
@@ -158,7 +160,7 @@ type Locker struct {
 // events.EnsureStreams) and checks that it can hold per-key TTLs that
 // waiters see expire.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) (*Locker, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	kv, err := js.KeyValue(ctx, events.BucketLocks)

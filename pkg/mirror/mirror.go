@@ -2,7 +2,8 @@
 // attributes as columns, the raw attributes JSON as it came, GUIDs
 // lower-case. A row that more than one stage writes is mapped here, so every
 // stage writes it alike (child-mirror and makesafe both save allocations,
-// §5.5 and §6).
+// §5.5 and §6), and so is the primeJobs row (job-mirror's, for change-job-status
+// and ensure-job alike).
 package mirror
 
 import (
@@ -29,5 +30,35 @@ func Allocation(a prime.Allocation) store.Allocation {
 		CreatedAt:          a.CreatedAt.Time,
 		UpdatedAt:          a.UpdatedAt.Time,
 		Attributes:         string(a.Raw),
+	}
+}
+
+// Job is the primeJobs row of a Prime job (§5.1).
+func Job(j prime.Job) store.Job {
+	return store.Job{
+		JobID:                       strings.ToLower(j.ID),
+		JobNumber:                   j.JobNumber,
+		StatusID:                    strings.ToLower(j.StatusID),
+		ClientID:                    strings.ToLower(j.ClientID),
+		AssignedID:                  strings.ToLower(j.AssignedID),
+		EstimatorID:                 strings.ToLower(j.EstimatorID),
+		CaseManagerID:               strings.ToLower(j.CaseManagerID),
+		SupervisorID:                strings.ToLower(j.SupervisorID),
+		DivisionID:                  strings.ToLower(j.DivisionID),
+		Region:                      j.Region,
+		Description:                 j.Description,
+		IncidentDate:                j.IncidentDate.Time,
+		CreatedAt:                   j.CreatedAt.Time,
+		UpdatedAt:                   j.UpdatedAt.Time,
+		Version:                     j.Version,
+		PrimeURL:                    j.PrimeURL,
+		AuthorisedTotalIncludingTax: string(j.AuthorisedTotalIncludingTax),
+		AddressLine1:                j.Address.AddressLine1,
+		AddressLine2:                j.Address.AddressLine2,
+		Suburb:                      j.Address.Suburb,
+		State:                       j.Address.State,
+		Postcode:                    j.Address.Postcode,
+		PrimaryContactID:            strings.ToLower(j.PrimaryContactID),
+		Attributes:                  string(j.Raw),
 	}
 }

@@ -36,3 +36,20 @@ func TestAllocation(t *testing.T) {
 		})
 	}
 }
+
+func TestJob(t *testing.T) {
+	is := is.New(t)
+	j, err := prime.FromResource[prime.Job]("0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10",
+		[]byte(`{"jobNumber":"J012345","statusId":"s","createdAt":"2025-02-07 04:14:33","version":4,"authorisedTotalIncludingTax":"700.80","address":{"suburb":"Carlton","postcode":"3053"},"extra":true}`))
+	is.NoErr(err)
+	r := mirror.Job(j)
+	is.Equal(r.JobID, j.ID)
+	is.Equal(r.JobNumber, "J012345")
+	is.True(r.CreatedAt.Equal(time.Date(2025, 2, 7, 4, 14, 33, 0, time.UTC))) // Prime's time, read as UTC
+	is.Equal(r.Version, int64(4))
+	is.Equal(r.AuthorisedTotalIncludingTax, "700.80") // the decimal as text
+	is.Equal(r.Suburb, "Carlton")                     // the address flattened into columns
+	is.Equal(r.Postcode, "3053")
+	is.True(r.IncidentDate.IsZero())      // a missing time is NULL
+	is.Equal(r.Attributes, string(j.Raw)) // the raw attributes, unknown ones too
+}

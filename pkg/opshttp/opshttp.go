@@ -1,5 +1,6 @@
 // Package opshttp holds what every primeflow HTTP surface shares: Basic auth
-// for everything but Prime's webhook (§10.1), /healthz and /metrics.
+// for everything but Prime's webhook (§10.1), /healthz and /metrics (the
+// registry's, metrics.NewRegistry).
 package opshttp
 
 import (
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -97,25 +97,4 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Du
 // Metrics serves a registry in the Prometheus text format.
 func Metrics(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-}
-
-// Register registers c, or returns the collector registered before it
-// under the same name (a service built twice in one process, as a restart
-// test does, or several parts of one process sharing a counter).
-func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, err
-}
-
-// NewRegistry is a registry with the Go runtime and process collectors.
-func NewRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
 }

@@ -27,7 +27,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,24 +83,26 @@ type Metrics struct {
 	Seconds prometheus.Histogram
 }
 
-// Register registers the three collectors with reg, each as Register does.
+// Register registers the three collectors with reg, each as
+// metrics.Register does.
 func (m Metrics) Register(reg prometheus.Registerer) (Metrics, error) {
-	var err error
-	if m.Requests, err = opshttp.Register(reg, m.Requests); err != nil {
-		return m, err
-	}
-	if m.Runs, err = opshttp.Register(reg, m.Runs); err != nil {
-		return m, err
-	}
+	err := errors.Join(metrics.Register(reg, &m.Requests), metrics.Register(reg, &m.Runs), metrics.Register(reg, &m.Seconds))
 	// The results every runner has are exported from the start, at 0: an
 	// alert on lock_busy reads 0, not "no data", and sees the first one.
 	for _, r := range []string{"ok", "error", "lock_busy"} {
 		m.Runs.WithLabelValues(r)
 	}
-	if m.Seconds, err = opshttp.Register(reg, m.Seconds); err != nil {
-		return m, err
+	return m, err
+}
+
+// Zone is the location OPTIMO_TIMEZONE names, the OptimoRoute account's,
+// whose days and times both services go by; service names the error.
+func Zone(service, name string) (*time.Location, error) {
+	zone, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: OPTIMO_TIMEZONE: %w", service, err)
 	}
-	return m, nil
+	return zone, nil
 }
 
 // Runner consumes a service's requests and runs its job, coalesced, each
@@ -226,7 +228,9 @@ func Main(ctx context.Context, name string, getenv func(string) string, stderr i
 		if err != nil {
 			return nil, err
 		}
-		d.Metrics.MustRegister(oc.Collectors()...)
+		if err := metrics.Replace(d.Metrics, oc.Collectors()...); err != nil {
+			return nil, err
+		}
 		return build(ctx, d, oc)
 	})
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/service"
@@ -42,8 +42,8 @@ func TestRegisterReusesTheFirst(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(second.Runs, first.Runs)         // the first collector, not a new one
 	is.Equal(second.Requests, first.Requests) // for each of them
-	_, err = opshttp.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_requests_total", Help: "h"}))
-	is.True(err != nil) // a different collector under a taken name is refused
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_requests_total", Help: "h"})
+	is.True(metrics.Register(reg, &g) != nil) // a different collector under a taken name is refused
 }
 
 // A request on the subject runs the job; the run's part under the lock is

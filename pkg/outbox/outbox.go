@@ -2,6 +2,33 @@
 // outbox (store.Outbox): right after the commit, and, for whatever that
 // missed, from a sweeper. Each message's Nats-Msg-Id makes a second publish
 // harmless, so several sweepers may run at once.
+//
+// A hand-off — a message another service must get exactly when this
+// service's writes commit — is written in the same transaction as those
+// writes, and Publisher.InTx does the rest:
+//
+//	_, err := pub.InTx(ctx, st, "invite hand-off", func(tx store.Store) error {
+//		if err := tx.QueueThing(ctx, id); err != nil {
+//			return err
+//		}
+//		_, err := tx.InsertOutbox(ctx, []store.OutboxMessage{
+//			outbox.Message(events.SubjectThing, "thing:"+id, body), // a msg id of its own: a republish is dropped
+//		})
+//		return err
+//	})
+//
+// To add a hand-off: define its subject, body type and Nats-Msg-Id in
+// pkg/events (a stream in streams/ must take the subject, or every publish
+// is refused); write it in the transaction whose commit it follows, with
+// InTx, or from a stage's handler with pipeline.Finish.Outbox (or an
+// InsertOutbox in Finish.Write), which the stage commits this way; give the
+// receiving service a consumer (package consume); list the subject in the
+// writer's Role.Publishes and the consumer in the receiver's Role.Consumes
+// (pkg/events/roles.go: a process's NATS user may publish and consume only
+// those, and its sweeper publishes only its own), then regenerate
+// compose/nats/users.conf (pkg/natsauth's TestUsersConf -update). A service
+// that writes the outbox and runs as a process of its own runs its own
+// sweeper (Swept), so a publish that failed never waits for another service.
 package outbox
 
 import (
@@ -13,7 +40,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
@@ -81,6 +108,69 @@ func (p *Publisher) Send(ctx context.Context, msgs []store.OutboxMessage) error 
 	return firstErr
 }
 
+// Transactor runs a transaction: a store.Store, or a service's narrower
+// view of one.
+type Transactor interface {
+	InTx(ctx context.Context, fn func(store.Store) error) error
+}
+
+// InTx is the transactional outbox in one call: it runs fn in a transaction
+// of st and, once that has committed, publishes every message fn wrote to
+// the outbox through the store it was given (tx.InsertOutbox). fn may run
+// more than once — a group commit runs it again (store.Store.InTx) — and
+// only the messages of the run that committed are published. A shutdown
+// does not cut the publish short (each publish is bounded): the hand-off is
+// committed, and it goes now rather than at the next process's sweep. A
+// publish that fails is logged once, as "<what> not published yet; the
+// outbox sweeper will", and left to the sweeper: the hand-off is durable
+// from the commit, so InTx returns only the transaction's error. It returns
+// the messages handed on.
+func (p *Publisher) InTx(ctx context.Context, st Transactor, what string, fn func(tx store.Store) error) ([]store.OutboxMessage, error) {
+	var written []store.OutboxMessage
+	err := st.InTx(ctx, func(tx store.Store) error {
+		written = nil // a run rolled back hands nothing on
+		return fn(handingOff{Store: tx, written: &written})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(written) > 0 {
+		if err := p.Send(context.WithoutCancel(ctx), written); err != nil {
+			p.Log.Warn(what+" not published yet; the outbox sweeper will", "err", err)
+		}
+	}
+	return written, nil
+}
+
+// With is p logging with args too (slog's key-value pairs): the context of
+// one hand-off, for the line InTx logs.
+func (p *Publisher) With(args ...any) *Publisher {
+	q := *p
+	q.Log = p.Log.With(args...)
+	return &q
+}
+
+// handingOff is the store InTx gives fn: the messages written to its
+// outbox are noted for InTx to publish after the commit.
+type handingOff struct {
+	store.Store
+	written *[]store.OutboxMessage
+}
+
+func (h handingOff) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([]store.OutboxMessage, error) {
+	out, err := h.Store.InsertOutbox(ctx, msgs)
+	if err == nil {
+		*h.written = append(*h.written, out...)
+	}
+	return out, err
+}
+
+// InTx keeps noting the messages of a transaction fn starts inside its own
+// (which runs in the same one).
+func (h handingOff) InTx(ctx context.Context, fn func(store.Store) error) error {
+	return h.Store.InTx(ctx, func(tx store.Store) error { return fn(handingOff{Store: tx, written: h.written}) })
+}
+
 // publishTimeout bounds one publish, and the question that classifies its
 // failure.
 const publishTimeout = 5 * time.Second
@@ -128,6 +218,10 @@ func (p *Publisher) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
+// ErrSweepInterval: a sweeper's interval is not above zero. The service's
+// <SERVICE>_OUTBOX_SWEEP sets it.
+var ErrSweepInterval = errors.New("outbox: the sweep interval (the service's *_OUTBOX_SWEEP) must be above zero")
+
 // WithSweeper runs a service with an outbox sweeper next to it: a service
 // that writes the outbox runs this way as a process of its own, so that its
 // hand-offs whose publish failed never wait for another service's sweeper.
@@ -167,8 +261,12 @@ func NewSweeper(js jetstream.JetStream, st Store, log *slog.Logger, reg promethe
 
 // Swept is svc, a service that writes the outbox, run as a process of its
 // own: WithSweeper, with the process's sweeper (NewSweeper) sweeping every,
-// publishing what role may publish (events.Role.Publishes).
+// which must be above zero (ErrSweepInterval), publishing what role may
+// publish (events.Role.Publishes).
 func Swept(svc service.Runner, d service.Deps, every time.Duration, role events.Role) (service.Runner, error) {
+	if every <= 0 {
+		return nil, fmt.Errorf("%w, not %s", ErrSweepInterval, every)
+	}
 	sweeper, err := NewSweeper(d.JS, d.Store, d.Log, d.Metrics, role.Publishes...)
 	if err != nil {
 		return nil, err
@@ -299,8 +397,7 @@ func RegisterFailures(reg prometheus.Registerer) (*prometheus.CounterVec, error)
 		Name: "primeflow_outbox_sweep_failures_total",
 		Help: "Outbox messages a sweep could not publish, by reason: disconnected and error (NATS unavailable, JetStream not answering: the sweep stopped), rejected (NATS refused the message: skipped, tried again every sweep).",
 	}, []string{"reason"})
-	c, err := opshttp.Register(reg, c)
-	if err != nil {
+	if err := metrics.Register(reg, &c); err != nil {
 		return nil, fmt.Errorf("outbox metrics: %w", err)
 	}
 	// Every reason is exported from the start, at 0: an alert on it reads

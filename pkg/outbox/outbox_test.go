@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/matryer/is"
@@ -86,4 +88,12 @@ func TestSweepPublishesOnlyItsSubjects(t *testing.T) {
 	left, err = st.GetOutboxUnpublished(ctx, 0, time.Now().Add(time.Minute), 10)
 	is.NoErr(err)
 	is.Equal(len(left), 0) // which publishes it
+}
+
+// A process's sweeper needs an interval to sweep by: Swept refuses none.
+func TestSweptNeedsAnInterval(t *testing.T) {
+	for _, every := range []time.Duration{0, -time.Second} {
+		_, err := outbox.Swept(nil, service.Deps{}, every, events.Role{})
+		is.New(t).True(errors.Is(err, outbox.ErrSweepInterval)) // refused, before anything is built
+	}
 }

@@ -1,7 +1,17 @@
 // Package pipeline is the life of a webhook log row across the services:
 // the payload faults of §4.2, and the Stage that finishes a row — stamps it
 // processed with its effects in one transaction, or records a failed
-// attempt — and tells the resolver's lane how it went (events.Done).
+// attempt — and tells the resolver's lane how it went (events.Done). It is
+// not the new-job pipeline of §6: that is the newjob-pipeline service.
+//
+// A stage's handler for an action (events.Actions) is a Work: it reads what
+// it needs (Prime, the mirror) and returns a Finish — Write for the writes
+// that commit with the row's stamp, Outbox for the hand-offs published after
+// the commit (outbox.Publisher.InTx), After for the best-effort steps — or
+// an error: a *PayloadFault, a retry.Waiter (the event waits, no attempt
+// counted), or any other failure (an attempt counted). Stage.Handler makes
+// it the consume.Handler of the stage's consumer on
+// events.ResolvedSubject(action).
 package pipeline
 
 import (

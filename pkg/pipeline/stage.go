@@ -12,7 +12,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
-	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,7 +31,8 @@ type Finish struct {
 	Status string
 	// Write makes the stage's writes inside the transaction.
 	Write func(ctx context.Context, tx store.Store) error
-	// Outbox are the messages handed on, published after the commit.
+	// Outbox are the messages handed on, published after the commit. Write
+	// may hand on more (tx.InsertOutbox), decided inside the transaction.
 	Outbox []store.OutboxMessage
 	// After runs after the commit, for best-effort steps whose failure is
 	// logged and swallowed (the spec's "logged only" steps). Its context is
@@ -40,8 +41,8 @@ type Finish struct {
 }
 
 // Work handles one resolved event. It returns what to commit, or an error:
-// a *PayloadFault, a rate-limit error from Prime or an *UnavailableError
-// (the event waits, no attempt is counted), or any other failure (an
+// a *PayloadFault, a retry.Waiter — Prime's rate limit, an *UnavailableError
+// — (the event waits, no attempt is counted), or any other failure (an
 // attempt is counted).
 type Work func(ctx context.Context, ev events.Resolved) (Finish, error)
 
@@ -52,24 +53,28 @@ var ErrUnavailable = errors.New("service unavailable")
 // answer — job-mirror's ensure-job endpoint (§4.3) had no responder, let
 // the request's deadline pass, or the connection was closed or draining.
 // Like Prime's rate limit it is not a failure of the event (§9 counts the
-// handler's own failures): the event waits RetryAfter and runs again, and
+// handler's own failures): the event waits Wait and runs again, and
 // no attempt is counted, so an outage of the service does not cap the
 // events that arrive during it (§3), which would lose steps such as
 // make-safe detection for good (§10.5). An answer that is an error is not
-// an UnavailableError: it fails the attempt as before.
+// an UnavailableError: it fails the attempt as before. It is a
+// retry.Waiter: retry.Delay turns it into the event's wait.
 type UnavailableError struct {
 	// Service is the service that did not answer ("job-mirror").
 	Service string
-	// RetryAfter is how long the event waits before it runs again.
-	RetryAfter time.Duration
+	// Wait is how long the event waits before it runs again.
+	Wait time.Duration
 	// Err is the request's error.
 	Err error
 }
 
 // Error says which service did not answer, how long the event waits and why.
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("%s did not answer, retry after %s: %v", e.Service, e.RetryAfter, e.Err)
+	return fmt.Sprintf("%s did not answer, retry after %s: %v", e.Service, e.Wait, e.Err)
 }
+
+// RetryAfter is Wait.
+func (e *UnavailableError) RetryAfter() time.Duration { return e.Wait }
 
 // Unwrap returns the request's error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
@@ -77,7 +82,8 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrUnavailable) true.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
-// Stage finishes log rows for the handlers of one service.
+// Stage finishes log rows for the handlers of one service. Handler needs
+// all four; Fail and Announce need no Outbox.
 type Stage struct {
 	Store  store.Store
 	NC     *nats.Conn
@@ -93,7 +99,7 @@ var errAlreadyProcessed = errors.New("log row already processed")
 // Every outcome is settled on the row before the message is acked: processed
 // with the effects, or a failed attempt with its error; the resolver's lane
 // learns it on events.DoneSubject and retries the event from there. An
-// event that waits (RetryAfter) leaves the row as it was. The
+// event that waits (a retry.Waiter) leaves the row as it was. The
 // message is redelivered instead when the row itself cannot be written, and
 // handed back untouched when the consumer is shutting down.
 func (s *Stage) Handler(work Work) consume.Handler {
@@ -132,11 +138,11 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			// runs again after the restart.
 			return fmt.Errorf("log row %d handed back on shutdown: %w", ev.LogID, err)
 		}
-		if after, ok := wait(err); ok {
+		if after := retry.Delay(err); after > 0 {
 			// The lane waits and hands the event over again; the row is
 			// left as it was.
 			log.Info("the event waits, no attempt counted", "retryAfter", after, "err", err)
-			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeRateLimited, RetryAfterMS: after.Milliseconds()})
+			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeWait, RetryAfterMS: after.Milliseconds()})
 			return nil
 		}
 		_, err = s.Fail(ctx, ev.LogID, fin.JobID, err)
@@ -145,13 +151,11 @@ func (s *Stage) Handler(work Work) consume.Handler {
 }
 
 func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) error {
-	var sent []store.OutboxMessage
 	status := fin.Status
 	if status == "" {
 		status = StatusProcessed
 	}
-	err := s.Store.InTx(ctx, func(tx store.Store) error {
-		sent = nil // a group commit may run this again
+	_, err := s.Outbox.With("logId", ev.LogID).InTx(ctx, s.Store, "hand-off", func(tx store.Store) error {
 		// The row first, and only while it is unprocessed: the check and
 		// the stamp are one statement, and the row stays locked until the
 		// commit, so of two runs of one event only one commits its effects.
@@ -168,23 +172,12 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 			}
 		}
 		if len(fin.Outbox) > 0 {
-			msgs, err := tx.InsertOutbox(ctx, fin.Outbox)
-			if err != nil {
-				return err
-			}
-			sent = msgs
+			_, err := tx.InsertOutbox(ctx, fin.Outbox)
+			return err
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if len(sent) > 0 {
-		if err := s.Outbox.Send(ctx, sent); err != nil {
-			s.Log.Warn("hand-off not published yet; the outbox sweeper will", "logId", ev.LogID, "err", err)
-		}
-	}
-	return nil
+	return err
 }
 
 // Fail records a failed attempt on the row (payload faults logged with the
@@ -235,26 +228,4 @@ func (s *Stage) Announce(d events.Done) {
 	if err := s.NC.Publish(events.DoneSubject(d.LogID), b); err != nil {
 		s.Log.Debug("announce done", "logId", d.LogID, "err", err)
 	}
-}
-
-// RetryAfter is how long an error that makes the event wait asks to wait
-// — Prime's rate limit, or a service that did not answer — or 0.
-func RetryAfter(err error) time.Duration {
-	after, _ := wait(err)
-	return after
-}
-
-// wait reports whether err makes the event wait instead of failing an
-// attempt, and for how long: a *prime.RateLimitedError or an
-// *UnavailableError.
-func wait(err error) (time.Duration, bool) {
-	var limited *prime.RateLimitedError
-	if errors.As(err, &limited) {
-		return limited.RetryAfter, true
-	}
-	var unavailable *UnavailableError
-	if errors.As(err, &unavailable) {
-		return unavailable.RetryAfter, true
-	}
-	return 0, false
 }

@@ -329,11 +329,11 @@ func TestAnUnavailableServiceMakesTheEventWait(t *testing.T) {
 	e := newEnv(t)
 	id := e.row()
 	e.consume(func(context.Context, events.Resolved) (pipeline.Finish, error) {
-		return pipeline.Finish{}, &pipeline.UnavailableError{Service: "job-mirror", RetryAfter: 1500 * time.Millisecond,
+		return pipeline.Finish{}, &pipeline.UnavailableError{Service: "job-mirror", Wait: 1500 * time.Millisecond,
 			Err: fmt.Errorf("ensure job: %w", nats.ErrNoResponders)}
 	})
 	e.dispatch(id, 1)
-	is.Equal(e.announced(), events.Done{LogID: id, Outcome: events.OutcomeRateLimited, RetryAfterMS: 1500}) // the lane waits, as for a rate limit
+	is.Equal(e.announced(), events.Done{LogID: id, Outcome: events.OutcomeWait, RetryAfterMS: 1500}) // the lane waits, as for a rate limit
 	flowtest.Eventually(t, "the message acked", func() bool { return e.ackPending() == 0 })
 	row := e.Row(id)
 	is.Equal(row.ProcessAttempts, 0) // no attempt recorded

@@ -212,7 +212,7 @@ func (c *Client) statusError(endpoint string, res response) error {
 		if d <= 0 {
 			d = parseRetryAfter(res.header.Get(headerRetryAfter), c.clock.Now())
 		}
-		return &RateLimitedError{RetryAfter: d, Endpoint: endpoint}
+		return &RateLimitedError{Wait: d, Endpoint: endpoint}
 	}
 	return &APIError{StatusCode: res.status, Endpoint: endpoint, Errors: decodeErrors(res.body)}
 }

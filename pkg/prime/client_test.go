@@ -432,8 +432,8 @@ func TestRateLimitedCallHoldsFurtherCalls(t *testing.T) {
 	_, err = c.GetJob(ctx, fixtureJob)
 	is.True(errors.Is(err, prime.ErrRateLimited)) // a 429 is a distinct error
 	var rl *prime.RateLimitedError
-	is.True(errors.As(err, &rl))            // that carries the wait
-	is.Equal(rl.RetryAfter, 30*time.Second) // Retry-After as sent
+	is.True(errors.As(err, &rl))              // that carries the wait
+	is.Equal(rl.RetryAfter(), 30*time.Second) // Retry-After as sent
 	calls := func() int64 { return e.sim.Stats().ByEndpoint["GET /jobs/{id}"] }
 	is.Equal(calls(), int64(2)) // the limited call was not retried by the client
 

@@ -26,18 +26,23 @@ var (
 
 // RateLimitedError is returned when a call hit a 429, or did not go out
 // because the client is holding its calls and the call's context deadline
-// comes before the hold ends. It matches ErrRateLimited.
+// comes before the hold ends. It matches ErrRateLimited, and is a
+// retry.Waiter: retry.Delay turns it into the work's wait.
 type RateLimitedError struct {
-	// RetryAfter is how long to wait before calling Prime again.
-	RetryAfter time.Duration
+	// Wait is how long to wait before calling Prime again.
+	Wait time.Duration
 	// Endpoint names the call that was limited.
 	Endpoint string
 }
 
 // Error says which call was limited and for how long.
 func (e *RateLimitedError) Error() string {
-	return fmt.Sprintf("prime: %s: rate limited, retry after %s", e.Endpoint, e.RetryAfter)
+	return fmt.Sprintf("prime: %s: rate limited, retry after %s", e.Endpoint, e.Wait)
 }
+
+// RetryAfter is Wait: how long the work that called Prime waits before it
+// runs again, no attempt counted.
+func (e *RateLimitedError) RetryAfter() time.Duration { return e.Wait }
 
 // Is makes errors.Is(err, ErrRateLimited) true.
 func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }

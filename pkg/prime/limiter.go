@@ -125,7 +125,7 @@ func (l *limiter) waitRate(ctx context.Context, endpoint string) error {
 	l.mu.Unlock()
 	d := at.Sub(now)
 	if !ok {
-		return &RateLimitedError{RetryAfter: d, Endpoint: endpoint}
+		return &RateLimitedError{Wait: d, Endpoint: endpoint}
 	}
 	return l.sleep(ctx, waitRate, d)
 }
@@ -149,10 +149,10 @@ func (l *limiter) waitHold(ctx context.Context, endpoint string) error {
 			return nil
 		}
 		if ctx.Value(failOnHold{}) != nil {
-			return &RateLimitedError{RetryAfter: d, Endpoint: endpoint}
+			return &RateLimitedError{Wait: d, Endpoint: endpoint}
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-			return &RateLimitedError{RetryAfter: d, Endpoint: endpoint}
+			return &RateLimitedError{Wait: d, Endpoint: endpoint}
 		}
 		if err := l.sleep(ctx, waitHold, d); err != nil {
 			return err

@@ -138,7 +138,7 @@ func (c *Client) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector, so a process can register its
-// client: reg.MustRegister(client). Clients in one process need distinct
+// client: metrics.Replace(reg, client). Clients in one process need distinct
 // names (WithName).
 func (c *Client) Collect(ch chan<- prometheus.Metric) {
 	m := c.m

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 )
@@ -43,7 +44,7 @@ func Example() {
 	}
 	fmt.Println("job:", got.ID == job.ID, got.JobNumber)
 
-	ev, err := sim.Webhook(primesim.ActionCreateAllocation, alloc.ID)
+	ev, err := sim.Webhook(events.ActionCreateAllocation, alloc.ID)
 	if err != nil {
 		panic(err)
 	}

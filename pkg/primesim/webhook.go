@@ -13,31 +13,21 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 )
 
-// Prime's webhook event actions (§5).
-const (
-	ActionChangeJobStatus        = events.ActionChangeJobStatus
-	ActionCreateAppointment      = events.ActionCreateAppointment
-	ActionCompleteAppointment    = events.ActionCompleteAppointment
-	ActionChangeCustomFormStatus = events.ActionChangeCustomFormStatus
-	ActionCreateEstimate         = events.ActionCreateEstimate
-	ActionCreateAllocation       = events.ActionCreateAllocation
-)
-
-// actionShape is, per action, the property Prime puts the record's GUID
+// actionShape is, per action (events.Actions), the property Prime puts the record's GUID
 // under (mislabelled, §4.2) and the collection the GUID belongs to.
 func actionShape(action string) (property string, k Kind, ok bool) {
 	switch action {
-	case ActionChangeJobStatus:
+	case events.ActionChangeJobStatus:
 		return "jobStatusId", KindJobs, true
-	case ActionCreateAppointment:
+	case events.ActionCreateAppointment:
 		return "appointmentTypeId", KindAppointments, true
-	case ActionCompleteAppointment:
+	case events.ActionCompleteAppointment:
 		return "appointmentId", KindAppointments, true
-	case ActionChangeCustomFormStatus:
+	case events.ActionChangeCustomFormStatus:
 		return "customFormStatusId", KindSiteForms, true
-	case ActionCreateEstimate:
+	case events.ActionCreateEstimate:
 		return "estimateId", KindEstimates, true
-	case ActionCreateAllocation:
+	case events.ActionCreateAllocation:
 		return "allocationTypeId", KindAllocations, true
 	}
 	return "", "", false

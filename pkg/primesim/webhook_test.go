@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/matryer/is"
 )
@@ -62,12 +63,12 @@ func TestFireWebhook(t *testing.T) {
 		action, id string
 		want       map[string]any
 	}{
-		{primesim.ActionChangeJobStatus, job.ID, map[string]any{"eventAction": "change-job-status", "jobId": ref, "jobStatusId": job.ID}},
-		{primesim.ActionCreateAppointment, appt.ID, map[string]any{"eventAction": "create-appointment", "jobId": ref, "appointmentTypeId": appt.ID}},
-		{primesim.ActionCompleteAppointment, appt.ID, map[string]any{"eventAction": "complete-appointment", "jobId": ref, "appointmentId": appt.ID}},
-		{primesim.ActionCreateAllocation, alloc.ID, map[string]any{"eventAction": "create-allocation", "jobId": ref, "allocationTypeId": alloc.ID}},
-		{primesim.ActionChangeCustomFormStatus, form.ID, map[string]any{"eventAction": "change-custom-form-status", "jobId": ref, "customFormStatusId": form.ID}},
-		{primesim.ActionCreateEstimate, est.ID, map[string]any{"eventAction": "create-estimate", "jobId": ref, "estimateId": est.ID}},
+		{events.ActionChangeJobStatus, job.ID, map[string]any{"eventAction": "change-job-status", "jobId": ref, "jobStatusId": job.ID}},
+		{events.ActionCreateAppointment, appt.ID, map[string]any{"eventAction": "create-appointment", "jobId": ref, "appointmentTypeId": appt.ID}},
+		{events.ActionCompleteAppointment, appt.ID, map[string]any{"eventAction": "complete-appointment", "jobId": ref, "appointmentId": appt.ID}},
+		{events.ActionCreateAllocation, alloc.ID, map[string]any{"eventAction": "create-allocation", "jobId": ref, "allocationTypeId": alloc.ID}},
+		{events.ActionChangeCustomFormStatus, form.ID, map[string]any{"eventAction": "change-custom-form-status", "jobId": ref, "customFormStatusId": form.ID}},
+		{events.ActionCreateEstimate, est.ID, map[string]any{"eventAction": "create-estimate", "jobId": ref, "estimateId": est.ID}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.action, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestFireWebhook(t *testing.T) {
 	t.Run("renamed property", func(t *testing.T) {
 		is := is.New(t)
 		rc, target := newReceiver(t, http.StatusOK)
-		ev := primesim.Webhook{Action: primesim.ActionCreateAppointment, JobRef: job.Ref, ID: appt.ID, Property: "appointmentId"}
+		ev := primesim.Webhook{Action: events.ActionCreateAppointment, JobRef: job.Ref, ID: appt.ID, Property: "appointmentId"}
 		is.NoErr(sim.FireWebhook(context.Background(), target, "k", ev))
 		is.Equal(rc.all()[0].body["appointmentId"], appt.ID) // the GUID under the property Prime renamed it to (§4.2)
 		_, old := rc.all()[0].body["appointmentTypeId"]
@@ -110,7 +111,7 @@ func TestFireWebhook(t *testing.T) {
 
 	t.Run("unknown record or action", func(t *testing.T) {
 		is := is.New(t)
-		_, err := sim.Webhook(primesim.ActionCreateAppointment, job.ID)
+		_, err := sim.Webhook(events.ActionCreateAppointment, job.ID)
 		is.True(err != nil) // a job is not an appointment
 		_, err = sim.Webhook("delete-everything", job.ID)
 		is.True(err != nil) // an action Prime does not send
@@ -147,8 +148,8 @@ func TestFireWebhookThroughControlAPI(t *testing.T) {
 func TestPrimeWebhookActionsAreDistinct(t *testing.T) {
 	is := is.New(t)
 	seen := map[string]bool{}
-	for _, a := range []string{primesim.ActionChangeJobStatus, primesim.ActionCreateAppointment, primesim.ActionCompleteAppointment,
-		primesim.ActionChangeCustomFormStatus, primesim.ActionCreateEstimate, primesim.ActionCreateAllocation} {
+	for _, a := range []string{events.ActionChangeJobStatus, events.ActionCreateAppointment, events.ActionCompleteAppointment,
+		events.ActionChangeCustomFormStatus, events.ActionCreateEstimate, events.ActionCreateAllocation} {
 		b, err := primesim.Webhook{Action: a, JobRef: 1, ID: "g"}.Body()
 		is.NoErr(err)
 		var m map[string]any

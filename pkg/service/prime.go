@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 )
 
@@ -23,7 +24,9 @@ func MainWithPrime(ctx context.Context, name string, getenv func(string) string,
 		if err != nil {
 			return nil, err
 		}
-		d.Metrics.MustRegister(pc)
+		if err := metrics.Replace(d.Metrics, pc); err != nil {
+			return nil, err
+		}
 		return build(ctx, d, pc)
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
@@ -54,6 +55,10 @@ type Config struct {
 	OpsAddr string `env:"OPS_ADDR"`
 	HTTP    opshttp.ServerConfig
 }
+
+// Validate reports the settings no service can run with, naming their
+// variables (the HTTP server's bounds).
+func (c Config) Validate() error { return c.HTTP.Validate() }
 
 // Deps are the shared things a service is built from. In the all-in-one
 // process every service gets the same Deps.
@@ -202,13 +207,19 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 }
 
 // Open reads the shared configuration and makes the Deps of a process named
-// name; close releases them.
+// name, logging to stderr; close releases them.
 func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Deps, close func(), err error) {
 	log, err := logging.New(stderr, cfg.Logging)
 	if err != nil {
 		return d, nil, err
 	}
-	log = log.With("service", name)
+	return OpenLog(ctx, name, cfg, log.With("service", name))
+}
+
+// OpenLog is Open with the process's logger made already (cfg.Logging is
+// not read): the all-in-one process logs which NATS it runs or uses before
+// it connects.
+func OpenLog(ctx context.Context, name string, cfg Config, log *slog.Logger) (d Deps, close func(), err error) {
 	nc, js, err := Connect(ctx, NATS{URL: cfg.NATSURL, User: cfg.NATSUser, Password: cfg.NATSPassword,
 		Name: name, Replicas: cfg.StreamReplicas}, log)
 	if err != nil {
@@ -224,8 +235,14 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 		nc.Close()
 		return d, nil, err
 	}
-	reg := opshttp.NewRegistry()
-	grouped := groupcommit.New(st, groupcommit.GroupSizes(reg))
+	reg := metrics.NewRegistry()
+	sizes, err := groupcommit.GroupSizes(reg)
+	if err != nil {
+		st.Close()
+		nc.Close()
+		return d, nil, err
+	}
+	grouped := groupcommit.New(st, sizes)
 	d = Deps{Log: log, NC: nc, JS: js, Store: grouped, Metrics: reg}
 	return d, func() { nc.Drain(); grouped.Close() }, nil
 }
@@ -236,11 +253,8 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 // may add routes to r.
 func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
 	build func(ctx context.Context, d Deps, r *Router) (Runner, error)) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.HTTP.Validate(); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
 	}
 	d, closeDeps, err := Open(ctx, name, cfg, stderr)

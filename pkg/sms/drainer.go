@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -28,7 +30,7 @@ type DrainerConfig struct {
 	MaxAttempts int `env:"SMS_MAX_ATTEMPTS" envDefault:"5"`
 	// Backoff is the wait after the n-th failed attempt (the last entry
 	// repeats).
-	Backoff []time.Duration `env:"SMS_RETRY_BACKOFF" envDefault:"5s,30s,2m,10m"`
+	Backoff retry.Backoff `env:"SMS_RETRY_BACKOFF" envDefault:"5s,30s,2m,10m"`
 	// Lease is how long a claim holds a message. It must outlast a send
 	// (SMS_SEND_TIMEOUT, checked by makesafe): a claim that lapses lets the
 	// message be sent again.
@@ -39,7 +41,9 @@ type DrainerConfig struct {
 	Workers int `env:"SMS_SEND_WORKERS" envDefault:"4"`
 }
 
-func (c DrainerConfig) check() error {
+// Validate reports a setting the Drainer cannot work with, naming its
+// variable. NewDrainer calls it.
+func (c DrainerConfig) Validate() error {
 	switch {
 	case c.MaxAttempts < 1:
 		return errors.New("sms: SMS_MAX_ATTEMPTS must be at least 1")
@@ -68,13 +72,13 @@ type Drainer struct {
 	// logOnly: s is the LogSender, whose messages are logged, not sent.
 	logOnly bool
 	log     *slog.Logger
-	m       *metrics
+	m       *collectors
 	kick    chan struct{}
 }
 
 // NewDrainer makes a drainer and registers its metrics with reg.
 func NewDrainer(cfg DrainerConfig, q Queue, s Sender, log *slog.Logger, reg prometheus.Registerer) (*Drainer, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(reg, q)
@@ -185,7 +189,7 @@ func (d *Drainer) send(ctx context.Context, m store.SMSMessage) {
 	final := errors.Is(err, ErrPermanent) || m.Attempts >= d.cfg.MaxAttempts
 	var retryAt time.Time
 	if !final {
-		retryAt = now.Add(d.cfg.Backoff[min(m.Attempts, len(d.cfg.Backoff))-1])
+		retryAt = now.Add(d.cfg.Backoff.After(m.Attempts))
 	}
 	if rerr := d.q.SetSMSFailed(rctx, m.ID, m.Attempts, err.Error(), retryAt, now); rerr != nil {
 		if errors.Is(rerr, store.ErrSMSClaimLost) {
@@ -224,13 +228,13 @@ func (d *Drainer) sent(ctx context.Context, log *slog.Logger, m store.SMSMessage
 	log.Info(what)
 }
 
-type metrics struct {
+type collectors struct {
 	sent, logged, failed, retries prometheus.Counter
 	handoff                       prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer, q Queue) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer, q Queue) (*collectors, error) {
+	m := &collectors{
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_sms_sent_total",
 			Help: "SMS messages the SMS endpoint accepted.",
@@ -253,10 +257,9 @@ func newMetrics(reg prometheus.Registerer, q Queue) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.sent, m.logged, m.failed, m.retries, m.handoff, queueCollector{q}} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("sms metrics: %w", err)
-		}
+	if err := errors.Join(metrics.Register(reg, &m.sent), metrics.Register(reg, &m.logged), metrics.Register(reg, &m.failed),
+		metrics.Register(reg, &m.retries), metrics.Register(reg, &m.handoff), metrics.Replace(reg, queueCollector{q})); err != nil {
+		return nil, fmt.Errorf("sms metrics: %w", err)
 	}
 	return m, nil
 }

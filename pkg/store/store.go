@@ -39,6 +39,14 @@ type Store interface {
 	// it is given commit together when fn returns nil, and not at all when it
 	// returns an error. Inside fn use only the given Store. InTx on a Store
 	// that is already in a transaction runs fn in that transaction.
+	//
+	// fn may run more than once: under group commit (the services' store,
+	// package groupcommit) a transaction rolled back with its group runs
+	// again on its own. So fn keeps nothing from a run rolled back — it
+	// assigns its results, never appends them — and has no effect outside
+	// the transaction: what must happen after the commit (a publish, a log
+	// line, a counter) happens after InTx returns. outbox.Publisher.InTx
+	// publishes the outbox messages fn wrote that way.
 	InTx(ctx context.Context, fn func(Store) error) error
 
 	// Ping checks that the database answers.

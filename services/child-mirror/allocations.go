@@ -61,7 +61,7 @@ func (c *ChildMirror) allocation(ctx context.Context, ev events.Resolved) (pipel
 
 // getAllocation is the resolver's copy of the allocation, or Prime's.
 func (c *ChildMirror) getAllocation(ctx context.Context, ev events.Resolved) (prime.Allocation, error) {
-	if r, ok := fetched(ev, resourceAllocations, ev.EntityID); ok && !ev.EntityInMirror {
+	if r, ok := events.FindResource(ev.Fetched, events.ResourceAllocations, ev.EntityID); ok && !ev.EntityInMirror {
 		return prime.FromResource[prime.Allocation](r.ID, r.Attributes)
 	}
 	a, err := c.prime.GetAllocation(ctx, ev.EntityID)

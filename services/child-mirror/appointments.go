@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/mirror"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -102,7 +102,7 @@ func (m mirroredAppointment) save(ctx context.Context, tx store.Store) (bool, er
 
 // getAppointment is the resolver's copy of the appointment, or Prime's.
 func (c *ChildMirror) getAppointment(ctx context.Context, ev events.Resolved) (prime.Appointment, error) {
-	if r, ok := fetched(ev, resourceAppointments, ev.EntityID); ok && !ev.EntityInMirror {
+	if r, ok := events.FindResource(ev.Fetched, events.ResourceAppointments, ev.EntityID); ok && !ev.EntityInMirror {
 		return prime.FromResource[prime.Appointment](r.ID, r.Attributes)
 	}
 	a, err := c.prime.GetAppointment(ctx, ev.EntityID)
@@ -182,7 +182,7 @@ func (c *ChildMirror) contactSync(ctx context.Context, jobID string) error {
 		contacts = append(contacts, contactRow(ct))
 	}
 	return c.store.InTx(ctx, func(tx store.Store) error {
-		if _, err := tx.UpsertJob(ctx, ensurejob.Row(job)); err != nil {
+		if _, err := tx.UpsertJob(ctx, mirror.Job(job)); err != nil {
 			return err
 		}
 		for _, ct := range contacts {

@@ -49,20 +49,11 @@ import (
 // Durable is child-mirror's consumer on PRIME_RESOLVED.
 const Durable = events.DurableChildMirror
 
-// The event actions child-mirror handles (§5).
-const (
-	ActionCreateAppointment      = events.ActionCreateAppointment
-	ActionCompleteAppointment    = events.ActionCompleteAppointment
-	ActionChangeCustomFormStatus = events.ActionChangeCustomFormStatus
-	ActionCreateEstimate         = events.ActionCreateEstimate
-	ActionCreateAllocation       = events.ActionCreateAllocation
-)
-
-// Actions lists the actions child-mirror handles.
+// Actions lists the actions child-mirror handles (§5.2–§5.5).
 func Actions() []string {
 	return []string{
-		ActionCreateAppointment, ActionCompleteAppointment, ActionChangeCustomFormStatus,
-		ActionCreateEstimate, ActionCreateAllocation,
+		events.ActionCreateAppointment, events.ActionCompleteAppointment, events.ActionChangeCustomFormStatus,
+		events.ActionCreateEstimate, events.ActionCreateAllocation,
 	}
 }
 
@@ -91,6 +82,22 @@ type Config struct {
 	OutboxSweep time.Duration `env:"CHILD_MIRROR_OUTBOX_SWEEP" envDefault:"10s"`
 }
 
+// Validate reports the settings child-mirror cannot run with, naming their
+// variables. New calls it.
+func (c Config) Validate() error {
+	if c.Workers <= 0 || c.EnsureTimeout <= 0 || c.ContactSyncTimeout <= 0 || c.AISummaryNudgeTimeout <= 0 {
+		return errors.New("child-mirror: CHILD_MIRROR_WORKERS and the timeouts must be above zero")
+	}
+	if c.AISummaryNudgeURL != "" {
+		return checkNudgeURL(c.AISummaryNudgeURL)
+	}
+	return nil
+}
+
+// DefaultConfig is child-mirror's configuration with no variable set: every
+// setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
+
 // PrimeAPI is what child-mirror asks Prime; *prime.Client is one.
 type PrimeAPI interface {
 	GetJob(ctx context.Context, identifier string) (prime.Job, error)
@@ -114,20 +121,15 @@ type ChildMirror struct {
 	reg     prometheus.Registerer
 	stage   *pipeline.Stage
 	hc      *http.Client
-	metrics *metrics
+	metrics *collectors
 	ensure  *ensurejob.Caller
 }
 
 // New builds child-mirror from the shared Deps, its Config and the Prime
 // client (in the all-in-one process, the client every service shares).
 func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
-	if cfg.Workers <= 0 || cfg.EnsureTimeout <= 0 || cfg.ContactSyncTimeout <= 0 || cfg.AISummaryNudgeTimeout <= 0 {
-		return nil, errors.New("child-mirror: CHILD_MIRROR_WORKERS and the timeouts must be above zero")
-	}
-	if cfg.AISummaryNudgeURL != "" {
-		if err := checkNudgeURL(cfg.AISummaryNudgeURL); err != nil {
-			return nil, err
-		}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	log := d.Log.With("component", "child-mirror")
 	ensure := &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: log}
@@ -167,13 +169,13 @@ func (c *ChildMirror) work(ctx context.Context, ev events.Resolved) (pipeline.Fi
 		err error
 	)
 	switch ev.Action {
-	case ActionCreateAppointment, ActionCompleteAppointment:
+	case events.ActionCreateAppointment, events.ActionCompleteAppointment:
 		fin, err = c.appointment(ctx, ev)
-	case ActionChangeCustomFormStatus:
+	case events.ActionChangeCustomFormStatus:
 		fin, err = c.customFormStatus(ctx, ev)
-	case ActionCreateEstimate:
+	case events.ActionCreateEstimate:
 		fin, err = c.estimate(ctx, ev)
-	case ActionCreateAllocation:
+	case events.ActionCreateAllocation:
 		fin, err = c.allocation(ctx, ev)
 	default:
 		return pipeline.Finish{}, fmt.Errorf("child-mirror has no handler for %q", ev.Action)
@@ -220,35 +222,6 @@ func saveReference(ctx context.Context, tx store.Store, ref int64, jobID string)
 	return nil
 }
 
-// fetched returns the record of the given JSON:API type and id the resolver
-// fetched while identifying (events.Resolved.Fetched), if it did.
-func fetched(ev events.Resolved, typ, id string) (events.Resource, bool) {
-	for _, r := range ev.Fetched {
-		if r.Type == typ && strings.EqualFold(r.ID, id) {
-			return r, true
-		}
-	}
-	return events.Resource{}, false
-}
-
-// fetchedJob is the job the resolver fetched, if it did (§5.3, §5.4: on a
-// miss of the numeric reference map).
-func fetchedJob(ev events.Resolved) *events.Resource {
-	for _, r := range ev.Fetched {
-		if r.Type == resourceJobs && (ev.JobID == "" || strings.EqualFold(r.ID, ev.JobID)) {
-			return &r
-		}
-	}
-	return nil
-}
-
-// The JSON:API types of the records the resolver passes on.
-const (
-	resourceJobs         = "jobs"
-	resourceAppointments = "appointments"
-	resourceAllocations  = "allocations"
-)
-
 // source is the Source of a hand-off made for a log row.
 func source(logID int64) string { return fmt.Sprintf("ethPrimeWebhookLog:%d", logID) }
 
@@ -264,12 +237,9 @@ func message(subject, msgID string, body any) (store.OutboxMessage, error) {
 // Main runs child-mirror as a process of its own, with its own Prime client
 // (prime.Config from PRIME_*) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
-	}
-	if cfg.OutboxSweep <= 0 {
-		return errors.New("child-mirror: CHILD_MIRROR_OUTBOX_SWEEP must be above zero")
 	}
 	return service.MainWithPrime(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		cm, err := New(cfg, d, pc)

@@ -93,10 +93,10 @@ func TestChildEventsOfANewJob(t *testing.T) {
 	is.True(!e.mirrored(job.ID)) // never seen
 
 	ids := []int64{
-		e.Fire(childmirror.ActionCreateAppointment, appt.ID),
-		e.Fire(childmirror.ActionCreateAllocation, alloc.ID),
-		e.Fire(childmirror.ActionChangeCustomFormStatus, form.ID),
-		e.Fire(childmirror.ActionCreateEstimate, est.ID),
+		e.Fire(events.ActionCreateAppointment, appt.ID),
+		e.Fire(events.ActionCreateAllocation, alloc.ID),
+		e.Fire(events.ActionChangeCustomFormStatus, form.ID),
+		e.Fire(events.ActionCreateEstimate, est.ID),
 	}
 	for _, id := range ids {
 		row := e.WaitProcessed(id)
@@ -133,7 +133,7 @@ func TestAppointment(t *testing.T) {
 	contact, rel := e.Sim.NewContact(job.ID)
 	appt := e.Sim.NewAppointment(job.ID)
 
-	id := e.Fire(childmirror.ActionCreateAppointment, appt.ID)
+	id := e.Fire(events.ActionCreateAppointment, appt.ID)
 	e.WaitProcessed(id)
 	got := e.appointment(appt.ID)
 	is.Equal(got.JobID, job.ID)                       // mirrored under its job
@@ -164,7 +164,7 @@ func TestAppointment(t *testing.T) {
 	_, err = e.Sim.UpdateAppointment(appt.ID, func(a *prime.Appointment) { a.Status = "Completed" })
 	is.NoErr(err)
 	calls := e.Sim.Stats().ByEndpoint["GET /appointments/{id}"]
-	id = e.Fire(childmirror.ActionCompleteAppointment, appt.ID)
+	id = e.Fire(events.ActionCompleteAppointment, appt.ID)
 	e.WaitProcessed(id)
 	got = e.appointment(appt.ID)
 	is.Equal(got.Status, "Completed")                                            // refreshed from Prime
@@ -187,7 +187,7 @@ func TestAppointmentWithoutAJobFallsBackToTheReference(t *testing.T) {
 	e := start(t, options{})
 	job := e.Sim.NewJob()
 	appt := e.Sim.NewAppointment("", func(a *prime.Appointment) { a.JobID = "" })
-	id := e.Publish(childmirror.ActionCreateAppointment, body(childmirror.ActionCreateAppointment, job.Ref, "appointmentTypeId", appt.ID))
+	id := e.Publish(events.ActionCreateAppointment, body(events.ActionCreateAppointment, job.Ref, "appointmentTypeId", appt.ID))
 	row := e.WaitProcessed(id)
 	is.Equal(row.JobID, job.ID)                                              // the job of the reference
 	is.Equal(e.appointment(appt.ID).JobID, job.ID)                           // the appointment mirrored under it
@@ -204,7 +204,7 @@ func TestContactSyncFailureIsSwallowed(t *testing.T) {
 	e.Sim.NewContact(job.ID)
 	appt := e.Sim.NewAppointment(job.ID)
 	e.Sim.SetFaults(primesim.Faults{Path: "/contact-relationships", FailNext: 100, FailStatus: 503})
-	id := e.Fire(childmirror.ActionCreateAppointment, appt.ID)
+	id := e.Fire(events.ActionCreateAppointment, appt.ID)
 	row := e.WaitProcessed(id)
 	is.Equal(row.ProcessAttempts, 0)               // the failure did not fail the event
 	is.Equal(e.appointment(appt.ID).JobID, job.ID) // the appointment is mirrored
@@ -229,7 +229,7 @@ func TestOptimoHandOffFailureIsNotThrown(t *testing.T) {
 	is.NoErr(err)
 	cfg := s.CachedInfo().Config
 	is.NoErr(e.JS.DeleteStream(context.Background(), events.StreamOptimo)) // nothing takes optimo.create.requested
-	id := e.Fire(childmirror.ActionCreateAppointment, appt.ID)
+	id := e.Fire(events.ActionCreateAppointment, appt.ID)
 	row := e.WaitProcessed(id)
 	is.Equal(row.ProcessAttempts, 0) // the event is processed regardless
 	pending, err := e.Env.Store.GetOutboxUnpublished(context.Background(), 0, time.Now().Add(time.Minute), 10)
@@ -251,7 +251,7 @@ func TestEnsureJobRateLimitedWaits(t *testing.T) {
 	job := e.Sim.NewJob()
 	appt := e.Sim.NewAppointment(job.ID)
 	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", RateLimitNext: 1, RetryAfter: time.Second})
-	id := e.Fire(childmirror.ActionCreateAppointment, appt.ID)
+	id := e.Fire(events.ActionCreateAppointment, appt.ID)
 	row := e.WaitProcessed(id)
 	is.Equal(row.ProcessAttempts, 0)               // no attempt counted
 	is.True(e.Sim.Stats().ByStatus[429] >= 1)      // though Prime did answer 429
@@ -267,9 +267,9 @@ func TestPrimeFailureCountsAnAttempt(t *testing.T) {
 	e := start(t, options{})
 	job := e.Sim.NewJob()
 	appt := e.Sim.NewAppointment(job.ID)
-	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, appt.ID))
+	e.WaitProcessed(e.Fire(events.ActionCreateAppointment, appt.ID))
 	e.Sim.SetFaults(primesim.Faults{Path: "/appointments", FailNext: 1, FailStatus: 503})
-	id := e.Fire(childmirror.ActionCompleteAppointment, appt.ID)
+	id := e.Fire(events.ActionCompleteAppointment, appt.ID)
 	row := e.WaitProcessed(id)
 	is.Equal(row.ProcessAttempts, 1) // the failure counted one attempt
 }
@@ -282,8 +282,8 @@ func TestRenamedPropertyStillWorks(t *testing.T) {
 	job := e.Sim.NewJob()
 	appt := e.Sim.NewAppointment(job.ID)
 	alloc := e.Sim.NewMakeSafeAllocation(job.ID)
-	a := e.Publish(childmirror.ActionCreateAppointment, body(childmirror.ActionCreateAppointment, job.Ref, "appointmentUUID", appt.ID))
-	b := e.Publish(childmirror.ActionCreateAllocation, body(childmirror.ActionCreateAllocation, job.Ref, "allocationUUID", alloc.ID))
+	a := e.Publish(events.ActionCreateAppointment, body(events.ActionCreateAppointment, job.Ref, "appointmentUUID", appt.ID))
+	b := e.Publish(events.ActionCreateAllocation, body(events.ActionCreateAllocation, job.Ref, "allocationUUID", alloc.ID))
 	is.Equal(e.WaitProcessed(a).ProcessAttempts, 0) // processed
 	is.Equal(e.WaitProcessed(b).ProcessAttempts, 0) // processed
 	is.Equal(e.appointment(appt.ID).JobID, job.ID)  // the appointment mirrored
@@ -302,7 +302,7 @@ func TestCustomFormStatus(t *testing.T) {
 	form := e.Sim.NewSiteForm(job.ID)
 	other := e.Sim.NewSiteForm(job.ID, func(f *prime.SiteForm) { f.Name = "Scope of Works"; f.Status = "Draft" })
 	before := time.Now().Add(-time.Second)
-	id := e.Fire(childmirror.ActionChangeCustomFormStatus, form.ID)
+	id := e.Fire(events.ActionChangeCustomFormStatus, form.ID)
 	row := e.WaitProcessed(id)
 	is.Equal(row.JobID, job.ID) // the job of the numeric reference
 	forms, err := e.Env.Store.ListJobSiteForms(context.Background(), job.ID)
@@ -325,7 +325,7 @@ func TestCustomFormStatus(t *testing.T) {
 
 	// A form Prime no longer lists is removed by the next event's sync.
 	is.True(e.Sim.Delete(primesim.KindSiteForms, other.ID))
-	e.WaitProcessed(e.Fire(childmirror.ActionChangeCustomFormStatus, form.ID))
+	e.WaitProcessed(e.Fire(events.ActionChangeCustomFormStatus, form.ID))
 	_, found, err = e.Env.Store.GetSiteForm(context.Background(), other.ID)
 	is.NoErr(err)
 	is.True(!found) // gone from the mirror
@@ -340,7 +340,7 @@ func TestConfirmRules(t *testing.T) {
 	form := e.Sim.NewSiteForm(job.ID)
 	est := e.Sim.NewEstimate(job.ID)
 	appt := e.Sim.NewAppointment(job.ID)
-	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, appt.ID)) // the appointment and the job are in the mirror
+	e.WaitProcessed(e.Fire(events.ActionCreateAppointment, appt.ID)) // the appointment and the job are in the mirror
 	const (
 		absent   = "7f3e2d1c-0b9a-4876-8543-210fedcba987"
 		notFound = "not in the mirror after the sync" // the warning of §5.3/§5.4 step 3
@@ -354,24 +354,24 @@ func TestConfirmRules(t *testing.T) {
 		warns        bool // the not-found warning is logged for the row
 		shapeChanged bool // the shape warning is logged for the row
 	}{
-		{"site form found", childmirror.ActionChangeCustomFormStatus, []string{"customFormStatusId", form.ID}, true, "", false, false},
-		{"site form absent only warns", childmirror.ActionChangeCustomFormStatus, []string{"customFormStatusId", absent}, true, "", true, false},
-		{"site form of the wrong type throws", childmirror.ActionChangeCustomFormStatus, []string{"customFormStatusId", appt.ID}, false, "WrongEntityType", false, false},
-		{"estimate found", childmirror.ActionCreateEstimate, []string{"estimateId", est.ID}, true, "", false, false},
-		{"estimate absent only warns", childmirror.ActionCreateEstimate, []string{"estimateId", absent}, true, "", true, false},
-		{"estimate of the wrong type throws", childmirror.ActionCreateEstimate, []string{"estimateId", appt.ID}, false, "WrongEntityType", false, false},
+		{"site form found", events.ActionChangeCustomFormStatus, []string{"customFormStatusId", form.ID}, true, "", false, false},
+		{"site form absent only warns", events.ActionChangeCustomFormStatus, []string{"customFormStatusId", absent}, true, "", true, false},
+		{"site form of the wrong type throws", events.ActionChangeCustomFormStatus, []string{"customFormStatusId", appt.ID}, false, "WrongEntityType", false, false},
+		{"estimate found", events.ActionCreateEstimate, []string{"estimateId", est.ID}, true, "", false, false},
+		{"estimate absent only warns", events.ActionCreateEstimate, []string{"estimateId", absent}, true, "", true, false},
+		{"estimate of the wrong type throws", events.ActionCreateEstimate, []string{"estimateId", appt.ID}, false, "WrongEntityType", false, false},
 		// Prime renames the id and sends the job's GUID under a name that sorts first.
-		{"renamed site form id beside the job's GUID", childmirror.ActionChangeCustomFormStatus,
+		{"renamed site form id beside the job's GUID", events.ActionChangeCustomFormStatus,
 			[]string{"jobUuid", job.ID, "siteFormUuid", form.ID}, true, "", false, true},
-		{"renamed estimate id beside the job's GUID", childmirror.ActionCreateEstimate,
+		{"renamed estimate id beside the job's GUID", events.ActionCreateEstimate,
 			[]string{"jobUuid", job.ID, "quoteUuid", est.ID}, true, "", false, true},
-		{"the job's GUID alone only warns", childmirror.ActionCreateEstimate,
+		{"the job's GUID alone only warns", events.ActionCreateEstimate,
 			[]string{"jobUuid", job.ID}, true, "", false, false},
 		// Another record's GUID under another name is not the id: only the
 		// expected name of the wrong type throws (§5.3/§5.4 step 3).
-		{"another record's GUID under an unexpected name only warns", childmirror.ActionChangeCustomFormStatus,
+		{"another record's GUID under an unexpected name only warns", events.ActionChangeCustomFormStatus,
 			[]string{"jobUuid", job.ID, "siteFormUuid", appt.ID}, true, "", true, false},
-		{"an absent id beside another record's GUID only warns", childmirror.ActionCreateEstimate,
+		{"an absent id beside another record's GUID only warns", events.ActionCreateEstimate,
 			[]string{"estimateId", absent, "appointmentUuid", appt.ID}, true, "", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,7 +396,7 @@ func TestConfirmRules(t *testing.T) {
 
 	t.Run("no job reference throws MissingIdentifier", func(t *testing.T) {
 		is := is.New(t)
-		for _, action := range []string{childmirror.ActionChangeCustomFormStatus, childmirror.ActionCreateEstimate} {
+		for _, action := range []string{events.ActionChangeCustomFormStatus, events.ActionCreateEstimate} {
 			row := e.capped(e.Publish(action, body(action, 0, "customFormStatusId", form.ID, "estimateId", est.ID)))
 			is.True(strings.Contains(row.ProcessStatus, "MissingIdentifier")) // thrown, attempts to the cap
 		}
@@ -411,7 +411,7 @@ func TestConfirmOfAnOlderResolversMessage(t *testing.T) {
 	job := e.Sim.NewJob()
 	est := e.Sim.NewEstimate(job.ID)
 	appt := e.Sim.NewAppointment(job.ID)
-	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, appt.ID)) // the appointment and the job are in the mirror
+	e.WaitProcessed(e.Fire(events.ActionCreateAppointment, appt.ID)) // the appointment and the job are in the mirror
 	for _, tc := range []struct {
 		name, confirmID string
 		fault           string // the payload fault recorded, or none
@@ -422,7 +422,7 @@ func TestConfirmOfAnOlderResolversMessage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
-			action := childmirror.ActionCreateEstimate
+			action := events.ActionCreateEstimate
 			payload := body(action, job.Ref, "estimateId", tc.confirmID)
 			// The row is in the log but not on the webhook stream: only the
 			// resolved event below reaches a stage.
@@ -455,7 +455,7 @@ func TestAISummaryQueueFailureFailsTheEvent(t *testing.T) {
 	job := e.Sim.NewJob()
 	form := e.Sim.NewSiteForm(job.ID)
 	e.store.failSummary.Store(true)
-	id := e.Fire(childmirror.ActionChangeCustomFormStatus, form.ID)
+	id := e.Fire(events.ActionChangeCustomFormStatus, form.ID)
 	row := e.failedOnce(id)
 	is.True(strings.Contains(row.ProcessStatus, "AI summary queue")) // the queue's error recorded
 	_, found, err := e.Env.Store.GetSiteForm(context.Background(), form.ID)
@@ -488,7 +488,7 @@ func TestAISummaryNudgeIsBestEffort(t *testing.T) {
 			e := start(t, tc.o)
 			job := e.Sim.NewJob()
 			form := e.Sim.NewSiteForm(job.ID)
-			row := e.WaitProcessed(e.Fire(childmirror.ActionChangeCustomFormStatus, form.ID))
+			row := e.WaitProcessed(e.Fire(events.ActionChangeCustomFormStatus, form.ID))
 			is.Equal(row.ProcessAttempts, 0) // processed at once
 			_, found, err := e.Env.Store.GetJobSummaryQueue(context.Background(), job.ID)
 			is.NoErr(err)
@@ -514,7 +514,7 @@ func TestEstimateSweep(t *testing.T) {
 	job := e.Sim.NewJob()
 	keep := e.Sim.NewEstimate(job.ID)
 	gone := e.Sim.NewEstimate(job.ID, func(es *prime.Estimate) { es.Status = "Superseded" })
-	e.WaitProcessed(e.Fire(childmirror.ActionCreateEstimate, keep.ID))
+	e.WaitProcessed(e.Fire(events.ActionCreateEstimate, keep.ID))
 	list, err := e.Env.Store.ListJobEstimates(context.Background(), job.ID)
 	is.NoErr(err)
 	is.Equal(len(list), 2) // both of the job's estimates
@@ -529,7 +529,7 @@ func TestEstimateSweep(t *testing.T) {
 	is.True(e.Sim.Delete(primesim.KindEstimates, gone.ID)) // Prime deletes one
 	_, err = e.Sim.Patch(primesim.KindEstimates, keep.ID, []byte(`{"status":"Approved"}`))
 	is.NoErr(err)
-	e.WaitProcessed(e.Fire(childmirror.ActionCreateEstimate, keep.ID))
+	e.WaitProcessed(e.Fire(events.ActionCreateEstimate, keep.ID))
 	list, err = e.Env.Store.ListJobEstimates(context.Background(), job.ID)
 	is.NoErr(err)
 	is.Equal(len(list), 1)                // the deleted estimate is swept away
@@ -546,9 +546,9 @@ func TestAllocation(t *testing.T) {
 	job := e.Sim.NewJob()
 	alloc := e.Sim.NewMakeSafeAllocation(job.ID)
 	other := e.Sim.NewAllocation(job.ID, "Builder")
-	id := e.Fire(childmirror.ActionCreateAllocation, alloc.ID)
+	id := e.Fire(events.ActionCreateAllocation, alloc.ID)
 	e.WaitProcessed(id)
-	e.WaitProcessed(e.Fire(childmirror.ActionCreateAllocation, other.ID))
+	e.WaitProcessed(e.Fire(events.ActionCreateAllocation, other.ID))
 
 	got, found, err := e.Env.Store.GetAllocation(context.Background(), alloc.ID)
 	is.NoErr(err)
@@ -577,7 +577,7 @@ func TestMakesafeHandOffFailureFailsTheEvent(t *testing.T) {
 	job := e.Sim.NewJob()
 	alloc := e.Sim.NewMakeSafeAllocation(job.ID)
 	e.store.failMakesafe.Store(true)
-	id := e.Fire(childmirror.ActionCreateAllocation, alloc.ID)
+	id := e.Fire(events.ActionCreateAllocation, alloc.ID)
 	row := e.failedOnce(id)
 	is.True(strings.Contains(row.ProcessStatus, "outbox")) // the hand-off's error recorded
 	_, found, err := e.Env.Store.GetAllocation(context.Background(), alloc.ID)
@@ -603,11 +603,11 @@ func TestReplayChangesNothing(t *testing.T) {
 	form := e.Sim.NewSiteForm(job.ID)
 	est := e.Sim.NewEstimate(job.ID)
 	ids := map[string]int64{
-		childmirror.ActionCreateAppointment:      e.Fire(childmirror.ActionCreateAppointment, appt.ID),
-		childmirror.ActionCompleteAppointment:    e.Fire(childmirror.ActionCompleteAppointment, appt.ID),
-		childmirror.ActionCreateAllocation:       e.Fire(childmirror.ActionCreateAllocation, alloc.ID),
-		childmirror.ActionChangeCustomFormStatus: e.Fire(childmirror.ActionChangeCustomFormStatus, form.ID),
-		childmirror.ActionCreateEstimate:         e.Fire(childmirror.ActionCreateEstimate, est.ID),
+		events.ActionCreateAppointment:      e.Fire(events.ActionCreateAppointment, appt.ID),
+		events.ActionCompleteAppointment:    e.Fire(events.ActionCompleteAppointment, appt.ID),
+		events.ActionCreateAllocation:       e.Fire(events.ActionCreateAllocation, alloc.ID),
+		events.ActionChangeCustomFormStatus: e.Fire(events.ActionChangeCustomFormStatus, form.ID),
+		events.ActionCreateEstimate:         e.Fire(events.ActionCreateEstimate, est.ID),
 	}
 	for _, id := range ids {
 		e.WaitProcessed(id)

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/matryer/is"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,10 +23,10 @@ func TestChildEventsWaitForJobMirror(t *testing.T) {
 	// A job each, so that no event waits behind another in its job's lane.
 	jobs := []string{e.Sim.NewJob().ID, e.Sim.NewJob().ID, e.Sim.NewJob().ID, e.Sim.NewJob().ID}
 	ids := map[string]int64{
-		childmirror.ActionCreateAppointment:      e.Fire(childmirror.ActionCreateAppointment, e.Sim.NewAppointment(jobs[0]).ID),
-		childmirror.ActionCreateAllocation:       e.Fire(childmirror.ActionCreateAllocation, e.Sim.NewMakeSafeAllocation(jobs[1]).ID),
-		childmirror.ActionChangeCustomFormStatus: e.Fire(childmirror.ActionChangeCustomFormStatus, e.Sim.NewSiteForm(jobs[2]).ID),
-		childmirror.ActionCreateEstimate:         e.Fire(childmirror.ActionCreateEstimate, e.Sim.NewEstimate(jobs[3]).ID),
+		events.ActionCreateAppointment:      e.Fire(events.ActionCreateAppointment, e.Sim.NewAppointment(jobs[0]).ID),
+		events.ActionCreateAllocation:       e.Fire(events.ActionCreateAllocation, e.Sim.NewMakeSafeAllocation(jobs[1]).ID),
+		events.ActionChangeCustomFormStatus: e.Fire(events.ActionChangeCustomFormStatus, e.Sim.NewSiteForm(jobs[2]).ID),
+		events.ActionCreateEstimate:         e.Fire(events.ActionCreateEstimate, e.Sim.NewEstimate(jobs[3]).ID),
 	}
 
 	for action, id := range ids {

@@ -63,7 +63,10 @@ func (c *ChildMirror) customFormStatus(ctx context.Context, ev events.Resolved) 
 // map, or the job it fetched from Prime. No job is MissingIdentifier,
 // thrown. The job is then made sure of in the mirror (step 2, §4.3).
 func (c *ChildMirror) referencedJob(ctx context.Context, ev events.Resolved) (string, error) {
-	job := fetchedJob(ev)
+	var job *events.Resource // handed to job-mirror, so it does not fetch the job again
+	if r, ok := ev.FetchedJob(); ok {
+		job = &r
+	}
 	jobID := ev.JobID
 	if jobID == "" && job != nil {
 		jobID = job.ID

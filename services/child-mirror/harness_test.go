@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
@@ -52,7 +53,9 @@ func start(t *testing.T, o options) *env {
 	d.Store = e.store
 	e.deps = d
 
-	r, err := resolver.New(resolver.Config{Lanes: 8, LaneWait: 20 * time.Second, Backoff: []time.Duration{10 * time.Millisecond}}, d, e.Prime)
+	rc := resolver.DefaultConfig()
+	rc.Lanes, rc.LaneWait, rc.Backoff = 8, 20*time.Second, retry.Backoff{10 * time.Millisecond}
+	r, err := resolver.New(rc, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +64,9 @@ func start(t *testing.T, o options) *env {
 	e.nudges = &nudgeServer{status: o.nudgeStatus}
 	srv := httptest.NewServer(e.nudges)
 	t.Cleanup(srv.Close)
-	cfg := childmirror.Config{Workers: 4, EnsureTimeout: 10 * time.Second, ContactSyncTimeout: 10 * time.Second,
-		AISummaryNudgeURL: srv.URL + "/webhook/ai-summary?key=s3cret-nudge-key", AISummaryNudgeTimeout: 5 * time.Second}
+	cfg := childmirror.DefaultConfig()
+	cfg.Workers, cfg.EnsureTimeout, cfg.ContactSyncTimeout, cfg.AISummaryNudgeTimeout = 4, 10*time.Second, 10*time.Second, 5*time.Second
+	cfg.AISummaryNudgeURL = srv.URL + "/webhook/ai-summary?key=s3cret-nudge-key"
 	if o.noNudge {
 		cfg.AISummaryNudgeURL = ""
 	}
@@ -88,7 +92,9 @@ func start(t *testing.T, o options) *env {
 // service to answer.
 func (e *env) startJobMirror() {
 	e.T.Helper()
-	jm, err := jobmirror.New(jobmirror.Config{Workers: 4, EnsureTimeout: 5 * time.Second}, e.deps, e.Prime)
+	cfg := jobmirror.DefaultConfig()
+	cfg.Workers, cfg.EnsureTimeout = 4, 5*time.Second
+	jm, err := jobmirror.New(cfg, e.deps, e.Prime)
 	if err != nil {
 		e.T.Fatal(err)
 	}

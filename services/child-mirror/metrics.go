@@ -4,12 +4,13 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-type metrics struct {
+type collectors struct {
 	events    *prometheus.CounterVec
 	swallowed *prometheus.CounterVec
 	sweeps    *prometheus.CounterVec
@@ -18,8 +19,8 @@ type metrics struct {
 
 // newMetrics registers child-mirror's metrics; unanswered is how long
 // job-mirror has gone unanswered (ensurejob.Caller.Unanswered).
-func newMetrics(reg prometheus.Registerer, unanswered func() time.Duration) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer, unanswered func() time.Duration) (*collectors, error) {
+	m := &collectors{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_childmirror_events_total",
 			Help: "Child events handled by child-mirror, by eventAction and outcome: ok (committed unless the commit fails), failed, payload_fault, rate_limited, unavailable (job-mirror did not answer: the event waits, no attempt counted).",
@@ -37,6 +38,16 @@ func newMetrics(reg prometheus.Registerer, unanswered func() time.Duration) (*me
 			Help: "Appointments the sweeps went through, by outcome: saved (the mirror lacked that version), unchanged (held at that version or newer: no Prime call), failed.",
 		}, []string{"outcome"}),
 	}
+	// §9: job-mirror down is not a failure of the child events, which wait
+	// for it unseen on the rows; this says they wait.
+	jobMirrorUnanswered := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "primeflow_childmirror_job_mirror_unanswered_seconds",
+		Help: "How long job-mirror has not answered child-mirror's ensure-job requests (no responders, timeouts), 0 while it answers. Meanwhile child events wait for it, no attempt counted.",
+	}, func() float64 { return unanswered().Seconds() })
+	if err := errors.Join(metrics.Register(reg, &m.events), metrics.Register(reg, &m.swallowed), metrics.Register(reg, &m.sweeps),
+		metrics.Register(reg, &m.swept), metrics.Replace(reg, jobMirrorUnanswered)); err != nil {
+		return nil, errors.Join(errors.New("child-mirror metrics"), err)
+	}
 	// The known label values are exported from the start, at 0: an alert
 	// on them reads 0, not "no data".
 	for _, a := range Actions() {
@@ -51,17 +62,6 @@ func newMetrics(reg prometheus.Registerer, unanswered func() time.Duration) (*me
 	} {
 		for _, v := range values {
 			vec.WithLabelValues(v)
-		}
-	}
-	// §9: job-mirror down is not a failure of the child events, which wait
-	// for it unseen on the rows; this says they wait.
-	jobMirrorUnanswered := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "primeflow_childmirror_job_mirror_unanswered_seconds",
-		Help: "How long job-mirror has not answered child-mirror's ensure-job requests (no responders, timeouts), 0 while it answers. Meanwhile child events wait for it, no attempt counted.",
-	}, func() float64 { return unanswered().Seconds() })
-	for _, c := range []prometheus.Collector{m.events, m.swallowed, m.sweeps, m.swept, jobMirrorUnanswered} {
-		if err := reg.Register(c); err != nil {
-			return nil, errors.Join(errors.New("child-mirror metrics"), err)
 		}
 	}
 	return m, nil

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
-	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -104,8 +104,8 @@ func (c *ChildMirror) sweep(ctx context.Context, r events.SweepRequest) (reply e
 	log := c.log.With("action", sweepAction, "fromUTC", r.FromUTC.UTC(), "toUTC", r.ToUTC.UTC(), "source", r.Source)
 	stop := func(err error) (events.SweepReply, string) {
 		reply.Error = err.Error()
-		if after := pipeline.RetryAfter(err); after > 0 {
-			reply.RetryAfterMS = max(after.Milliseconds(), 1)
+		if after := retry.Delay(err); after > 0 {
+			reply.RetryAfterMS = after.Milliseconds()
 			log.Warn("sweep stopped by Prime's rate limit", "retryAfter", after, "reply", reply)
 			return reply, "rate_limited"
 		}

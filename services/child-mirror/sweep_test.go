@@ -15,7 +15,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
-	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -68,7 +67,7 @@ func TestSweepMirrorsWhatTheMirrorLacks(t *testing.T) {
 	known := e.Sim.NewJob() // mirrored through its webhook
 	knownContact, _ := e.Sim.NewContact(known.ID)
 	held := e.Sim.NewAppointment(known.ID)
-	e.WaitProcessed(e.Fire(childmirror.ActionCreateAppointment, held.ID))
+	e.WaitProcessed(e.Fire(events.ActionCreateAppointment, held.ID))
 	flowtest.Eventually(t, "the held appointment's contact synced", func() bool { // after the commit (§5.2 step 4)
 		_, found, err := e.Env.Store.GetContact(context.Background(), knownContact.ID)
 		return err == nil && found

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/service"
@@ -98,11 +99,10 @@ func startOn(t testing.TB, ns *server.Server, opts ...option) *harness {
 	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, store: st, nats: ns, nc: nc, js: js, logs: &flowtest.Buffer{}}
 
-	cfg := ingest.Config{
-		APIKey: apiKey, MaxBodyBytes: 64 << 10,
-		RelayInterval: time.Hour, RelayGrace: 0, PublishTimeout: time.Second,
-	}
-	d := service.Deps{Log: slog.New(slog.NewTextHandler(h.logs, nil)), NC: nc, JS: js, Store: st, Metrics: opshttp.NewRegistry()}
+	cfg := ingest.DefaultConfig()
+	cfg.APIKey, cfg.MaxBodyBytes = apiKey, 64<<10
+	cfg.RelayInterval, cfg.RelayGrace, cfg.PublishTimeout = time.Hour, 0, time.Second
+	d := service.Deps{Log: slog.New(slog.NewTextHandler(h.logs, nil)), NC: nc, JS: js, Store: st, Metrics: metrics.NewRegistry()}
 	su := setup{cfg: &cfg, deps: &d}
 	for _, o := range opts {
 		o(&su)

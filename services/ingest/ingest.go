@@ -34,6 +34,20 @@ type Config struct {
 	PublishTimeout time.Duration `env:"INGEST_PUBLISH_TIMEOUT" envDefault:"5s"`
 }
 
+// Validate reports the settings ingest cannot run with, naming their
+// variables; New also checks INGEST_MAX_BODY_BYTES against the NATS
+// server's max_payload. New calls it.
+func (c Config) Validate() error {
+	if c.MaxBodyBytes <= 0 {
+		return errors.New("INGEST_MAX_BODY_BYTES must be above zero")
+	}
+	return nil
+}
+
+// DefaultConfig is ingest's configuration with no variable set: every
+// setting at its default (PRIME_WEBHOOK_API_KEY has none).
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
+
 // maxPendingAcks bounds the publishes awaiting JetStream's ack.
 const maxPendingAcks = 4096
 
@@ -49,7 +63,7 @@ type Ingest struct {
 	store     logStore
 	publisher *publisher
 	relay     *relay
-	metrics   *metrics
+	metrics   *collectors
 	kick      chan struct{}
 	refused   refusals
 	unhandled unhandledActions
@@ -58,8 +72,8 @@ type Ingest struct {
 // New builds ingest and adds its routes to r: the webhook (public) and the
 // relay trigger (admin).
 func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
-	if cfg.MaxBodyBytes <= 0 {
-		return nil, errors.New("INGEST_MAX_BODY_BYTES must be above zero")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	// §2: a stored webhook is answered 200, so it must be publishable. A
 	// server configured elsewhere (standalone ingest) may take less than a
@@ -73,7 +87,10 @@ func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 	if cfg.APIKey == "" {
 		d.Log.Warn("PRIME_WEBHOOK_API_KEY is blank: every webhook is rejected with 401")
 	}
-	m := newMetrics(d.Metrics, d.Store)
+	m, err := newMetrics(d.Metrics, d.Store)
+	if err != nil {
+		return nil, err
+	}
 	in := &Ingest{cfg: cfg, log: d.Log, store: d.Store, metrics: m, kick: make(chan struct{}, 1)}
 	js, err := jetstream.New(d.NC, jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout), jetstream.WithPublishAsyncMaxPending(maxPendingAcks))
 	if err != nil {
@@ -109,8 +126,8 @@ func (in *Ingest) Run(ctx context.Context) error {
 
 // Main runs ingest as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
 	}
 	return service.Main(ctx, "ingest", getenv, stderr, func(_ context.Context, d service.Deps, r *service.Router) (service.Runner, error) {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
@@ -69,8 +68,7 @@ func TestStartsOnlyWhenTheServerTakesABodyAtTheLimit(t *testing.T) {
 // starts it: stored, answered 200 and published.
 func TestABodyAtTheLimitIsPublished(t *testing.T) {
 	is := is.New(t)
-	var defaults ingest.Config
-	is.NoErr(config.Parse(func(string) string { return "" }, &defaults))
+	defaults := ingest.DefaultConfig()
 	h := start(t, withConfig(func(c *ingest.Config) { c.MaxBodyBytes = defaults.MaxBodyBytes }))
 	head := `{"eventAction":"change-job-status","jobId":259047,"pad":"`
 	body := head + strings.Repeat("a", int(defaults.MaxBodyBytes)-len(head)-2) + `"}`

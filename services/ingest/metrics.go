@@ -2,9 +2,12 @@ package ingest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,14 +33,14 @@ const (
 // publishes it later.
 const reasonQueueFull = "queue_full"
 
-type metrics struct {
+type collectors struct {
 	webhooks        *prometheus.CounterVec
 	insertSeconds   prometheus.Histogram
 	publishFailures *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer, st logStore) (*collectors, error) {
+	m := &collectors{
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_webhooks_total",
 			Help: "Webhooks received, by eventAction (the actions a stage handles; _none, _other, and _unread for a webhook refused before its body was read) and outcome.",
@@ -52,6 +55,10 @@ func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
 			Help: "Publishes to JetStream that failed after commit (the relay publishes those rows later), by reason: disconnected, error, queue_full, rejected (a row the relay skips, tried again every run).",
 		}, []string{"reason"}),
 	}
+	if err := errors.Join(metrics.Register(reg, &m.webhooks), metrics.Register(reg, &m.insertSeconds),
+		metrics.Register(reg, &m.publishFailures), metrics.Replace(reg, &logCollector{store: st})); err != nil {
+		return nil, fmt.Errorf("ingest metrics: %w", err)
+	}
 	// Every reason is exported from the start, at 0, so that a rate or an
 	// alert on it reads 0, not "no data".
 	for _, r := range []string{outbox.ReasonDisconnected, outbox.ReasonError, reasonQueueFull, outbox.ReasonRejected} {
@@ -60,8 +67,7 @@ func newMetrics(reg prometheus.Registerer, st logStore) *metrics {
 	for _, o := range []string{outcomeUnauthorized, outcomeTooLarge, outcomeBadRequest} {
 		m.webhooks.WithLabelValues(events.LabelUnread, o)
 	}
-	reg.MustRegister(m.webhooks, m.insertSeconds, m.publishFailures, &logCollector{store: st})
-	return m
+	return m, nil
 }
 
 // logCollector reports the log's queue depths at scrape time.

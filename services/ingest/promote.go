@@ -38,7 +38,7 @@ func promoteValues(rawAction, rawJobID, rawJobStatusID json.RawMessage) (action,
 		action = clip(action, maxActionLen)
 	}
 	jobID = events.PayloadGUID(rawJobID)
-	if jobID == "" && action == "change-job-status" {
+	if jobID == "" && action == events.ActionChangeJobStatus {
 		jobID = events.PayloadGUID(rawJobStatusID)
 	}
 	return action, jobID

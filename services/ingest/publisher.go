@@ -37,7 +37,7 @@ type publisher struct {
 	nc      *nats.Conn
 	store   logStore
 	log     *slog.Logger
-	metrics *metrics
+	metrics *collectors
 	timeout time.Duration
 	futures chan pendingAck
 

@@ -31,12 +31,12 @@ const benchAPIKey = "0f3c1c8e-2b7d-4c1e-9a55-6d0e8b1f2a37"
 // The services with their production defaults.
 func benchServices(b *testing.B, e *flowtest.Env) {
 	b.Helper()
-	r, err := resolver.New(resolver.Config{Lanes: 64, LaneWait: 5 * time.Minute, Backoff: []time.Duration{2 * time.Second}}, e.Deps, e.Prime)
+	r, err := resolver.New(resolver.DefaultConfig(), e.Deps, e.Prime)
 	if err != nil {
 		b.Fatal(err)
 	}
 	e.Run("resolver", r)
-	m, err := jobmirror.New(jobmirror.Config{Workers: 16, EnsureTimeout: 20 * time.Second}, e.Deps, e.Prime)
+	m, err := jobmirror.New(jobmirror.DefaultConfig(), e.Deps, e.Prime)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,8 +85,9 @@ func latencies(b *testing.B, n int) []time.Duration {
 	e := flowtest.New(b, flowtest.Options{})
 	jobs := mirrorDirectly(b, e, 50)
 	r := service.NewRouter(opshttp.Credentials{User: "admin", Password: "bench"})
-	in, err := ingest.New(ingest.Config{APIKey: benchAPIKey, MaxBodyBytes: 64 << 10, RelayInterval: time.Hour,
-		RelayGrace: 5 * time.Second, PublishTimeout: 5 * time.Second}, e.Deps, r)
+	cfg := ingest.DefaultConfig()
+	cfg.APIKey, cfg.MaxBodyBytes, cfg.RelayInterval = benchAPIKey, 64<<10, time.Hour
+	in, err := ingest.New(cfg, e.Deps, r)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,13 +24,13 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 	}
 	jobID := strings.ToLower(s.job.ID)
 	log := m.log.With("logId", ev.LogID, "jobId", jobID)
-	var w mirrored
+	var firstSight bool
 	var wipErr error // step 5's failure, counted and logged once committed
 	return pipeline.Finish{
 		JobID: jobID,
 		Write: func(ctx context.Context, tx store.Store) error {
 			var err error
-			if w, err = writeJob(ctx, tx, s); err != nil { // steps 1–4
+			if firstSight, err = writeJob(ctx, tx, s); err != nil { // steps 1–4; the stage publishes the hand-off
 				return err
 			}
 			// Step 5: logged and swallowed. The job is mirrored already, and
@@ -51,7 +51,7 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 				m.metrics.wipFailures.Inc()
 				log.Warn("Client WIP trigger not queued (logged only, §5.1 step 5)", "err", wipErr)
 			}
-			m.handOff(ctx, w, ActionChangeJobStatus)
+			m.firstSeen(firstSight, events.ActionChangeJobStatus)
 		},
 	}, nil
 }
@@ -70,7 +70,7 @@ func (m *Mirror) sight(ctx context.Context, ev events.Resolved) (sighting, error
 		// resolver's fetch is reused rather than repeated.
 		s.firstSight = true
 		var ok bool
-		if s.job, ok = fetchedJob(ev.JobID, ev.Fetched); !ok {
+		if s.job, ok = decodeJob(ev.FetchedJob()); !ok {
 			s.job, err = m.getJob(ctx, ev, ev.JobID)
 		}
 	case ev.NumericRef > 0:

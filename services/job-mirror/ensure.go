@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
-	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -75,8 +75,8 @@ func (m *Mirror) handleEnsure(ctx context.Context, req micro.Request) {
 // sight hand it to the new-job pipeline. result labels the outcome.
 func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply events.EnsureJobReply, result string) {
 	fail := func(err error) (events.EnsureJobReply, string) {
-		if after := pipeline.RetryAfter(err); after > 0 {
-			return events.EnsureJobReply{JobID: reply.JobID, RetryAfterMS: max(after.Milliseconds(), 1), Error: err.Error()}, "rate_limited"
+		if after := retry.Delay(err); after > 0 {
+			return events.EnsureJobReply{JobID: reply.JobID, RetryAfterMS: after.Milliseconds(), Error: err.Error()}, "rate_limited"
 		}
 		if errors.Is(err, prime.ErrNotFound) {
 			return events.EnsureJobReply{JobID: reply.JobID, NotFound: true, Error: err.Error()}, "not_found"
@@ -111,7 +111,7 @@ func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply e
 		if want == "" {
 			want = r.Fetched.ID
 		}
-		job, ok = fetchedJob(want, []events.Resource{*r.Fetched})
+		job, ok = decodeJob(events.FindResource([]events.Resource{*r.Fetched}, events.ResourceJobs, want))
 	}
 	if !ok {
 		identifier := reply.JobID
@@ -124,16 +124,14 @@ func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply e
 		}
 	}
 	reply.JobID = strings.ToLower(job.ID)
-	var w mirrored
-	err := m.store.InTx(ctx, func(tx store.Store) error {
+	_, err := m.outbox.With("jobId", reply.JobID).InTx(ctx, m.store, "first-sight hand-off", func(tx store.Store) error {
 		var err error
-		w, err = writeJob(ctx, tx, sighting{job: job, numericRef: r.NumericRef, firstSight: true, logID: r.LogID})
+		reply.FirstSight, err = writeJob(ctx, tx, sighting{job: job, numericRef: r.NumericRef, firstSight: true, logID: r.LogID})
 		return err
 	})
 	if err != nil {
 		return fail(err)
 	}
-	m.handOff(ctx, w, "ensure")
-	reply.FirstSight = w.firstSight
+	m.firstSeen(reply.FirstSight, "ensure")
 	return reply, "mirrored"
 }

@@ -50,7 +50,7 @@ func TestEnsureJob(t *testing.T) {
 	t.Run("missing: fetched, mirrored, first sight", func(t *testing.T) {
 		is := is.New(t)
 		j := e.Sim.NewJob()
-		sights := e.firstSights(0)
+		sights := e.firstSights(1) // the known job's, counted once its hand-off is published, after its row is stamped
 		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID, NumericRef: j.Ref, LogID: 77})
 		is.NoErr(err)
 		is.True(!reply.WasMirrored)                  // it was missing
@@ -109,8 +109,8 @@ func TestEnsureJob(t *testing.T) {
 		e.Sim.SetFaults(primesim.Faults{Path: "/jobs", RateLimitNext: 1, RetryAfter: 2 * time.Second})
 		reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
 		var limited *prime.RateLimitedError
-		is.True(errors.As(err, &limited))          // a rate limit, not a failure: the caller waits, no attempt
-		is.True(limited.RetryAfter >= time.Second) // for as long as Prime asked
+		is.True(errors.As(err, &limited))            // a rate limit, not a failure: the caller waits, no attempt
+		is.True(limited.RetryAfter() >= time.Second) // for as long as Prime asked
 		is.True(reply.RetryAfterMS >= 1000)
 		is.True(errors.Is(err, prime.ErrRateLimited))
 		_, found, ferr := e.Store.GetJob(ctx, j.ID)

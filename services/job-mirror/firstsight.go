@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/mirror"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -30,82 +30,68 @@ type sighting struct {
 	logID int64
 }
 
-// mirrored is what writeJob did.
-type mirrored struct {
-	// firstSight: this write claimed the job's first sight, and the
-	// hand-off to the new-job pipeline is in the outbox.
-	firstSight bool
-	// handoff is the outbox message to publish once the transaction commits.
-	handoff []store.OutboxMessage
-}
-
 // writeJob mirrors a job inside tx: upsert primeJobs, save the numeric
 // mapping (§5.1 step 3), and on first sight claim it and write the hand-off
-// to the new-job pipeline (§5.1 step 4, §4.3). It is the one implementation
-// of first sight, for change-job-status and ensure-job alike.
+// to the new-job pipeline to the outbox (§5.1 step 4, §4.3), which the
+// caller's transaction publishes once it commits (outbox.Publisher.InTx,
+// or the stage's). It is the one implementation of first sight, for
+// change-job-status and ensure-job alike; firstSight says this write
+// claimed it.
 //
 // First sight is claimed, never assumed: the caller's view of "new" came
 // before this transaction, and another event or request may have mirrored
 // the job since. The created flag of the upsert and the inserted flag of the
 // mapping catch a job that turned out new after all; the first-sight row's
 // primary key lets only one claim win, so the pipeline is handed off once.
-func writeJob(ctx context.Context, tx store.Store, s sighting) (mirrored, error) {
+func writeJob(ctx context.Context, tx store.Store, s sighting) (firstSight bool, err error) {
 	jobID := strings.ToLower(s.job.ID)
-	row := ensurejob.Row(s.job)
-	row.JobID = jobID
+	row := mirror.Job(s.job)
 	created, err := tx.UpsertJob(ctx, row)
 	if err != nil {
-		return mirrored{}, err
+		return false, err
 	}
 	inserted := false
 	if s.numericRef > 0 {
 		// §5.1 step 3; a reference mapped to another job is an error (§4.1).
 		if inserted, err = tx.SaveJobReference(ctx, s.numericRef, jobID); err != nil {
-			return mirrored{}, fmt.Errorf("save job reference %d: %w", s.numericRef, err)
+			return false, fmt.Errorf("save job reference %d: %w", s.numericRef, err)
 		}
 	}
 	if !(s.firstSight || created || (s.newIfRefInserted && inserted)) {
-		return mirrored{}, nil
+		return false, nil
 	}
 	claimed, err := tx.ClaimFirstSeen(ctx, jobID, s.logID)
 	if err != nil || !claimed {
-		return mirrored{}, err
+		return false, err
 	}
 	body, err := json.Marshal(events.JobFirstSeen{JobID: jobID, LogID: s.logID})
 	if err != nil {
-		return mirrored{}, err
+		return false, err
 	}
-	msgs, err := tx.InsertOutbox(ctx, []store.OutboxMessage{
+	if _, err := tx.InsertOutbox(ctx, []store.OutboxMessage{
 		outbox.Message(events.SubjectJobFirstSeen, events.FirstSeenMsgID(jobID), body),
-	})
-	if err != nil {
-		return mirrored{}, err
+	}); err != nil {
+		return false, err
 	}
-	return mirrored{firstSight: true, handoff: msgs}, nil
+	return true, nil
 }
 
-// handOff publishes the first-sight hand-off after its commit; what fails
-// here the outbox sweeper publishes later.
-func (m *Mirror) handOff(ctx context.Context, w mirrored, via string) {
-	if !w.firstSight {
-		return
-	}
-	m.metrics.firstSight.WithLabelValues(via).Inc()
-	if err := m.outbox.Send(ctx, w.handoff); err != nil {
-		m.log.Warn("first-sight hand-off not published yet; the outbox sweeper will", "err", err)
+// firstSeen counts a first sight once its hand-off has committed, by how the
+// job arrived.
+func (m *Mirror) firstSeen(firstSight bool, via string) {
+	if firstSight {
+		m.metrics.firstSight.WithLabelValues(via).Inc()
 	}
 }
 
-// fetchedJob is the job the resolver (or an ensure-job caller) already
-// fetched from Prime, so it is not fetched twice.
-func fetchedJob(jobID string, fetched []events.Resource) (prime.Job, bool) {
-	for _, r := range fetched {
-		if r.Type == "jobs" && strings.EqualFold(r.ID, jobID) {
-			j, err := prime.FromResource[prime.Job](r.ID, r.Attributes)
-			if err == nil {
-				return j, true
-			}
-		}
+// decodeJob is the job the resolver (or an ensure-job caller) already
+// fetched from Prime, as events.FindResource or Resolved.FetchedJob found
+// it, so it is not fetched twice; ok is false when there is none or it does
+// not decode.
+func decodeJob(r events.Resource, found bool) (prime.Job, bool) {
+	if !found {
+		return prime.Job{}, false
 	}
-	return prime.Job{}, false
+	j, err := prime.FromResource[prime.Job](r.ID, r.Attributes)
+	return j, err == nil
 }

@@ -34,9 +34,6 @@ const Durable = events.DurableJobMirror
 // ServiceName is the NATS micro service name (`nats micro ls`).
 const ServiceName = "job-mirror"
 
-// ActionChangeJobStatus is the event job-mirror handles (§5.1).
-const ActionChangeJobStatus = events.ActionChangeJobStatus
-
 // Config is job-mirror's own configuration.
 type Config struct {
 	// TriageInitialContactMadeStatusID is InitialContactMadeStatusId: the
@@ -53,6 +50,34 @@ type Config struct {
 	// outbox for first-sight hand-offs whose publish failed.
 	OutboxSweep time.Duration `env:"JOB_MIRROR_OUTBOX_SWEEP" envDefault:"10s"`
 }
+
+// Validate reports the settings job-mirror cannot run with, naming their
+// variables: a blank TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID passes (see
+// ValidateRealPrime). New calls it.
+func (c Config) Validate() error {
+	if c.Workers <= 0 || c.EnsureTimeout <= 0 {
+		return errors.New("job-mirror: JOB_MIRROR_WORKERS and JOB_MIRROR_ENSURE_TIMEOUT must be above zero")
+	}
+	return checkTriageStatus(c.TriageInitialContactMadeStatusID)
+}
+
+// ValidateRealPrime is Validate for a job-mirror on a real Prime, whose
+// customers a blank TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID would never
+// invite (ErrNoTriageStatus): bin/job-mirror, and bin/primeflow with a
+// PRIME_API_URL.
+func (c Config) ValidateRealPrime() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.TriageInitialContactMadeStatusID == "" {
+		return ErrNoTriageStatus
+	}
+	return nil
+}
+
+// DefaultConfig is job-mirror's configuration with no variable set: every
+// setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
 
 // PrimeAPI is what job-mirror asks Prime: the job, by GUID or numeric
 // reference (§4.1). *prime.Client is one.
@@ -71,7 +96,7 @@ type Mirror struct {
 	reg     prometheus.Registerer
 	outbox  *outbox.Publisher
 	stage   *pipeline.Stage
-	metrics *metrics
+	metrics *collectors
 }
 
 // ErrNoTriageStatus: job-mirror on a real Prime needs
@@ -97,10 +122,7 @@ func checkTriageStatus(v string) error {
 // New builds job-mirror from the shared Deps, its Config and the Prime
 // client it shares with the other services of the process.
 func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
-	if cfg.Workers <= 0 || cfg.EnsureTimeout <= 0 {
-		return nil, errors.New("job-mirror: JOB_MIRROR_WORKERS and JOB_MIRROR_ENSURE_TIMEOUT must be above zero")
-	}
-	if err := checkTriageStatus(cfg.TriageInitialContactMadeStatusID); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	log := d.Log.With("component", "job-mirror")
@@ -138,11 +160,8 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if cfg.OutboxSweep <= 0 {
-		return errors.New("job-mirror: JOB_MIRROR_OUTBOX_SWEEP must be above zero")
-	}
-	if cfg.TriageInitialContactMadeStatusID == "" {
-		return ErrNoTriageStatus
+	if err := cfg.ValidateRealPrime(); err != nil {
+		return err
 	}
 	return service.MainWithPrime(ctx, "job-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		m, err := New(cfg, d, pc)

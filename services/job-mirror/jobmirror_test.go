@@ -13,6 +13,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
 	"github.com/ethosbuilding/primeflow/services/resolver"
@@ -38,7 +39,9 @@ type options struct {
 func start(t *testing.T, o options) *env {
 	t.Helper()
 	e := &env{Env: flowtest.New(t, flowtest.Options{Sim: o.sim}), faults: o.faults}
-	r, err := resolver.New(resolver.Config{Lanes: 8, LaneWait: 20 * time.Second, Backoff: []time.Duration{10 * time.Millisecond}}, e.Deps, e.Prime)
+	rc := resolver.DefaultConfig()
+	rc.Lanes, rc.LaneWait, rc.Backoff = 8, 20*time.Second, retry.Backoff{10 * time.Millisecond}
+	r, err := resolver.New(rc, e.Deps, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +51,9 @@ func start(t *testing.T, o options) *env {
 		o.faults.Store = e.Store
 		d.Store = o.faults
 	}
-	m, err := jobmirror.New(jobmirror.Config{TriageInitialContactMadeStatusID: statusICM, Workers: 8, EnsureTimeout: 5 * time.Second}, d, e.Prime)
+	mc := jobmirror.DefaultConfig()
+	mc.TriageInitialContactMadeStatusID, mc.Workers, mc.EnsureTimeout = statusICM, 8, 5*time.Second
+	m, err := jobmirror.New(mc, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}

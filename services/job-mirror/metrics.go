@@ -1,19 +1,22 @@
 package jobmirror
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-type metrics struct {
+type collectors struct {
 	firstSight  *prometheus.CounterVec
 	wipFailures prometheus.Counter
 	ensure      *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer) (*collectors, error) {
+	m := &collectors{
 		firstSight: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_jobmirror_first_sight_total",
 			Help: "Jobs seen for the first time, whose new-job pipeline job-mirror handed off, by how they arrived: change-job-status or ensure.",
@@ -27,17 +30,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Ensure-job requests (§4.3) by result: present, mirrored, not_found, rate_limited, error.",
 		}, []string{"result"}),
 	}
+	if err := errors.Join(metrics.Register(reg, &m.firstSight), metrics.Register(reg, &m.wipFailures), metrics.Register(reg, &m.ensure)); err != nil {
+		return nil, fmt.Errorf("job-mirror metrics: %w", err)
+	}
 	// Exported from the start, at 0: the dashboard reads 0, not "no data".
-	for _, via := range []string{ActionChangeJobStatus, "ensure"} {
+	for _, via := range []string{events.ActionChangeJobStatus, "ensure"} {
 		m.firstSight.WithLabelValues(via)
 	}
 	for _, r := range []string{"present", "mirrored", "not_found", "rate_limited", "error"} {
 		m.ensure.WithLabelValues(r)
-	}
-	for _, c := range []prometheus.Collector{m.firstSight, m.wipFailures, m.ensure} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("job-mirror metrics: %w", err)
-		}
 	}
 	return m, nil
 }

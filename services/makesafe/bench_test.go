@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/ethosbuilding/primeflow/services/child-mirror/pipelinetest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -63,7 +64,9 @@ func startPipeline(b *testing.B, ladder []time.Duration) *pipeline {
 	d := env.Deps
 	p := &pipeline{Env: env, ep: &smsEndpoint{}}
 	p.ingestURL = pipelinetest.StartFront(env, apiKey)
-	nj, err := newjobpipeline.New(newjobpipeline.Config{Workers: 2, Backoff: []time.Duration{100 * time.Millisecond}}, d)
+	pipelineCfg := newjobpipeline.DefaultConfig()
+	pipelineCfg.Workers, pipelineCfg.Backoff = 2, retry.Backoff{100 * time.Millisecond}
+	nj, err := newjobpipeline.New(pipelineCfg, d)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,14 +21,13 @@ var ErrJobNotMirrored = errors.New("makesafe: the job is not mirrored")
 // Detect is spMakesafeUpsertPhoneCallFromPrimeJob @JobId,
 // @QueueMakeAllocationChecks (§5.5 step 3, §6 step 2): in one transaction
 // the phone call and its SMS, or the ladder's rungs with their schedules in
-// the outbox. The SMS is handed to the drainer straight after the commit.
-// source says who asked, for the logs.
+// the outbox, published after the commit. The SMS is handed to the drainer
+// straight after the commit. source says who asked, for the logs.
 func (m *Makesafe) Detect(ctx context.Context, jobID string, queueChecks bool, source string) (store.MakesafeOutcome, error) {
 	jobID = strings.ToLower(jobID)
 	now := time.Now().UTC()
 	var out store.MakesafeOutcome
-	var sent []store.OutboxMessage
-	err := m.store.InTx(ctx, func(tx store.Store) error {
+	sent, err := m.outbox.With("jobId", jobID).InTx(ctx, m.store, "rung schedules", func(tx store.Store) error {
 		var err error
 		out, err = tx.UpsertMakeSafePhoneCallFromJob(ctx, store.MakesafeDetection{
 			JobID: jobID, QueueChecks: queueChecks, Checks: m.cfg.Ladder,
@@ -41,14 +40,14 @@ func (m *Makesafe) Detect(ctx context.Context, jobID string, queueChecks bool, s
 		if !out.JobFound {
 			return ErrJobNotMirrored
 		}
-		sent, err = m.scheduleRungs(ctx, tx, out.Checks)
-		return err
+		return m.scheduleRungs(ctx, tx, out.Checks)
 	})
 	m.metrics.detection(triggerOf(queueChecks), out, err)
 	if err != nil {
 		return out, fmt.Errorf("make-safe detection of job %s: %w", jobID, err)
 	}
-	m.after(ctx, jobID, out, sent)
+	m.metrics.rungsScheduled.Add(float64(len(sent)))
+	m.after(jobID, out)
 	m.log.Info("make-safe detection", "jobId", jobID, "source", source, "queueChecks", queueChecks,
 		"outsideBusinessHours", out.OutsideBusinessHours, "hasMakeSafe", out.HasMakeSafe,
 		"phoneCall", out.PhoneCallID, "raised", out.Raised, "rungsQueued", len(out.Checks))
@@ -58,38 +57,32 @@ func (m *Makesafe) Detect(ctx context.Context, jobID string, queueChecks bool, s
 // scheduleRungs writes one JetStream schedule a rung to the outbox, in the
 // detection's transaction: the rungs are durable exactly when their rows
 // are. Each has a msg id of its own, so a republish adds no second ladder.
-func (m *Makesafe) scheduleRungs(ctx context.Context, tx store.Store, checks []store.MakesafeCheck) ([]store.OutboxMessage, error) {
+func (m *Makesafe) scheduleRungs(ctx context.Context, tx store.Store, checks []store.MakesafeCheck) error {
 	if len(checks) == 0 {
-		return nil, nil
+		return nil
 	}
 	msgs := make([]store.OutboxMessage, len(checks))
 	for i, c := range checks {
 		body, err := json.Marshal(events.MakesafeRecheck{JobID: c.PrimeJobID, Rung: c.Rung, DueUTC: c.DueUTC})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		msg := outbox.Message(events.MakesafeScheduleSubject(c.PrimeJobID, c.Rung), events.MakesafeRungMsgID(c.PrimeJobID, c.Rung), body)
 		msg.Header = events.ScheduleHeaders(c.DueUTC, events.SubjectMakesafeRecheck)
 		msgs[i] = msg
 	}
-	return tx.InsertOutbox(ctx, msgs)
+	_, err := tx.InsertOutbox(ctx, msgs)
+	return err
 }
 
-// after runs once a detection has committed: the rung schedules are
-// published and a raised call's SMS goes to the drainer at once.
-func (m *Makesafe) after(ctx context.Context, jobID string, out store.MakesafeOutcome, sent []store.OutboxMessage) {
+// after runs once a detection has committed: a raised call's SMS goes to
+// the drainer at once.
+func (m *Makesafe) after(jobID string, out store.MakesafeOutcome) {
 	if out.Raised {
 		m.drainer.Kick()
 		m.log.Info("make-safe phone call raised; SMS queued", "jobId", jobID, "jobNumber", out.JobNumber,
 			"phoneCall", out.PhoneCallID, "sms", out.SMSID, "jobCreatedUTC", out.JobCreatedUTC)
 	}
-	if len(sent) == 0 {
-		return
-	}
-	if err := m.outbox.Send(ctx, sent); err != nil {
-		m.log.Warn("rung schedules not published yet; the outbox sweeper will", "jobId", jobID, "err", err)
-	}
-	m.metrics.rungsScheduled.Add(float64(len(sent)))
 }
 
 // Rung outcomes, recorded on makesafeAllocationCheck.Outcome and counted.
@@ -114,7 +107,7 @@ func (m *Makesafe) Recheck(ctx context.Context, rc events.MakesafeRecheck) (stri
 	if err != nil {
 		return "", fmt.Errorf("make-safe re-check %d of job %s: %w", rc.Rung, jobID, err)
 	}
-	m.after(ctx, jobID, out, nil)
+	m.after(jobID, out)
 	m.log.Info("make-safe re-check", "jobId", jobID, "rung", rc.Rung, "outcome", outcome, "raised", out.Raised)
 	return outcome, nil
 }

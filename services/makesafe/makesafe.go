@@ -37,6 +37,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -76,7 +77,10 @@ type Config struct {
 	Drainer sms.DrainerConfig
 }
 
-func (c Config) check() error {
+// Validate reports the settings makesafe cannot run with, naming their
+// variables: a blank SMS_SEND_URL passes (see ValidateRealPrime). New calls
+// it.
+func (c Config) Validate() error {
 	if strings.TrimSpace(c.SMSTo) == "" {
 		return errors.New("makesafe: MAKESAFE_SMS_TO (the on-call number for make-safe SMS) is required")
 	}
@@ -97,8 +101,26 @@ func (c Config) check() error {
 	if send := c.SMS.SendTimeout(); c.Drainer.Lease <= send {
 		return fmt.Errorf("makesafe: SMS_CLAIM_LEASE (%s) must be longer than SMS_SEND_TIMEOUT (%s): a claim that lapses during a post lets the SMS be posted again", c.Drainer.Lease, send)
 	}
+	return c.Drainer.Validate()
+}
+
+// ValidateRealPrime is Validate for a makesafe whose jobs are real (a real
+// Prime): SMS_SEND_URL is required, or make-safe SMS are only logged,
+// unless dry.Send records them instead (a shadow run). bin/makesafe, and
+// bin/primeflow with a PRIME_API_URL.
+func (c Config) ValidateRealPrime(dry dryrun.Config) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.SMS.URL == "" && !dry.Send {
+		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)")
+	}
 	return nil
 }
+
+// DefaultConfig is makesafe's configuration with no variable set: every
+// setting at its default (MAKESAFE_SMS_TO has none).
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
 
 // PrimeAPI is what makesafe asks Prime; *prime.Client is one.
 type PrimeAPI interface {
@@ -115,14 +137,14 @@ type Makesafe struct {
 	reg     prometheus.Registerer
 	outbox  *outbox.Publisher
 	drainer *sms.Drainer
-	metrics *metrics
+	metrics *collectors
 }
 
 // New builds makesafe from the shared Deps, its Config, the Prime client (in
 // the all-in-one process, the one every service shares) and the SMS sender
 // (SenderFor(cfg.SMS, …) for the configured one).
 func New(cfg Config, d service.Deps, pc PrimeAPI, sender sms.Sender) (*Makesafe, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	log := d.Log.With("component", "makesafe")
@@ -218,23 +240,14 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 	default:
 		return consume.Drop(fmt.Errorf("makesafe takes no %s", msg.Subject()))
 	}
-	if after := retryAfter(err); after > 0 {
-		return consume.Retry(err, after)
+	if after := retry.Delay(err); after > 0 {
+		return consume.Retry(err, after) // Prime's rate limit: the rung waits, it is not dropped
 	}
 	return err
 }
 
 // guidRE is a job's GUID; anything else can never be detected and is dropped.
 var guidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// retryAfter is how long Prime's rate limit asks to wait, or 0.
-func retryAfter(err error) time.Duration {
-	var limited *prime.RateLimitedError
-	if errors.As(err, &limited) {
-		return max(limited.RetryAfter, time.Second)
-	}
-	return 0
-}
 
 // Main runs makesafe as a process of its own, with its own Prime client
 // (PRIME_*), the HTTP SMS sender (SMS_SEND_URL, required here unless
@@ -244,15 +257,12 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if cfg.OutboxSweep <= 0 {
-		return errors.New("makesafe: MAKESAFE_OUTBOX_SWEEP must be above zero")
-	}
 	var dry dryrun.Config
 	if err := config.Parse(getenv, &dry); err != nil {
 		return err
 	}
-	if cfg.SMS.URL == "" && !dry.Send {
-		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)")
+	if err := cfg.ValidateRealPrime(dry); err != nil {
+		return err
 	}
 	return service.MainWithPrime(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		d.Log.Info("sms sender", "config", cfg.SMS)

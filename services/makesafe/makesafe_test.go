@@ -90,15 +90,15 @@ type rig struct {
 }
 
 func testConfig(smsURL string) makesafe.Config {
-	return makesafe.Config{
-		SMSTo:       onCall,
-		Ladder:      []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second},
-		Workers:     4,
-		OutboxSweep: time.Second,
-		SMS:         sms.Config{URL: smsURL},
-		Drainer: sms.DrainerConfig{MaxAttempts: 5, Backoff: []time.Duration{50 * time.Millisecond},
-			Lease: time.Minute, Sweep: time.Hour, Workers: 2},
-	}
+	cfg := makesafe.DefaultConfig()
+	cfg.SMSTo = onCall
+	cfg.Ladder = []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second}
+	cfg.Workers = 4
+	cfg.OutboxSweep = time.Second
+	cfg.SMS.URL = smsURL
+	cfg.Drainer = sms.DrainerConfig{MaxAttempts: 5, Backoff: []time.Duration{50 * time.Millisecond},
+		Lease: time.Minute, Sweep: time.Hour, Workers: 2}
+	return cfg
 }
 
 func newRig(t *testing.T, statuses []int, edit ...func(*makesafe.Config)) *rig {

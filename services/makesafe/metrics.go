@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,7 @@ func triggerOf(queueChecks bool) string {
 	return triggerAllocation
 }
 
-type metrics struct {
+type collectors struct {
 	detections     *prometheus.CounterVec
 	raised         prometheus.Counter
 	rungsScheduled prometheus.Counter
@@ -33,8 +34,8 @@ type metrics struct {
 	rungsOverdue   prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer) (*collectors, error) {
+	m := &collectors{
 		detections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_makesafe_detections_total",
 			Help: "Make-safe detections by trigger (queue_checks, no_queue_checks, recheck) and result: raised, already_raised, waiting (no Make Safe yet), business_hours, job_missing, rate_limited, failed.",
@@ -61,6 +62,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Re-check rungs fired by the sweep because no schedule had fired them: queued by a caller outside primeflow, or their schedule was late.",
 		}),
 	}
+	if err := errors.Join(metrics.Register(reg, &m.detections), metrics.Register(reg, &m.raised), metrics.Register(reg, &m.rungsScheduled),
+		metrics.Register(reg, &m.rungs), metrics.Register(reg, &m.rungLateness), metrics.Register(reg, &m.rungsOverdue)); err != nil {
+		return nil, fmt.Errorf("makesafe metrics: %w", err)
+	}
 	// The known label values are exported from the start, at 0: an alert
 	// on failed detections or rungs reads 0, not "no data", and sees the
 	// first one.
@@ -72,16 +77,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, outcome := range []string{"called", "makesafe", "synced", "rate_limited", "failed"} {
 		m.rungs.WithLabelValues(outcome)
 	}
-	for _, c := range []prometheus.Collector{m.detections, m.raised, m.rungsScheduled, m.rungs, m.rungLateness, m.rungsOverdue} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("makesafe metrics: %w", err)
-		}
-	}
 	return m, nil
 }
 
 // detection counts one detection.
-func (m *metrics) detection(trigger string, out store.MakesafeOutcome, err error) {
+func (m *collectors) detection(trigger string, out store.MakesafeOutcome, err error) {
 	result := "failed"
 	switch {
 	case errors.Is(err, ErrJobNotMirrored):

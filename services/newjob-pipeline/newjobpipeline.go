@@ -18,6 +18,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,14 +39,28 @@ func DetectMsgID(jobID string) string { return "makesafe.detect:firstseen:" + jo
 type Config struct {
 	// Workers is how many jobs are put through the pipeline at once.
 	Workers int `env:"NEWJOB_PIPELINE_WORKERS" envDefault:"4"`
-	// Backoff is the wait before a failed run is tried again, by delivery:
-	// the last value repeats. Failures are thrown (§6), so the job retries
-	// until the pipeline completes.
-	Backoff []time.Duration `env:"NEWJOB_PIPELINE_BACKOFF" envDefault:"1s,5s,30s,2m,10m" envSeparator:","`
+	// Backoff is the wait before a failed run is tried again, by the
+	// attempts recorded on the job's first-sight row (pipelineAttempts): the
+	// last value repeats. Failures are thrown (§6), so the job retries until
+	// the pipeline completes.
+	Backoff retry.Backoff `env:"NEWJOB_PIPELINE_BACKOFF" envDefault:"1s,5s,30s,2m,10m" envSeparator:","`
 	// OutboxSweep is how often a pipeline running on its own sweeps the
 	// outbox for make-safe hand-offs whose publish failed.
 	OutboxSweep time.Duration `env:"NEWJOB_PIPELINE_OUTBOX_SWEEP" envDefault:"10s"`
 }
+
+// Validate reports the settings the pipeline cannot run with, naming their
+// variables. New calls it.
+func (c Config) Validate() error {
+	if c.Workers <= 0 || len(c.Backoff) == 0 {
+		return errors.New("newjob-pipeline: NEWJOB_PIPELINE_WORKERS and NEWJOB_PIPELINE_BACKOFF must be set")
+	}
+	return nil
+}
+
+// DefaultConfig is the pipeline's configuration with no variable set: every
+// setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
 
 // Pipeline is the newjob-pipeline service.
 type Pipeline struct {
@@ -55,13 +70,13 @@ type Pipeline struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	outbox  *outbox.Publisher
-	metrics *metrics
+	metrics *collectors
 }
 
 // New builds the pipeline from the shared Deps and its Config.
 func New(cfg Config, d service.Deps) (*Pipeline, error) {
-	if cfg.Workers <= 0 || len(cfg.Backoff) == 0 {
-		return nil, errors.New("newjob-pipeline: NEWJOB_PIPELINE_WORKERS and NEWJOB_PIPELINE_BACKOFF must be set")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	log := d.Log.With("component", "newjob-pipeline")
 	m, err := newMetrics(d.Metrics)
@@ -87,9 +102,6 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			_ = json.Unmarshal(m.Data(), &fs) // a bad body gets the "" lane and is dropped there
 			return strings.ToLower(fs.JobID)
 		},
-		Backoff: func(delivered uint64) time.Duration {
-			return p.cfg.Backoff[min(max(int(delivered), 1), len(p.cfg.Backoff))-1]
-		},
 	}, p.log, p.reg, p.handle)
 }
 
@@ -110,11 +122,13 @@ func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 		p.metrics.runs.WithLabelValues("failed").Inc()
 		attempts, ferr := p.store.FailFirstSeen(context.WithoutCancel(ctx), jobID, err.Error())
 		if ferr != nil {
+			// Redelivered with the consumer's own backoff.
 			log.Error("new-job pipeline failed, and its failure could not be recorded", "err", err, "recordErr", ferr)
-		} else {
-			log.Warn("new-job pipeline failed; it is retried with backoff", "attempts", attempts, "err", err)
+			return err
 		}
-		return err
+		wait := p.cfg.Backoff.After(attempts)
+		log.Warn("new-job pipeline failed; it is retried with backoff", "attempts", attempts, "in", wait, "err", err)
+		return consume.Retry(err, wait)
 	case !ran:
 		p.metrics.runs.WithLabelValues("skipped").Inc()
 		log.Debug("new-job pipeline already completed for the job")
@@ -131,8 +145,7 @@ func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 // and the retry runs it all again. ran is false when the job's pipeline had
 // completed already.
 func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool, queued int, err error) {
-	var handoff []store.OutboxMessage
-	err = p.store.InTx(ctx, func(tx store.Store) error {
+	_, err = p.outbox.With("jobId", jobID).InTx(ctx, p.store, "make-safe hand-off", func(tx store.Store) error {
 		row, found, err := tx.GetFirstSeen(ctx, jobID)
 		if err != nil {
 			return err
@@ -155,7 +168,7 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 		if err != nil {
 			return err
 		}
-		if handoff, err = tx.InsertOutbox(ctx, []store.OutboxMessage{
+		if _, err := tx.InsertOutbox(ctx, []store.OutboxMessage{
 			outbox.Message(events.SubjectMakesafeDetect, DetectMsgID(jobID), body),
 		}); err != nil {
 			return fmt.Errorf("hand off make-safe detection: %w", err)
@@ -165,22 +178,14 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 	if err != nil {
 		return false, 0, err
 	}
-	if len(handoff) > 0 {
-		if err := p.outbox.Send(ctx, handoff); err != nil {
-			p.log.Warn("make-safe hand-off not published yet; the outbox sweeper will", "jobId", jobID, "err", err)
-		}
-	}
 	return ran, queued, nil
 }
 
 // Main runs the pipeline as a process of its own, with an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
-	}
-	if cfg.OutboxSweep <= 0 {
-		return errors.New("newjob-pipeline: NEWJOB_PIPELINE_OUTBOX_SWEEP must be above zero")
 	}
 	return service.Main(ctx, "newjob-pipeline", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
 		p, err := New(cfg, d)

@@ -12,8 +12,9 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -33,7 +34,9 @@ const (
 // runPipeline starts the pipeline on d and returns its stop.
 func runPipeline(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 	t.Helper()
-	p, err := newjobpipeline.New(newjobpipeline.Config{Workers: 4, Backoff: []time.Duration{20 * time.Millisecond}}, d)
+	cfg := newjobpipeline.DefaultConfig()
+	cfg.Workers, cfg.Backoff = 4, retry.Backoff{20 * time.Millisecond}
+	p, err := newjobpipeline.New(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,19 +47,23 @@ func runPipeline(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 // metrics registry, as a restarted process has.
 func process(e *flowtest.Env) service.Deps {
 	d := e.Deps
-	d.Metrics = opshttp.NewRegistry()
+	d.Metrics = metrics.NewRegistry()
 	return d
 }
 
 // runMirror starts the resolver and job-mirror on d and returns their stop.
 func runMirror(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 	t.Helper()
-	r, err := resolver.New(resolver.Config{Lanes: 8, LaneWait: 20 * time.Second, Backoff: []time.Duration{10 * time.Millisecond}}, d, e.Prime)
+	rc := resolver.DefaultConfig()
+	rc.Lanes, rc.LaneWait, rc.Backoff = 8, 20*time.Second, retry.Backoff{10 * time.Millisecond}
+	r, err := resolver.New(rc, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopR := e.Run("resolver", r)
-	m, err := jobmirror.New(jobmirror.Config{Workers: 8, EnsureTimeout: 5 * time.Second}, d, e.Prime)
+	mc := jobmirror.DefaultConfig()
+	mc.Workers, mc.EnsureTimeout = 8, 5*time.Second
+	m, err := jobmirror.New(mc, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +299,37 @@ func TestFailingJobShowsAsFailed(t *testing.T) {
 	is.Equal(len(queuedObjects(t, e, jobA)), 0)                                            // nothing half done: no object queued
 	is.Equal(len(handOffsWaiting(t, e)), 0)                                                // no make-safe hand-off in the outbox
 	is.Equal(len(detections(t, e)), 0)                                                     // nor published
+}
+
+// TestBackoffIsByRecordedAttempts: the wait before a run is tried again goes
+// by the attempts recorded on the first-sight row, not by how often
+// JetStream delivered the hand-off: a delivery handed back by a shutdown
+// was no attempt, and does not lengthen the wait.
+func TestBackoffIsByRecordedAttempts(t *testing.T) {
+	is := is.New(t)
+	e := flowtest.New(t, flowtest.Options{})
+	f := &failingStore{Store: e.Store}
+	f.block.Store(true)
+	d := process(e)
+	d.Store = f
+	stop := runPipeline(t, e, d)
+	claim(t, e, jobA, 5, "x")
+	flowtest.Eventually(t, "the first run hanging", func() bool { return f.blocked.Load() > 0 })
+	stop() // delivery 1, handed back: no attempt
+
+	f.block.Store(false)
+	f.fail.Store(1) // delivery 2 fails: attempt 1
+	d = process(e)
+	d.Store = f
+	cfg := newjobpipeline.DefaultConfig()
+	cfg.Workers, cfg.Backoff = 4, retry.Backoff{20 * time.Millisecond, time.Hour}
+	p, err := newjobpipeline.New(cfg, d)
+	is.NoErr(err)
+	e.Run("newjob-pipeline", p)
+	flowtest.Eventually(t, "the run after attempt 1's wait, not delivery 2's", completed(e, jobA))
+	row, _, err := e.Store.GetFirstSeen(context.Background(), jobA)
+	is.NoErr(err)
+	is.Equal(row.PipelineAttempts, 1) // one failure recorded
 }
 
 // TestKilledBetweenStages stops the pipeline's processes at the seams and

@@ -78,16 +78,12 @@ func newEnv(t *testing.T) *env {
 
 // testConfig is a test's configuration: no schedule, no run at start.
 func testConfig() optimocreate.Config {
-	return optimocreate.Config{
-		Lock:          lock.Config{TTL: 12 * time.Minute, Wait: time.Minute},
-		Every:         optimocreate.OnRequest,
-		Batch:         500,
-		OrderDuration: time.Hour,
-		AssignDrivers: true,
-		TimeZone:      "Australia/Melbourne",
-		SweepDays:     7,
-		SweepTimeout:  30 * time.Second,
-	}
+	cfg := optimocreate.DefaultConfig()
+	cfg.Lock = lock.Config{TTL: 12 * time.Minute, Wait: time.Minute}
+	cfg.Every = optimocreate.OnRequest
+	cfg.OnStart = false
+	cfg.SweepTimeout = 30 * time.Second
+	return cfg
 }
 
 // creator is one optimo-create instance with its own NATS connection and

@@ -19,7 +19,6 @@ package optimocreate
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -77,6 +76,28 @@ type Config struct {
 	SweepTimeout time.Duration `env:"OPTIMO_SWEEP_TIMEOUT" envDefault:"5m"`
 }
 
+// lockPrefix is what the lock's variables start with.
+const lockPrefix = "OPTIMO_CREATE_"
+
+// Validate reports the settings optimo-create cannot run with, naming their
+// variables. New calls it.
+func (c Config) Validate() error {
+	if c.Batch <= 0 || c.OrderDuration < time.Minute {
+		return errors.New("optimo-create: OPTIMO_CREATE_BATCH must be above zero and OPTIMO_ORDER_DURATION at least 1m")
+	}
+	if c.SweepDays < 0 || c.SweepTimeout < 0 {
+		return errors.New("optimo-create: OPTIMO_SWEEP_DAYS and OPTIMO_SWEEP_TIMEOUT must not be negative")
+	}
+	if _, err := optimorun.Zone("optimo-create", c.TimeZone); err != nil {
+		return err
+	}
+	return c.Lock.Named(lockPrefix).Validate()
+}
+
+// DefaultConfig is optimo-create's configuration with no variable set:
+// every setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
+
 // Creator is the optimo-create service.
 type Creator struct {
 	cfg     Config
@@ -87,7 +108,7 @@ type Creator struct {
 	now     func() time.Time
 	mapping mapping
 	runs    *optimorun.Runner
-	metrics *metrics
+	metrics *collectors
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time // when the last sweep was asked for
@@ -104,11 +125,8 @@ func WithClock(now func() time.Time) Option { return func(c *Creator) { c.now = 
 // New builds optimo-create from the shared Deps, its Config and the
 // OptimoRoute client it shares with optimo-plan.
 func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Client, opts ...Option) (*Creator, error) {
-	if cfg.Batch <= 0 || cfg.OrderDuration < time.Minute {
-		return nil, errors.New("optimo-create: OPTIMO_CREATE_BATCH must be above zero and OPTIMO_ORDER_DURATION at least 1m")
-	}
-	if cfg.SweepDays < 0 || cfg.SweepTimeout < 0 {
-		return nil, errors.New("optimo-create: OPTIMO_SWEEP_DAYS and OPTIMO_SWEEP_TIMEOUT must not be negative")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.SweepTimeout == 0 {
 		cfg.SweepTimeout = defaultSweepTimeout
@@ -116,9 +134,9 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	if optimo == nil {
 		return nil, errors.New("optimo-create: no OptimoRoute client")
 	}
-	zone, err := time.LoadLocation(cfg.TimeZone)
+	zone, err := optimorun.Zone("optimo-create", cfg.TimeZone)
 	if err != nil {
-		return nil, fmt.Errorf("optimo-create: OPTIMO_TIMEZONE: %w", err)
+		return nil, err
 	}
 	d.Log = d.Log.With("component", "optimo-create")
 	m, err := newMetrics(d.Metrics)
@@ -135,7 +153,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 		Durable:  Durable,
 		Subject:  events.SubjectOptimoCreate,
 		LockKey:  lock.KeyOptimoCreate,
-		Lock:     cfg.Lock.Named("OPTIMO_CREATE_"),
+		Lock:     cfg.Lock.Named(lockPrefix),
 		Busy:     "order run gave up waiting for the lock; the queues keep their rows for the next run",
 		Schedule: cfg.Every.next(zone),
 		OnStart:  cfg.OnStart,
@@ -166,8 +184,8 @@ func (c *Creator) scheduled(ctx context.Context) {
 
 // Main runs optimo-create as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
 	}
 	return optimorun.Main(ctx, "optimo-create", getenv, stderr, func(ctx context.Context, d service.Deps, oc *optimoroute.Client) (service.Runner, error) {

@@ -32,14 +32,17 @@ type flow struct {
 func startFlow(t *testing.T, childMirror bool) *flow {
 	t.Helper()
 	f := &flow{Env: flowtest.New(t, flowtest.Options{})}
-	jm, err := jobmirror.New(jobmirror.Config{Workers: 2, EnsureTimeout: 10 * time.Second}, f.Deps, f.Prime)
+	mirrorCfg := jobmirror.DefaultConfig()
+	mirrorCfg.Workers, mirrorCfg.EnsureTimeout = 2, 10*time.Second
+	jm, err := jobmirror.New(mirrorCfg, f.Deps, f.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Run("job-mirror", jm)
 	if childMirror {
-		cm, err := childmirror.New(childmirror.Config{Workers: 2, EnsureTimeout: 10 * time.Second,
-			ContactSyncTimeout: 10 * time.Second, AISummaryNudgeTimeout: 5 * time.Second}, f.Deps, f.Prime)
+		childCfg := childmirror.DefaultConfig()
+		childCfg.Workers, childCfg.EnsureTimeout, childCfg.ContactSyncTimeout, childCfg.AISummaryNudgeTimeout = 2, 10*time.Second, 10*time.Second, 5*time.Second
+		cm, err := childmirror.New(childCfg, f.Deps, f.Prime)
 		if err != nil {
 			t.Fatal(err)
 		}

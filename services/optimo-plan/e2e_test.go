@@ -54,8 +54,9 @@ func startPipeline(tb testing.TB) *pipeline {
 	locks := lock.Config{TTL: 12 * time.Minute, Wait: 6 * time.Minute}
 	// Runs on request only, and on a clock outside the M–F 15:00–16:59
 	// sweep band (§8.1), so the figures do not depend on the time of day.
-	create, err := optimocreate.New(ctx, optimocreate.Config{Lock: locks, Every: optimocreate.OnRequest, Batch: 500,
-		OrderDuration: time.Hour, AssignDrivers: true, TimeZone: "Australia/Melbourne"}, d, oc,
+	createCfg := optimocreate.DefaultConfig()
+	createCfg.Lock, createCfg.Every, createCfg.OnStart = locks, optimocreate.OnRequest, false
+	create, err := optimocreate.New(ctx, createCfg, d, oc,
 		optimocreate.WithClock(func() time.Time {
 			now := time.Now()
 			if optimocreate.InSweepBand(now, melbourne(tb)) {
@@ -67,8 +68,9 @@ func startPipeline(tb testing.TB) *pipeline {
 		tb.Fatal(err)
 	}
 	env.Run("optimo-create", create)
-	plan, err := optimoplan.New(ctx, optimoplan.Config{Lock: locks, PollInterval: 250 * time.Millisecond, MaxPolls: 60,
-		TimeZone: "Australia/Melbourne"}, d, oc)
+	planCfg := optimoplan.DefaultConfig()
+	planCfg.Lock, planCfg.PollInterval, planCfg.Every, planCfg.OnStart = locks, 250*time.Millisecond, 0, false
+	plan, err := optimoplan.New(ctx, planCfg, d, oc)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -93,12 +93,11 @@ func (e *env) serve(h http.Handler) {
 
 // testConfig is a test's Planner configuration: fast polls, no schedule.
 func testConfig() optimoplan.Config {
-	return optimoplan.Config{
-		Lock:         lock.Config{TTL: 12 * time.Minute, Wait: time.Minute},
-		PollInterval: time.Millisecond,
-		MaxPolls:     100000,
-		TimeZone:     "Australia/Melbourne",
-	}
+	cfg := optimoplan.DefaultConfig()
+	cfg.Lock = lock.Config{TTL: 12 * time.Minute, Wait: time.Minute}
+	cfg.PollInterval, cfg.MaxPolls = time.Millisecond, 100000
+	cfg.Every, cfg.OnStart = 0, false // runs only on request
+	return cfg
 }
 
 // planner is one optimo-plan instance with its own NATS connection and

@@ -3,17 +3,17 @@ package optimoplan
 import (
 	"fmt"
 
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-type metrics struct {
+type collectors struct {
 	run   optimorun.Metrics
 	dates *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	run, err := optimorun.Metrics{
 		Requests: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_optimoplan_requests_total",
@@ -32,11 +32,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("optimo-plan metrics: %w", err)
 	}
-	dates, err := opshttp.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	dates := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_optimoplan_dates_total",
 		Help: "Dates by what a run did with them: started, start_failed (refused: parked as E:<code>), start_deferred (OptimoRoute already planning it: left NotPlanned), completed, cancelled, error, unknown, poll_limit (left Planning for the next run), requeued (left NotPlanned, §8.4), routed.",
-	}, []string{"outcome"}))
-	if err != nil {
+	}, []string{"outcome"})
+	if err := metrics.Register(reg, &dates); err != nil {
 		return nil, fmt.Errorf("optimo-plan metrics: %w", err)
 	}
 	// Exported from the start, at 0: the dashboard reads 0, not "no data",
@@ -45,5 +45,5 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, o := range []string{"started", "start_failed", "start_deferred", "completed", "cancelled", "error", "unknown", "poll_limit", "requeued", "routed"} {
 		dates.WithLabelValues(o)
 	}
-	return &metrics{run: run, dates: dates}, nil
+	return &collectors{run: run, dates: dates}, nil
 }

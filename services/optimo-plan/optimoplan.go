@@ -13,7 +13,6 @@ package optimoplan
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -56,6 +55,25 @@ type Config struct {
 	TimeZone string `env:"OPTIMO_TIMEZONE" envDefault:"Australia/Melbourne"`
 }
 
+// lockPrefix is what the lock's variables start with.
+const lockPrefix = "OPTIMO_PLAN_"
+
+// Validate reports the settings optimo-plan cannot run with, naming their
+// variables. New calls it.
+func (c Config) Validate() error {
+	if c.PollInterval <= 0 || c.MaxPolls <= 0 {
+		return errors.New("optimo-plan: OPTIMO_PLAN_POLL_INTERVAL and OPTIMO_PLAN_MAX_POLLS must be above zero")
+	}
+	if _, err := optimorun.Zone("optimo-plan", c.TimeZone); err != nil {
+		return err
+	}
+	return c.Lock.Named(lockPrefix).Validate()
+}
+
+// DefaultConfig is optimo-plan's configuration with no variable set: every
+// setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
+
 // Planner is the optimo-plan service.
 type Planner struct {
 	cfg     Config
@@ -64,22 +82,22 @@ type Planner struct {
 	log     *slog.Logger
 	zone    *time.Location
 	runs    *optimorun.Runner
-	metrics *metrics
+	metrics *collectors
 }
 
 // New builds optimo-plan from the shared Deps, its Config and the
 // OptimoRoute client it shares with optimo-create (one client, so one limit
 // of concurrent requests for the account).
 func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Client) (*Planner, error) {
-	if cfg.PollInterval <= 0 || cfg.MaxPolls <= 0 {
-		return nil, errors.New("optimo-plan: OPTIMO_PLAN_POLL_INTERVAL and OPTIMO_PLAN_MAX_POLLS must be above zero")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if optimo == nil {
 		return nil, errors.New("optimo-plan: no OptimoRoute client")
 	}
-	zone, err := time.LoadLocation(cfg.TimeZone)
+	zone, err := optimorun.Zone("optimo-plan", cfg.TimeZone)
 	if err != nil {
-		return nil, fmt.Errorf("optimo-plan: OPTIMO_TIMEZONE: %w", err)
+		return nil, err
 	}
 	d.Log = d.Log.With("component", "optimo-plan")
 	m, err := newMetrics(d.Metrics)
@@ -92,7 +110,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 		Durable:  Durable,
 		Subject:  events.SubjectOptimoPlan,
 		LockKey:  lock.KeyOptimoPlan,
-		Lock:     cfg.Lock.Named("OPTIMO_PLAN_"),
+		Lock:     cfg.Lock.Named(lockPrefix),
 		Busy:     "plan run gave up waiting for the lock; the dates stay NotPlanned for the next run",
 		Schedule: coalesce.Every(cfg.Every),
 		OnStart:  cfg.OnStart,
@@ -125,8 +143,8 @@ func (p *Planner) scheduled(ctx context.Context) {
 
 // Main runs optimo-plan as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
 	}
 	return optimorun.Main(ctx, "optimo-plan", getenv, stderr, func(ctx context.Context, d service.Deps, oc *optimoroute.Client) (service.Runner, error) {

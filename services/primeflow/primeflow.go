@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
-	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
@@ -30,7 +30,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
-	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -87,6 +86,24 @@ type Config struct {
 // MAKESAFE_SMS_TO: no SMS leaves the process without SMS_SEND_URL anyway.
 const demoSMSTo = "+61400000000"
 
+// validate reports every setting the process cannot run with: the HTTP
+// server's, each service's own (Config.Validate) and, with a real Prime,
+// what job-mirror and makesafe need of a process of their own too
+// (ValidateRealPrime); only a run on the Prime simulator goes without a
+// triage status, and it or a shadow run (dry.Send) without an SMS sender.
+func (c Config) validate(dry dryrun.Config) error {
+	jobMirror, makesafe := c.JobMirror.Validate, c.Makesafe.Validate
+	if c.Prime.Enabled() {
+		jobMirror = c.JobMirror.ValidateRealPrime
+		makesafe = func() error { return c.Makesafe.ValidateRealPrime(dry) }
+	}
+	if err := errors.Join(c.HTTP.Validate(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
+		c.ChildMirror.Validate(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate()); err != nil {
+		return fmt.Errorf("primeflow: %w", err)
+	}
+	return nil
+}
+
 // Main runs the pipeline until ctx ends.
 func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg Config
@@ -97,16 +114,10 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err := config.Parse(getenv, &dry); err != nil {
 		return err
 	}
-	if cfg.Prime.Enabled() && cfg.Makesafe.SMS.URL == "" && !dry.Send {
-		// Make-safe SMS from real jobs must reach someone: only a run on
-		// the Prime simulator may log them instead, or a shadow run record
-		// them (bin/makesafe, too, refuses to start without the URL).
-		return errors.New("primeflow: SMS_SEND_URL is required with a real Prime (PRIME_API_URL): without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)")
+	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
+		cfg.Makesafe.SMSTo = demoSMSTo // the log-only sender says it logs them
 	}
-	if cfg.Prime.Enabled() && cfg.JobMirror.TriageInitialContactMadeStatusID == "" {
-		return fmt.Errorf("primeflow: with a real Prime (PRIME_API_URL): %w", jobmirror.ErrNoTriageStatus)
-	}
-	if err := cfg.HTTP.Validate(); err != nil {
+	if err := cfg.validate(dry); err != nil {
 		return err
 	}
 	log, err := logging.New(stderr, cfg.Logging)
@@ -135,25 +146,15 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		// only a wait for streams on a server nobody meant.
 		log.Info("NATS_URL is set: connecting to it, no embedded nats-server", "servers", natsHosts(natsURL))
 	}
-	nc, js, err := service.Connect(ctx, service.NATS{URL: natsURL, User: cfg.NATSUser, Password: cfg.NATSPassword,
-		Name: "primeflow", Replicas: cfg.StreamReplicas}, log)
-	if err != nil {
-		return err
-	}
-	defer nc.Drain()
-	dbURL, err := database.WithPassword(cfg.DatabaseURL, cfg.DatabasePassword)
-	if err != nil {
-		return err
-	}
-	db, err := database.Open(ctx, dbURL, cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	reg := opshttp.NewRegistry()
 	// One store for every service, so all their transactions share commits.
-	st := groupcommit.New(db, groupcommit.GroupSizes(reg))
-	defer st.Close()
-	d := service.Deps{Log: log, NC: nc, JS: js, Store: st, Metrics: reg}
+	d, closeDeps, err := service.OpenLog(ctx, "primeflow", service.Config{
+		NATSURL: natsURL, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword, StreamReplicas: cfg.StreamReplicas,
+		DatabaseURL: cfg.DatabaseURL, DatabasePassword: cfg.DatabasePassword, DataDir: cfg.DataDir,
+	}, log)
+	if err != nil {
+		return err
+	}
+	defer closeDeps()
 
 	sims := mux.NewRouter()
 	simulating := false
@@ -179,16 +180,15 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		simulating = true
 		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL)
 	}
-	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
-		cfg.Makesafe.SMSTo = demoSMSTo // the log-only sender says it logs them
-	}
 	generated(stdout, &cfg)
 
 	pc, err := prime.New(cfg.Prime, prime.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	d.Metrics.MustRegister(pc)
+	if err := metrics.Replace(d.Metrics, pc); err != nil {
+		return err
+	}
 
 	r := service.NewRouter(cfg.Admin)
 	in, err := ingest.New(cfg.Ingest, d, r)
@@ -231,7 +231,9 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 	if err != nil {
 		return nil, err
 	}
-	d.Metrics.MustRegister(oc.Collectors()...)
+	if err := metrics.Replace(d.Metrics, oc.Collectors()...); err != nil {
+		return nil, err
+	}
 	sender, err := makesafe.SenderFor(cfg.Makesafe.SMS, dry, d.Log)
 	if err != nil {
 		return nil, err

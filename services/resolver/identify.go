@@ -12,21 +12,12 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
-// The actions with a handler (§5). Anything else is processed as
-// "No handler for '<action>'" (§3).
+// The statuses of the rows the resolver finishes itself: an action with no
+// handler (§3, events.Actions lists those with one), or no identifier.
 const (
-	ActionChangeJobStatus        = events.ActionChangeJobStatus
-	ActionCreateAppointment      = events.ActionCreateAppointment
-	ActionCompleteAppointment    = events.ActionCompleteAppointment
-	ActionChangeCustomFormStatus = events.ActionChangeCustomFormStatus
-	ActionCreateEstimate         = events.ActionCreateEstimate
-	ActionCreateAllocation       = events.ActionCreateAllocation
-	statusNoIdentifier           = "No identifier in the payload"
-	statusNoHandlerFmt           = "No handler for '%s'"
+	statusNoIdentifier = "No identifier in the payload"
+	statusNoHandlerFmt = "No handler for '%s'"
 )
-
-// Actions lists every action a stage handles.
-var Actions = events.Actions
 
 // PrimeAPI is what the resolver asks Prime while identifying (§4.2 step 3).
 type PrimeAPI interface {
@@ -57,18 +48,18 @@ func (r *Resolver) identify(ctx context.Context, row store.WebhookLogRow) (outco
 	p := parsePayload(row.Payload)
 	ev := events.Resolved{LogID: row.ID, Action: row.EventAction, Attempt: row.ProcessAttempts, NumericRef: p.numericRef()}
 	switch row.EventAction {
-	case ActionChangeJobStatus:
+	case events.ActionChangeJobStatus:
 		return r.changeJobStatus(ctx, p, ev)
-	case ActionCreateAppointment, ActionCompleteAppointment:
+	case events.ActionCreateAppointment, events.ActionCompleteAppointment:
 		// §5.2 step 1: RequireEntityGuid(primeAppointments, "appointmentTypeId", "appointmentId").
 		return r.requireEntity(ctx, p, ev, store.TableAppointments, r.probeAppointment, "appointmentTypeId", "appointmentId")
-	case ActionCreateAllocation:
+	case events.ActionCreateAllocation:
 		// §5.5 step 1: RequireEntityGuid(primeAllocations, "allocationTypeId", "allocationId").
 		return r.requireEntity(ctx, p, ev, store.TableAllocations, r.probeAllocation, "allocationTypeId", "allocationId")
-	case ActionChangeCustomFormStatus:
+	case events.ActionChangeCustomFormStatus:
 		// §5.3: the job from its numeric reference; the site form is confirmed after the sync.
 		return r.jobByReference(ctx, p, ev, "customFormStatusId", "siteFormId")
-	case ActionCreateEstimate:
+	case events.ActionCreateEstimate:
 		// §5.4: the same, confirming estimateId.
 		return r.jobByReference(ctx, p, ev, "estimateId")
 	default:
@@ -155,7 +146,7 @@ func (r *Resolver) jobByReference(ctx context.Context, p payload, ev events.Reso
 		return outcome{}, err
 	}
 	ev.JobID = job.ID
-	ev.Fetched = []events.Resource{{Type: "jobs", ID: job.ID, Attributes: job.Raw}}
+	ev.Fetched = []events.Resource{{Type: events.ResourceJobs, ID: job.ID, Attributes: job.Raw}}
 	return outcome{ev: ev}, nil
 }
 
@@ -183,7 +174,7 @@ func (r *Resolver) probeJob(ctx context.Context, id string) (resolvedGuid, error
 	if err != nil {
 		return resolvedGuid{}, err
 	}
-	return resolvedGuid{id: j.ID, jobID: j.ID, fetched: []events.Resource{{Type: "jobs", ID: j.ID, Attributes: j.Raw}}}, nil
+	return resolvedGuid{id: j.ID, jobID: j.ID, fetched: []events.Resource{{Type: events.ResourceJobs, ID: j.ID, Attributes: j.Raw}}}, nil
 }
 
 func (r *Resolver) probeAppointment(ctx context.Context, id string) (resolvedGuid, error) {
@@ -191,7 +182,7 @@ func (r *Resolver) probeAppointment(ctx context.Context, id string) (resolvedGui
 	if err != nil {
 		return resolvedGuid{}, err
 	}
-	return resolvedGuid{id: a.ID, jobID: a.JobID, fetched: []events.Resource{{Type: "appointments", ID: a.ID, Attributes: a.Raw}}}, nil
+	return resolvedGuid{id: a.ID, jobID: a.JobID, fetched: []events.Resource{{Type: events.ResourceAppointments, ID: a.ID, Attributes: a.Raw}}}, nil
 }
 
 func (r *Resolver) probeAllocation(ctx context.Context, id string) (resolvedGuid, error) {
@@ -199,7 +190,7 @@ func (r *Resolver) probeAllocation(ctx context.Context, id string) (resolvedGuid
 	if err != nil {
 		return resolvedGuid{}, err
 	}
-	return resolvedGuid{id: a.ID, jobID: a.JobID, fetched: []events.Resource{{Type: "allocations", ID: a.ID, Attributes: a.Raw}}}, nil
+	return resolvedGuid{id: a.ID, jobID: a.JobID, fetched: []events.Resource{{Type: events.ResourceAllocations, ID: a.ID, Attributes: a.Raw}}}, nil
 }
 
 // tryResolve is TryResolveEntityGuidAsync (§4.2): every GUID-valued property

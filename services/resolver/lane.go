@@ -10,6 +10,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -99,17 +100,16 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 				r.metrics.events.WithLabelValues(action, "capped").Inc()
 				return consume.Drop(fmt.Errorf("log row %d failed its last attempt (%d): %s", logID, d.Attempts, d.Error))
 			}
-			return consume.Retry(errors.New(d.Error), r.backoff(d.Attempts))
-		case events.OutcomeRateLimited:
+			return consume.Retry(errors.New(d.Error), r.cfg.Backoff.After(d.Attempts))
+		case events.OutcomeWait:
 			// Prime asked us to slow down, or a service the stage needs
 			// did not answer (pipeline.UnavailableError, §9): the lane
 			// holds the job's events and tries again after the wait the
 			// stage announced; no attempt is counted.
-			wait := time.Duration(d.RetryAfterMS) * time.Millisecond
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(max(wait, 100*time.Millisecond)):
+			case <-time.After(retry.Wait(time.Duration(d.RetryAfterMS) * time.Millisecond)):
 			}
 		}
 	}
@@ -166,13 +166,13 @@ func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jet
 		if errors.Is(err, errLaneTimeout) {
 			r.metrics.events.WithLabelValues(action, "lane_timeout").Inc()
 			r.log.Warn("no stage finished the row in time: handing the event back", "logId", row.ID, "action", row.EventAction, "waited", r.cfg.LaneWait)
-			return events.Done{}, consume.Retry(err, r.backoff(1))
+			return events.Done{}, consume.Retry(err, r.cfg.Backoff.After(1))
 		}
 	}
 	switch {
 	case err == nil:
-	case pipeline.RetryAfter(err) > 0:
-		d = events.Done{LogID: row.ID, Outcome: events.OutcomeRateLimited, RetryAfterMS: pipeline.RetryAfter(err).Milliseconds()}
+	case retry.Delay(err) > 0:
+		d = events.Done{LogID: row.ID, Outcome: events.OutcomeWait, RetryAfterMS: retry.Delay(err).Milliseconds()}
 	case ctx.Err() != nil:
 		return events.Done{}, ctx.Err()
 	default:
@@ -241,9 +241,4 @@ func (r *Resolver) dispatch(ctx context.Context, row store.WebhookLogRow, md *je
 			}
 		}
 	}
-}
-
-// backoff is the wait before attempt n+1 of a failed event.
-func (r *Resolver) backoff(attempts int) time.Duration {
-	return r.cfg.Backoff[min(max(attempts, 1), len(r.cfg.Backoff))-1]
 }

@@ -3,18 +3,20 @@ package resolver
 import (
 	"errors"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-type metrics struct {
+type collectors struct {
 	events       *prometheus.CounterVec
 	laneSeconds  prometheus.Histogram
 	probes       *prometheus.CounterVec
 	shapeChanged *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer) (*collectors, error) {
+	m := &collectors{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_resolver_events_total",
 			Help: "Events through the resolver by eventAction (known actions, else 'other') and outcome: processed, failed, capped, payload_fault, rate_limited, lane_timeout, no_handler, no_identifier, skipped (a redelivery of a row already finished), duplicate (ingest's copy of a processed row, republished after the duplicate window), replayed (an operator's replay of a processed row, queued again).",
@@ -33,14 +35,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Ids found under an unexpected payload property (§4.2 step 2).",
 		}, []string{"action"}),
 	}
-	// Exported from the start, at 0: an alert on it reads 0, not "no data".
-	for _, a := range Actions {
-		m.shapeChanged.WithLabelValues(a)
+	if err := errors.Join(metrics.Register(reg, &m.events), metrics.Register(reg, &m.laneSeconds),
+		metrics.Register(reg, &m.probes), metrics.Register(reg, &m.shapeChanged)); err != nil {
+		return nil, errors.Join(errors.New("resolver metrics"), err)
 	}
-	for _, c := range []prometheus.Collector{m.events, m.laneSeconds, m.probes, m.shapeChanged} {
-		if err := reg.Register(c); err != nil {
-			return nil, errors.Join(errors.New("resolver metrics"), err)
-		}
+	// Exported from the start, at 0: an alert on it reads 0, not "no data".
+	for _, a := range events.Actions() {
+		m.shapeChanged.WithLabelValues(a)
 	}
 	return m, nil
 }

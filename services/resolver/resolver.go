@@ -17,6 +17,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,8 +36,21 @@ type Config struct {
 	LaneWait time.Duration `env:"RESOLVER_LANE_WAIT" envDefault:"5m"`
 	// Backoff is the wait before an event that failed an attempt is tried
 	// again, by attempt: the last value repeats.
-	Backoff []time.Duration `env:"RESOLVER_BACKOFF" envDefault:"2s,10s,1m,5m" envSeparator:","`
+	Backoff retry.Backoff `env:"RESOLVER_BACKOFF" envDefault:"2s,10s,1m,5m" envSeparator:","`
 }
+
+// Validate reports the settings the resolver cannot run with, naming their
+// variables. New calls it.
+func (c Config) Validate() error {
+	if c.Lanes <= 0 || c.LaneWait <= 0 || len(c.Backoff) == 0 {
+		return errors.New("resolver: RESOLVER_LANES, RESOLVER_LANE_WAIT and RESOLVER_BACKOFF must be set")
+	}
+	return nil
+}
+
+// DefaultConfig is the resolver's configuration with no variable set: every
+// setting at its default.
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
 
 // Resolver is the resolver service.
 type Resolver struct {
@@ -48,13 +62,13 @@ type Resolver struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	stage   *pipeline.Stage
-	metrics *metrics
+	metrics *collectors
 }
 
 // New builds the resolver.
 func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
-	if cfg.Lanes <= 0 || cfg.LaneWait <= 0 || len(cfg.Backoff) == 0 {
-		return nil, errors.New("resolver: RESOLVER_LANES, RESOLVER_LANE_WAIT and RESOLVER_BACKOFF must be set")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	log := d.Log.With("component", "resolver")
 	m, err := newMetrics(d.Metrics)
@@ -84,8 +98,8 @@ func (r *Resolver) Run(ctx context.Context) error {
 
 // Main runs the resolver as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
 	}
 	return service.MainWithPrime(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {

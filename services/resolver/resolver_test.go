@@ -23,6 +23,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/services/resolver"
 	"github.com/matryer/is"
@@ -44,7 +45,8 @@ func start(t *testing.T, cfg ...func(*resolver.Config)) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dir}), dbPath: filepath.Join(dir, "primeflow.db")}
-	c := resolver.Config{Lanes: 8, LaneWait: 10 * time.Second, Backoff: []time.Duration{20 * time.Millisecond}}
+	c := resolver.DefaultConfig()
+	c.Lanes, c.LaneWait, c.Backoff = 8, 10*time.Second, retry.Backoff{20 * time.Millisecond}
 	for _, f := range cfg {
 		f(&c)
 	}
@@ -329,7 +331,7 @@ func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
 	var calls atomic.Int32
 	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) {
 		if calls.Add(1) <= 3 {
-			return pipeline.Finish{}, &prime.RateLimitedError{RetryAfter: 30 * time.Millisecond, Endpoint: "jobs.get"}
+			return pipeline.Finish{}, &prime.RateLimitedError{Wait: 30 * time.Millisecond, Endpoint: "jobs.get"}
 		}
 		return pipeline.Finish{}, nil
 	})

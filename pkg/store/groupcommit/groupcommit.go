@@ -15,9 +15,11 @@ package groupcommit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -94,14 +96,16 @@ func (g *Store) Close() error {
 
 // GroupSizes is a histogram of the transactions that shared a commit, for
 // New's observe; it is registered with reg.
-func GroupSizes(reg prometheus.Registerer) func(group int) {
+func GroupSizes(reg prometheus.Registerer) (func(group int), error) {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "primeflow_store_commit_group_size",
 		Help:    "Transactions that shared one database commit (group commit).",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 9),
 	})
-	reg.MustRegister(h)
-	return func(n int) { h.Observe(float64(n)) }
+	if err := metrics.Register(reg, &h); err != nil {
+		return nil, fmt.Errorf("groupcommit metrics: %w", err)
+	}
+	return func(n int) { h.Observe(float64(n)) }, nil
 }
 
 func (g *Store) run(ctx context.Context) {

@@ -7,9 +7,9 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
@@ -24,15 +24,8 @@ func StartFront(env *flowtest.Env, apiKey string) (webhookURL string) {
 	tb := env.T
 	tb.Helper()
 	d := env.Deps
-	var icfg ingest.Config
-	if err := config.Parse(func(k string) string {
-		if k == "PRIME_WEBHOOK_API_KEY" {
-			return apiKey
-		}
-		return ""
-	}, &icfg); err != nil {
-		tb.Fatal(err)
-	}
+	icfg := ingest.DefaultConfig()
+	icfg.APIKey = apiKey
 	r := service.NewRouter(opshttp.Credentials{})
 	in, err := ingest.New(icfg, d, r)
 	if err != nil {
@@ -41,18 +34,23 @@ func StartFront(env *flowtest.Env, apiKey string) (webhookURL string) {
 	srv := httptest.NewServer(r.Handler(d))
 	tb.Cleanup(srv.Close)
 	env.Run("ingest", in)
-	res, err := resolver.New(resolver.Config{Lanes: 16, LaneWait: 20 * time.Second, Backoff: []time.Duration{100 * time.Millisecond}}, d, env.Prime)
+	rc := resolver.DefaultConfig()
+	rc.Lanes, rc.LaneWait, rc.Backoff = 16, 20*time.Second, retry.Backoff{100 * time.Millisecond}
+	res, err := resolver.New(rc, d, env.Prime)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	env.Run("resolver", res)
-	jm, err := jobmirror.New(jobmirror.Config{Workers: 4, EnsureTimeout: 10 * time.Second}, d, env.Prime)
+	mc := jobmirror.DefaultConfig()
+	mc.Workers, mc.EnsureTimeout = 4, 10*time.Second
+	jm, err := jobmirror.New(mc, d, env.Prime)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	env.Run("job-mirror", jm)
-	cm, err := childmirror.New(childmirror.Config{Workers: 4, EnsureTimeout: 10 * time.Second, ContactSyncTimeout: 10 * time.Second,
-		AISummaryNudgeTimeout: time.Second}, d, env.Prime)
+	cc := childmirror.DefaultConfig()
+	cc.Workers, cc.EnsureTimeout, cc.ContactSyncTimeout, cc.AISummaryNudgeTimeout = 4, 10*time.Second, 10*time.Second, time.Second
+	cm, err := childmirror.New(cc, d, env.Prime)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,66 @@
+package retry_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/matryer/is"
+)
+
+func TestBackoffAfter(t *testing.T) {
+	b := retry.Backoff{time.Second, 5 * time.Second, 30 * time.Second}
+	for _, tc := range []struct {
+		attempt int
+		want    time.Duration
+	}{
+		{0, time.Second}, // before any attempt: the first step
+		{1, time.Second},
+		{2, 5 * time.Second},
+		{3, 30 * time.Second},
+		{4, 30 * time.Second}, // the last step repeats
+		{1000, 30 * time.Second},
+	} {
+		t.Run(fmt.Sprint(tc.attempt), func(t *testing.T) {
+			is.New(t).Equal(b.After(tc.attempt), tc.want) // the step of the attempt
+		})
+	}
+}
+
+// A Config reads a Backoff from its variable like any list of durations.
+func TestBackoffFromTheEnvironment(t *testing.T) {
+	is := is.New(t)
+	var cfg struct {
+		Backoff retry.Backoff `env:"X_BACKOFF" envDefault:"2s,10s" envSeparator:","`
+	}
+	is.NoErr(config.Parse(func(string) string { return "" }, &cfg))
+	is.Equal(cfg.Backoff, retry.Backoff{2 * time.Second, 10 * time.Second}) // the default
+	is.NoErr(config.Parse(func(string) string { return "50ms,1m" }, &cfg))
+	is.Equal(cfg.Backoff, retry.Backoff{50 * time.Millisecond, time.Minute}) // as set
+}
+
+type waiting struct{ d time.Duration }
+
+func (w *waiting) Error() string             { return "wait " + w.d.String() }
+func (w *waiting) RetryAfter() time.Duration { return w.d }
+
+func TestDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want time.Duration
+	}{
+		{"no error", nil, 0},
+		{"a failure waits not: it counts an attempt", errors.New("prime answered 503"), 0},
+		{"a wait, wrapped", fmt.Errorf("get job: %w", &waiting{3 * time.Second}), 3 * time.Second},
+		{"a wait below the least", &waiting{30 * time.Millisecond}, retry.MinWait},
+		{"a wait of nothing", &waiting{0}, retry.MinWait},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is.New(t).Equal(retry.Delay(tc.err), tc.want) // how long the work waits
+		})
+	}
+}
