@@ -1,0 +1,509 @@
+// Package graph is a small Microsoft Graph client for one mailbox: the
+// OAuth2 client-credentials grant with a cached, early-refreshed token,
+// folders resolved by name, a folder's messages oldest first paged by
+// @odata.nextLink, and the move that files a message away (and gives it a
+// new id). It is what the email path (§7) needs of Graph and no more.
+//
+// Every call returns a *WaitError (ErrWait) when Graph cannot answer now —
+// a 429 or a 5xx, or no answer at all — and says how long Graph asked to
+// wait; the client never retries one itself. Other refusals are an
+// *APIError; a 404 matches ErrNotFound.
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of the configuration.
+const (
+	DefaultAPIURL   = "https://graph.microsoft.com/v1.0"
+	DefaultTokenURL = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"
+	// Scope is what a daemon asks for: the application permissions granted
+	// to it (Mail.ReadWrite, for the move).
+	Scope = "https://graph.microsoft.com/.default"
+)
+
+// Config is the client's configuration, read from the environment with
+// caarlos0/env.
+type Config struct {
+	// TenantID, ClientID and ClientSecret are the app registration's
+	// client-credentials grant. Never log the secret.
+	TenantID     string `env:"GRAPH_TENANT_ID"`
+	ClientID     string `env:"GRAPH_CLIENT_ID"`
+	ClientSecret string `env:"GRAPH_CLIENT_SECRET"`
+	// APIURL is Graph's base; TokenURL the token endpoint, where {tenant}
+	// stands for TenantID. Both can point at a simulator.
+	APIURL   string `env:"GRAPH_API_URL" envDefault:"https://graph.microsoft.com/v1.0"`
+	TokenURL string `env:"GRAPH_TOKEN_URL" envDefault:"https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"`
+	// Timeout bounds each request.
+	Timeout time.Duration `env:"GRAPH_TIMEOUT" envDefault:"30s"`
+}
+
+// Enabled reports whether any Graph credential is set. Without one the
+// all-in-one process runs the Graph simulator instead.
+func (c Config) Enabled() bool { return c.TenantID != "" || c.ClientID != "" || c.ClientSecret != "" }
+
+// String prints the configuration without its secret.
+func (c Config) String() string {
+	return fmt.Sprintf("graph.Config{TenantID:%s ClientID:%s APIURL:%s TokenURL:%s Timeout:%s}", c.TenantID, c.ClientID, c.APIURL, c.TokenURL, c.Timeout)
+}
+
+// Check names every variable that is missing or wrong.
+func (c Config) Check() error {
+	var errs []error
+	for _, f := range []struct{ name, value string }{
+		{"GRAPH_TENANT_ID", c.TenantID}, {"GRAPH_CLIENT_ID", c.ClientID}, {"GRAPH_CLIENT_SECRET", c.ClientSecret},
+	} {
+		if strings.TrimSpace(f.value) == "" {
+			errs = append(errs, fmt.Errorf("%s is not set", f.name))
+		}
+	}
+	for _, f := range []struct{ name, value string }{{"GRAPH_API_URL", c.APIURL}, {"GRAPH_TOKEN_URL", c.tokenURL()}} {
+		if err := checkURL(f.value); err != nil {
+			errs = append(errs, fmt.Errorf("%s %w", f.name, err))
+		}
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, errors.New("GRAPH_TIMEOUT must be above zero"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("graph: config: %w", err)
+	}
+	return nil
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case s == "":
+		return errors.New("is not set")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return errors.New("is not an http(s) URL")
+	case u.User != nil || u.RawQuery != "":
+		return errors.New("must not carry credentials or a query")
+	}
+	return nil
+}
+
+func (c Config) tokenURL() string {
+	return strings.ReplaceAll(c.TokenURL, "{tenant}", url.PathEscape(c.TenantID))
+}
+
+// Errors. Match them with errors.Is.
+var (
+	// ErrWait: Graph cannot answer now (a *WaitError).
+	ErrWait = errors.New("graph: unavailable")
+	// ErrNotFound: Graph answered 404 (ErrorItemNotFound), or a folder named
+	// in a path does not exist.
+	ErrNotFound = errors.New("graph: not found")
+)
+
+// WaitError is a call Graph could not answer now: throttled (429), a
+// server error (5xx, 503 and 504 above all) or no answer at all. It is not
+// a failure of what the caller was doing: wait and call again.
+type WaitError struct {
+	// Status is the HTTP status; 0 when there was no answer.
+	Status int
+	// After is Graph's Retry-After; 0 when it gave none.
+	After time.Duration
+	Op    string
+	Err   error
+}
+
+func (e *WaitError) Error() string {
+	what := "no answer"
+	if e.Status != 0 {
+		what = strconv.Itoa(e.Status) + " " + http.StatusText(e.Status)
+	}
+	if e.After > 0 {
+		what += ", retry after " + e.After.String()
+	}
+	if e.Err != nil {
+		what += ": " + e.Err.Error()
+	}
+	return "graph: " + e.Op + ": " + what
+}
+
+// RetryAfter is how long Graph asked the caller to wait; 0 when it did not
+// say, and the caller's own backoff decides.
+func (e *WaitError) RetryAfter() time.Duration { return e.After }
+
+// Is makes errors.Is(err, ErrWait) true.
+func (e *WaitError) Is(target error) bool { return target == ErrWait }
+
+// Unwrap returns the transport error, if any.
+func (e *WaitError) Unwrap() error { return e.Err }
+
+// APIError is a refusal from Graph ({"error":{"code","message"}}) or from
+// the token endpoint ({"error","error_description"}).
+type APIError struct {
+	Status  int
+	Op      string
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("graph: %s: %d %s: %s: %s", e.Op, e.Status, http.StatusText(e.Status), e.Code, e.Message)
+}
+
+// Is makes a 404 match ErrNotFound.
+func (e *APIError) Is(target error) bool {
+	return target == ErrNotFound && e.Status == http.StatusNotFound
+}
+
+// Client calls Graph for one app registration. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	api  *url.URL
+	hc   *http.Client
+	now  func() time.Time
+	mu   sync.Mutex
+	tok  string
+	due  time.Time
+	tokM sync.Mutex // one token request at a time
+}
+
+// New checks cfg and returns a client; it makes no request.
+func New(cfg Config, hc *http.Client) (*Client, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	api, _ := url.Parse(strings.TrimRight(cfg.APIURL, "/")) // checked above
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{cfg: cfg, api: api, hc: hc, now: time.Now}, nil
+}
+
+// Folder is a mail folder.
+type Folder struct {
+	ID             string `json:"id"`
+	DisplayName    string `json:"displayName"`
+	ParentFolderID string `json:"parentFolderId"`
+	TotalItemCount int    `json:"totalItemCount"`
+}
+
+// Message is what the email path reads of a message (the $select of
+// ListMessages).
+type Message struct {
+	// ID is the message's id in its current folder: a move changes it.
+	ID      string `json:"id"`
+	Subject string `json:"subject"`
+	Body    struct {
+		// ContentType is "html" or "text".
+		ContentType string `json:"contentType"`
+		Content     string `json:"content"`
+	} `json:"body"`
+	BodyPreview      string `json:"bodyPreview"`
+	ReceivedDateTime Time   `json:"receivedDateTime"`
+	// InternetMessageID is the RFC 5322 Message-ID: the same in every folder.
+	InternetMessageID string `json:"internetMessageId"`
+	From              struct {
+		EmailAddress struct {
+			Name    string `json:"name"`
+			Address string `json:"address"`
+		} `json:"emailAddress"`
+	} `json:"from"`
+}
+
+// HTML reports whether the body is HTML.
+func (m Message) HTML() bool { return strings.EqualFold(m.Body.ContentType, "html") }
+
+// Time is a Graph timestamp (ISO 8601, UTC); one that cannot be read is the
+// zero Time rather than a failed page.
+type Time struct{ time.Time }
+
+// UnmarshalJSON reads an RFC 3339 timestamp, with or without a zone (no
+// zone is UTC).
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		*t = Time{}
+		return nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05"} {
+		if v, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			t.Time = v.UTC()
+			return nil
+		}
+	}
+	*t = Time{}
+	return nil
+}
+
+// MarshalJSON writes the time as Graph does.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(t.UTC().Format(time.RFC3339))
+}
+
+// wellKnown are the folder names Graph takes in place of an id.
+var wellKnown = map[string]bool{
+	"archive": true, "clutter": true, "conflicts": true, "conversationhistory": true, "deleteditems": true,
+	"drafts": true, "inbox": true, "junkemail": true, "localfailures": true, "msgfolderroot": true,
+	"outbox": true, "recoverableitemsdeletions": true, "scheduled": true, "searchfolders": true,
+	"sentitems": true, "serverfailures": true, "syncissues": true,
+}
+
+// ResolveFolder finds a folder of user's mailbox by its path: display
+// names separated by "/", from the top of the mailbox ("Prime Jobs/Processed");
+// the first may be a well-known name ("Inbox/Prime Jobs"). A name that is
+// not there is ErrNotFound, naming it.
+func (c *Client) ResolveFolder(ctx context.Context, user, path string) (Folder, error) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var f Folder
+	for i, name := range parts {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			return Folder{}, fmt.Errorf("graph: folder %q: an empty name", path)
+		}
+		var err error
+		switch {
+		case i == 0 && wellKnown[strings.ToLower(name)]:
+			err = c.get(ctx, "folders.get", "/users/"+url.PathEscape(user)+"/mailFolders/"+strings.ToLower(name), &f)
+		default:
+			parent := "/users/" + url.PathEscape(user) + "/mailFolders"
+			if i > 0 {
+				parent += "/" + url.PathEscape(f.ID) + "/childFolders"
+			}
+			var page struct {
+				Value []Folder `json:"value"`
+			}
+			err = c.get(ctx, "folders.list", parent+"?$filter="+queryEscape("displayName eq '"+strings.ReplaceAll(name, "'", "''")+"'"), &page)
+			if err == nil {
+				if len(page.Value) == 0 {
+					return Folder{}, fmt.Errorf("graph: folder %q: %q %w in %s", path, name, ErrNotFound, where(parts[:i]))
+				}
+				f = page.Value[0]
+			}
+		}
+		if errors.Is(err, ErrNotFound) {
+			return Folder{}, fmt.Errorf("graph: folder %q: %q %w in %s", path, name, ErrNotFound, where(parts[:i]))
+		}
+		if err != nil {
+			return Folder{}, err
+		}
+	}
+	return f, nil
+}
+
+func where(parents []string) string {
+	if len(parents) == 0 {
+		return "the top of the mailbox"
+	}
+	return strconv.Quote(strings.Join(parents, "/"))
+}
+
+// messageSelect is the $select of ListMessages: what the email path reads.
+const messageSelect = "id,subject,body,bodyPreview,receivedDateTime,internetMessageId,from"
+
+// ListMessages returns every message of a folder, oldest received first,
+// top a page, following @odata.nextLink.
+func (c *Client) ListMessages(ctx context.Context, user, folderID string, top int) ([]Message, error) {
+	next := "/users/" + url.PathEscape(user) + "/mailFolders/" + url.PathEscape(folderID) + "/messages?$select=" + messageSelect +
+		"&$orderby=receivedDateTime&$top=" + strconv.Itoa(top)
+	var out []Message
+	for next != "" {
+		var page struct {
+			Value    []Message `json:"value"`
+			NextLink string    `json:"@odata.nextLink"`
+		}
+		if err := c.get(ctx, "messages.list", next, &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Value...)
+		if next = ""; page.NextLink != "" {
+			rel, err := c.relative(page.NextLink)
+			if err != nil {
+				return nil, err
+			}
+			next = rel
+		}
+	}
+	return out, nil
+}
+
+// relative turns a nextLink into a path under the API's base, refusing
+// one that points anywhere else (the token goes with it).
+func (c *Client) relative(link string) (string, error) {
+	u, err := url.Parse(link)
+	if err != nil || u.Scheme != c.api.Scheme || u.Host != c.api.Host || !strings.HasPrefix(u.Path, c.api.Path+"/") {
+		return "", fmt.Errorf("graph: messages.list: @odata.nextLink %q is not under %s", link, c.api.Redacted())
+	}
+	rel := strings.TrimPrefix(u.EscapedPath(), c.api.EscapedPath())
+	if u.RawQuery != "" {
+		rel += "?" + u.RawQuery
+	}
+	return rel, nil
+}
+
+// Move files a message in another folder and returns it as it is there,
+// with its new id.
+func (c *Client) Move(ctx context.Context, user, messageID, destinationID string) (Message, error) {
+	body, _ := json.Marshal(map[string]string{"destinationId": destinationID})
+	var m Message
+	err := c.do(ctx, "messages.move", http.MethodPost, "/users/"+url.PathEscape(user)+"/messages/"+url.PathEscape(messageID)+"/move", body, &m)
+	return m, err
+}
+
+func (c *Client) get(ctx context.Context, op, path string, into any) error {
+	return c.do(ctx, op, http.MethodGet, path, nil, into)
+}
+
+// do sends an authorised request and decodes a 2xx answer into into. A 401
+// fetches a new token once and tries again.
+func (c *Client) do(ctx context.Context, op, method, path string, body []byte, into any) error {
+	for attempt := 0; ; attempt++ {
+		tok, err := c.token(ctx)
+		if err != nil {
+			return err
+		}
+		status, header, b, err := c.send(ctx, method, c.api.String()+path, body, "application/json", tok)
+		if err != nil {
+			return &WaitError{Op: op, Err: err}
+		}
+		switch {
+		case status >= 200 && status < 300:
+			if err := json.Unmarshal(b, into); err != nil {
+				return fmt.Errorf("graph: %s: decode: %w", op, err)
+			}
+			return nil
+		case status == http.StatusUnauthorized && attempt == 0:
+			c.dropToken(tok)
+			continue
+		}
+		return statusError(op, status, header, b, c.now())
+	}
+}
+
+func statusError(op string, status int, header http.Header, body []byte, now time.Time) error {
+	if status == http.StatusTooManyRequests || status >= 500 {
+		return &WaitError{Status: status, After: retryAfter(header.Get("Retry-After"), now), Op: op}
+	}
+	var doc struct {
+		Error json.RawMessage `json:"error"`
+		Desc  string          `json:"error_description"`
+	}
+	e := &APIError{Status: status, Op: op}
+	if json.Unmarshal(body, &doc) == nil {
+		var inner struct{ Code, Message string }
+		if json.Unmarshal(doc.Error, &inner) == nil && inner.Code != "" {
+			e.Code, e.Message = inner.Code, inner.Message
+		} else if json.Unmarshal(doc.Error, &e.Code) == nil {
+			e.Message = doc.Desc
+		}
+	}
+	return e
+}
+
+// retryAfter reads Retry-After as seconds or as an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// token returns a token not due for refresh, fetching one when needed.
+func (c *Client) token(ctx context.Context) (string, error) {
+	c.tokM.Lock()
+	defer c.tokM.Unlock()
+	c.mu.Lock()
+	tok, due := c.tok, c.due
+	c.mu.Unlock()
+	if tok != "" && c.now().Before(due) {
+		return tok, nil
+	}
+	form := url.Values{
+		"grant_type":    {"client_credentials"},
+		"client_id":     {c.cfg.ClientID},
+		"client_secret": {c.cfg.ClientSecret},
+		"scope":         {Scope},
+	}
+	status, header, b, err := c.send(ctx, http.MethodPost, c.cfg.tokenURL(), []byte(form.Encode()), "application/x-www-form-urlencoded", "")
+	if err != nil {
+		return "", &WaitError{Op: "token", Err: err}
+	}
+	if status < 200 || status >= 300 {
+		return "", statusError("token", status, header, b, c.now())
+	}
+	var t struct {
+		AccessToken string      `json:"access_token"`
+		ExpiresIn   json.Number `json:"expires_in"`
+	}
+	if err := json.Unmarshal(b, &t); err != nil || t.AccessToken == "" {
+		return "", fmt.Errorf("graph: token: the answer has no access_token")
+	}
+	lifetime := time.Hour
+	if secs, err := t.ExpiresIn.Float64(); err == nil && secs > 0 {
+		lifetime = time.Duration(secs * float64(time.Second))
+	}
+	c.mu.Lock()
+	c.tok, c.due = t.AccessToken, c.now().Add(lifetime-min(lifetime/10, 5*time.Minute))
+	c.mu.Unlock()
+	return t.AccessToken, nil
+}
+
+func (c *Client) dropToken(tok string) {
+	c.mu.Lock()
+	if c.tok == tok {
+		c.tok = ""
+	}
+	c.mu.Unlock()
+}
+
+// maxBody bounds how much of an answer is read.
+const maxBody = 64 << 20
+
+// send makes one request within the configured timeout. An error is no
+// answer (the transport's error, without the URL).
+func (c *Client) send(ctx context.Context, method, target string, body []byte, contentType, token string) (int, http.Header, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return resp.StatusCode, resp.Header, b, nil
+}
+
+// queryEscape escapes a query value with %20 for spaces, as OData expects.
+func queryEscape(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
