@@ -26,6 +26,7 @@ const (
 const (
 	endpointToken                = "token"
 	endpointJob                  = "jobs.get"
+	endpointJobs                 = "jobs.list"
 	endpointAppointment          = "appointments.get"
 	endpointAppointments         = "appointments.list"
 	endpointAllocation           = "allocations.get"
@@ -45,6 +46,18 @@ func (c *Client) GetJob(ctx context.Context, identifier string) (Job, error) {
 		return Job{}, err
 	}
 	return getOne[Job](ctx, c, endpointJob, p)
+}
+
+// ListJobsUpdatedSince fetches one page, from 1, of the jobs updated at
+// or after since, newest first: "Prime Sync Jobs by Date", the backstop of
+// the new-job path (§7). GET /jobs?q='updatedAt'.gte('…')&order=updatedAt|DESC
+// uses the list syntax seen on /jobs; ordering by updatedAt is assumed
+// (createdAt|DESC was seen). Newest first, a job updated while the pages are
+// read moves to the front, where a later sweep finds it, rather than
+// pushing a job already listed onto the page that follows.
+func (c *Client) ListJobsUpdatedSince(ctx context.Context, since time.Time, page int) (Page[Job], error) {
+	q := url.Values{"q": {filter("updatedAt", "gte", since.UTC().Format(TimeLayout))}, "order": {"updatedAt|DESC"}}
+	return getPage[Job](ctx, c, endpointJobs, pathJobs, q, page)
 }
 
 // GetAppointment fetches an appointment (assumed GET /appointments/{id}).

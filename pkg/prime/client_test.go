@@ -379,6 +379,41 @@ func TestListAppointmentsByStartDate(t *testing.T) {
 	is.Equal(e.sim.Stats().ByEndpoint["GET /appointments"], int64(3)) // without a call
 }
 
+// "Prime Sync Jobs by Date": the jobs updated since a time, newest first,
+// one call a page.
+func TestListJobsUpdatedSince(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, primesim.Options{Fixture: primesim.Fixture{}})
+	since := time.Date(2026, 3, 2, 13, 0, 0, 0, time.UTC)
+	updated := func(at time.Time) string {
+		return e.sim.NewJob(func(j *prime.Job) { j.UpdatedAt = prime.Time{Time: at} }).ID
+	}
+	updated(since.Add(-time.Second)) // before: left out
+	var want []string
+	for i := range 5 {
+		want = append([]string{updated(since.Add(time.Duration(i) * time.Minute))}, want...)
+	}
+	c := e.client(t, func(cfg *prime.Config) { cfg.PageSize = 2 })
+	melbourne, err := time.LoadLocation("Australia/Melbourne")
+	is.NoErr(err)
+
+	var got []string
+	for n := 1; ; n++ {
+		page, err := c.ListJobsUpdatedSince(context.Background(), since.In(melbourne), n)
+		is.NoErr(err)
+		is.Equal(page.Number, n)
+		is.Equal(page.TotalPages, 3) // five jobs, two a page
+		for _, j := range page.Records {
+			got = append(got, j.ID)
+		}
+		is.Equal(e.sim.Stats().ByEndpoint["GET /jobs"], int64(n)) // one call a page
+		if page.Last() {
+			break
+		}
+	}
+	is.Equal(got, want) // the jobs updated since, newest first
+}
+
 func TestNotFound(t *testing.T) {
 	e := newEnv(t, primesim.Options{})
 	c := e.client(t, nil)

@@ -82,33 +82,57 @@ func getOne[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, pa
 func getAll[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string, query url.Values) ([]T, error) {
 	var out []T
 	for page := 1; ; page++ {
-		query.Set("page", strconv.Itoa(page))
-		query.Set("per_page", strconv.Itoa(c.cfg.PageSize))
-		body, err := c.get(ctx, endpoint, path+"?"+query.Encode())
+		p, err := getPage[T, PT](ctx, c, endpoint, path, query, page)
 		if err != nil {
 			return nil, err
 		}
-		var doc struct {
-			Data []resource `json:"data"`
-			Meta struct {
-				Pagination *pagination `json:"pagination"`
-			} `json:"meta"`
-		}
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return nil, fmt.Errorf("prime: %s: decode page %d: %w", endpoint, page, err)
-		}
-		for _, r := range doc.Data {
-			v, err := decode[T, PT](endpoint, r)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		p := doc.Meta.Pagination
-		if p == nil || len(doc.Data) == 0 || page >= p.TotalPages {
+		out = append(out, p.Records...)
+		if p.Last() {
 			return out, nil
 		}
 	}
+}
+
+// Page is one page of a list.
+type Page[T any] struct {
+	Records []T
+	// Number is the page's number, from 1; TotalPages is meta.pagination's
+	// total_pages (0 when Prime sent no pagination).
+	Number, TotalPages int
+}
+
+// Last reports whether no page follows this one.
+func (p Page[T]) Last() bool { return len(p.Records) == 0 || p.Number >= p.TotalPages }
+
+// getPage fetches one page of a list: one call.
+func getPage[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string, query url.Values, page int) (Page[T], error) {
+	query.Set("page", strconv.Itoa(page))
+	query.Set("per_page", strconv.Itoa(c.cfg.PageSize))
+	body, err := c.get(ctx, endpoint, path+"?"+query.Encode())
+	if err != nil {
+		return Page[T]{}, err
+	}
+	var doc struct {
+		Data []resource `json:"data"`
+		Meta struct {
+			Pagination *pagination `json:"pagination"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return Page[T]{}, fmt.Errorf("prime: %s: decode page %d: %w", endpoint, page, err)
+	}
+	p := Page[T]{Number: page}
+	for _, r := range doc.Data {
+		v, err := decode[T, PT](endpoint, r)
+		if err != nil {
+			return Page[T]{}, err
+		}
+		p.Records = append(p.Records, v)
+	}
+	if doc.Meta.Pagination != nil {
+		p.TotalPages = doc.Meta.Pagination.TotalPages
+	}
+	return p, nil
 }
 
 // decodeErrors reads a JSON:API errors document, or an OAuth error

@@ -187,7 +187,7 @@ func (s *Sim) handleGet(k Kind) http.Handler {
 	})
 }
 
-// handleList serves GET /{kind}?q=…&page=…&per_page=… with meta.pagination.
+// handleList serves GET /{kind}?q=…&order=…&page=…&per_page=… with meta.pagination.
 func (s *Sim) handleList(k Kind) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -202,9 +202,14 @@ func (s *Sim) handleList(k Kind) http.Handler {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("page must be 1 or more and per_page 1 to %d", maxPerPage))
 			return
 		}
+		order, err := parseOrder(q.Get("order"))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		var buf bytes.Buffer
 		s.mu.RLock()
-		all := s.store.list(k, filters)
+		all := order.sort(s.store.list(k, filters))
 		from := min((page-1)*perPage, len(all))
 		items := all[from:min(from+perPage, len(all))]
 		buf.WriteString(`{"data":[`)

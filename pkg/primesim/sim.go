@@ -15,8 +15,10 @@
 //	                                       contacts, contact-relationships, status-histories
 //	GET  /{collection}?q='jobId'.eq('…'),'objectType'.eq('Job')&page=1&per_page=100
 //	GET  /appointments?q='startDate'.gte('2025-02-10 00:00:00'),'startDate'.lt('…')
+//	GET  /jobs?q='updatedAt'.gte('2025-02-10 00:00:00')&order=updatedAt|DESC
 //	                                       q terms: eq, gt, gte, lt, lte (text order,
-//	                                       which is time order for Prime's timestamps)
+//	                                       which is time order for Prime's timestamps);
+//	                                       order: field|ASC or field|DESC, by the same text
 //
 // The control API (JSON; no authentication, so never expose a simulator
 // publicly):

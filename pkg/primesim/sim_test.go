@@ -308,6 +308,47 @@ func TestListFiltersByRange(t *testing.T) {
 	}
 }
 
+// "Prime Sync Jobs by Date": the jobs updated since a time, newest first,
+// a page a call.
+func TestListJobsUpdatedSince(t *testing.T) {
+	sim, base := serve(t, primesim.Options{})
+	tok := getToken(t, base)
+	const third = "2b3c4d5e-7f8a-4b9c-8d1e-3f4a5b6c7d03" // updated 2025-02-09 01:02:17
+	later := sim.NewJob(func(j *prime.Job) { j.UpdatedAt = prime.Time{Time: time.Date(2025, 2, 10, 0, 0, 0, 0, time.UTC)} })
+	q := func(terms, order string) string {
+		return "/jobs?q=" + url.QueryEscape(terms) + "&order=" + url.QueryEscape(order)
+	}
+	tests := []struct {
+		name       string
+		path       string
+		wantStatus int
+		wantIDs    []string
+	}{
+		{"newest first", q("'updatedAt'.gte('2025-02-08 00:00:00')", "updatedAt|DESC"), 200, []string{later.ID, third, fixtureJob2}},
+		{"oldest first", q("'updatedAt'.gte('2025-02-08 00:00:00')", "updatedAt|asc"), 200, []string{fixtureJob2, third, later.ID}},
+		{"a page of them", q("'updatedAt'.gte('2025-02-08 00:00:00')", "updatedAt|DESC") + "&per_page=2&page=2", 200, []string{fixtureJob2}},
+		{"since the last one", q("'updatedAt'.gte('2025-02-10 00:00:00')", "updatedAt|DESC"), 200, []string{later.ID}},
+		{"an order the simulator does not know", q("'updatedAt'.gte('2025-02-08 00:00:00')", "updatedAt|sideways"), 400, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			res := do(t, base, call{method: http.MethodGet, path: tt.path, token: tok})
+			is.Equal(res.status, tt.wantStatus) // status
+			if tt.wantStatus != http.StatusOK {
+				return
+			}
+			var many struct{ Data []struct{ ID string } }
+			is.NoErr(json.Unmarshal(res.body, &many))
+			ids := []string{}
+			for _, d := range many.Data {
+				ids = append(ids, d.ID)
+			}
+			is.Equal(ids, tt.wantIDs) // the jobs updated since, in order
+		})
+	}
+}
+
 func TestFaultModes(t *testing.T) {
 	clock := newClock()
 	tests := []struct {

@@ -328,6 +328,53 @@ func (s *store) list(k Kind, filters []filter) []*entry {
 	return out
 }
 
+// order is Prime's order parameter: field|ASC or field|DESC (order=createdAt|DESC).
+type order struct {
+	field string
+	desc  bool
+}
+
+// parseOrder reads order; "" keeps insertion order.
+func parseOrder(v string) (order, error) {
+	if v == "" {
+		return order{}, nil
+	}
+	field, dir, _ := strings.Cut(v, "|")
+	switch {
+	case field == "":
+	case strings.EqualFold(dir, "asc") || dir == "":
+		return order{field: field}, nil
+	case strings.EqualFold(dir, "desc"):
+		return order{field: field, desc: true}, nil
+	}
+	return order{}, fmt.Errorf("unsupported order %q: the simulator knows field|ASC and field|DESC", v)
+}
+
+// sort orders records by the field's text (time order for Prime's
+// timestamps), keeping insertion order among equals; records without the
+// field come last either way.
+func (o order) sort(es []*entry) []*entry {
+	if o.field == "" {
+		return es
+	}
+	out := slices.Clone(es)
+	slices.SortStableFunc(out, func(a, b *entry) int {
+		x, y := attrString(a.attrs[o.field]), attrString(b.attrs[o.field])
+		switch {
+		case x == y:
+			return 0
+		case x == "":
+			return 1
+		case y == "":
+			return -1
+		case o.desc:
+			return strings.Compare(y, x)
+		}
+		return strings.Compare(x, y)
+	})
+	return out
+}
+
 // attrString is an attribute as filter text: strings as they are, numbers
 // and booleans as JSON writes them, null as "".
 func attrString(v any) string {
