@@ -149,6 +149,15 @@ type MakesafeDetect struct {
 	Source string `json:"source,omitempty"`
 }
 
+// SourceFirstSeen is the Source of the make-safe detection the new-job
+// pipeline asks for (§6 step 2).
+const SourceFirstSeen = "firstseen"
+
+// FirstSeenDetectMsgID is the Nats-Msg-Id of a job's make-safe hand-off
+// from the new-job pipeline: one a job, so a rerun cannot hand it off twice.
+// spEthProcessNewPrimeJob writes the same one for a caller in SQL.
+func FirstSeenDetectMsgID(jobID string) string { return "makesafe.detect:firstseen:" + jobID }
+
 // PlanRequested, on SubjectOptimoPlan, asks optimo-plan to plan every
 // NotPlanned date. The portals publish it: {"source":"AdminPortal","reason":"booking"}.
 type PlanRequested struct {
@@ -181,6 +190,11 @@ type EnsureJobRequest struct {
 	NumericRef int64  `json:"numericRef,omitempty"`
 	// LogID is the event on whose behalf it is asked (for the first-sight record).
 	LogID int64 `json:"logId,omitempty"`
+	// Via is the path the job came by, for the first-sight record and the
+	// coverage report (§7.1): one of store's Via… values ("webhook",
+	// "email", "appointment-sweep" …). Empty is a webhook's when LogID is
+	// set (an older caller), and unsaid otherwise.
+	Via string `json:"via,omitempty"`
 	// Fetched is the job as the caller already fetched it from Prime, if it did.
 	Fetched *Resource `json:"fetched,omitempty"`
 }

@@ -165,6 +165,16 @@ func (h handingOff) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage
 	return out, err
 }
 
+// ProcessNewPrimeJob notes the hand-off the new-job pipeline's procedure
+// writes to the outbox itself (spEthProcessNewPrimeJob).
+func (h handingOff) ProcessNewPrimeJob(ctx context.Context, jobID string, logID int64, via string, handOff store.OutboxMessage) (store.NewJobRun, error) {
+	run, err := h.Store.ProcessNewPrimeJob(ctx, jobID, logID, via, handOff)
+	if err == nil {
+		*h.written = append(*h.written, run.HandOff...)
+	}
+	return run, err
+}
+
 // InTx keeps noting the messages of a transaction fn starts inside its own
 // (which runs in the same one).
 func (h handingOff) InTx(ctx context.Context, fn func(store.Store) error) error {

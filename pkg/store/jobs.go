@@ -68,7 +68,25 @@ type FirstSeen struct {
 	PipelineAttempts int
 	// PipelineStatus is the outcome, or the last error (MaxStatusLen).
 	PipelineStatus string
+	// Via is the path that claimed the first sight (ViaWebhook, ViaEmail,
+	// ViaBackstop …); empty when the claimer did not say.
+	Via string
 }
+
+// The paths by which a job reaches primeflow (§7.1): FirstSeen.Via, and
+// the coverage report's columns.
+const (
+	// ViaWebhook: a webhook event (FirstSeen.LogID is its log row).
+	ViaWebhook = "webhook"
+	// ViaEmail: Prime's new-job email (§7), through the mail intake.
+	ViaEmail = "email"
+	// ViaBackstop: the jobs-by-date sweep ("Prime Sync Jobs by Date").
+	ViaBackstop = "backstop"
+	// ViaAppointmentSweep: the appointment sweep of an order run (§8.1).
+	ViaAppointmentSweep = "appointment-sweep"
+	// ViaManual: a first-sight hand-off published by hand.
+	ViaManual = "manual"
+)
 
 // Completed reports whether the new-job pipeline has finished for the job.
 func (f FirstSeen) Completed() bool { return !f.PipelineCompletedUTC.IsZero() }
@@ -91,10 +109,11 @@ const (
 // FirstSeens records each job's first sight, so the new-job pipeline runs
 // once per job (§6: "it fires exactly once").
 type FirstSeens interface {
-	// ClaimFirstSeen records the first sight of a job by a log row and
-	// reports whether this call made the record: only the first claim for a
-	// job wins, however many are made at once.
-	ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (claimed bool, err error)
+	// ClaimFirstSeen records the first sight of a job — by a log row (0 for
+	// none) and a path (a Via… value) — and reports whether this call made
+	// the record: only the first claim for a job wins, however many are made
+	// at once.
+	ClaimFirstSeen(ctx context.Context, jobID string, logID int64, via string) (claimed bool, err error)
 	// GetFirstSeen returns a job's first-sight row; found is false when the
 	// job was never claimed.
 	GetFirstSeen(ctx context.Context, jobID string) (row FirstSeen, found bool, err error)

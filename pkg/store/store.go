@@ -34,6 +34,10 @@ type Store interface {
 	Optimo
 	WorkOrders
 	Settings
+	NewJobPath
+	EmailReceipts
+	Coverage
+	Sweeps
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it

@@ -142,13 +142,16 @@ type JobReferences interface {
 
 // TruncateStatus cuts a processStatus to MaxStatusLen characters (§3),
 // never splitting a UTF-8 sequence.
-func TruncateStatus(s string) string {
-	if utf8.RuneCountInString(s) <= MaxStatusLen {
+func TruncateStatus(s string) string { return Truncate(s, MaxStatusLen) }
+
+// Truncate cuts s to max characters, never splitting a UTF-8 sequence.
+func Truncate(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
 		return s
 	}
 	n := 0
 	for i := range s {
-		if n == MaxStatusLen {
+		if n == max {
 			return s[:i]
 		}
 		n++

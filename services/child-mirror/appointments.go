@@ -118,7 +118,10 @@ func (c *ChildMirror) getAppointment(ctx context.Context, ev events.Resolved) (p
 // 2: ResolveJobIdAsync with forceSync false): the reference map, or Prime
 // through job-mirror.
 func (c *ChildMirror) childJob(ctx context.Context, ev events.Resolved, recordJob string) (string, error) {
-	req := events.EnsureJobRequest{JobID: recordJob, LogID: ev.LogID}
+	req := events.EnsureJobRequest{JobID: recordJob, LogID: ev.LogID, Via: store.ViaWebhook}
+	if ev.Action == sweepAction {
+		req.Via = store.ViaAppointmentSweep
+	}
 	if req.JobID == "" {
 		if ev.NumericRef <= 0 {
 			return "", pipeline.Fault(pipeline.MissingIdentifier, ev.Action, "the %s has no job and the payload no numeric jobId", strings.TrimSuffix(ev.Entity, "s"))

@@ -74,7 +74,7 @@ func (c *ChildMirror) referencedJob(ctx context.Context, ev events.Resolved) (st
 	if jobID == "" {
 		return "", pipeline.Fault(pipeline.MissingIdentifier, ev.Action, "no job reference in the payload")
 	}
-	return c.ensureJob(ctx, events.EnsureJobRequest{JobID: strings.ToLower(jobID), LogID: ev.LogID, Fetched: job})
+	return c.ensureJob(ctx, events.EnsureJobRequest{JobID: strings.ToLower(jobID), LogID: ev.LogID, Via: store.ViaWebhook, Fetched: job})
 }
 
 // confirm checks, after the sync, that the event's id is now in its mirror

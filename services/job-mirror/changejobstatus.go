@@ -51,7 +51,7 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 				m.metrics.wipFailures.Inc()
 				log.Warn("Client WIP trigger not queued (logged only, §5.1 step 5)", "err", wipErr)
 			}
-			m.firstSeen(firstSight, events.ActionChangeJobStatus)
+			m.firstSeen(firstSight, store.ViaWebhook)
 		},
 	}, nil
 }
@@ -59,7 +59,7 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 // sight is §5.1 steps 1–2: the job, fetched from Prime, and whether this is
 // its first sight as the event saw it.
 func (m *Mirror) sight(ctx context.Context, ev events.Resolved) (sighting, error) {
-	s := sighting{numericRef: ev.NumericRef, logID: ev.LogID}
+	s := sighting{numericRef: ev.NumericRef, logID: ev.LogID, via: store.ViaWebhook}
 	var err error
 	switch {
 	case ev.JobID != "" && ev.JobInMirror:

@@ -85,6 +85,9 @@ func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply e
 		return events.EnsureJobReply{JobID: reply.JobID, Error: err.Error()}, "error"
 	}
 	reply.JobID = strings.ToLower(r.JobID)
+	// Probed by its GUID, a job the mirror lacks is new; known only by an
+	// unmapped numeric reference, it is new if the write creates its row.
+	probed := reply.JobID != ""
 	if reply.JobID == "" {
 		// Only the numeric reference: the map first (§4.1).
 		id, found, err := m.store.GetJobIDByReference(ctx, r.NumericRef)
@@ -126,12 +129,21 @@ func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply e
 	reply.JobID = strings.ToLower(job.ID)
 	_, err := m.outbox.With("jobId", reply.JobID).InTx(ctx, m.store, "first-sight hand-off", func(tx store.Store) error {
 		var err error
-		reply.FirstSight, err = writeJob(ctx, tx, sighting{job: job, numericRef: r.NumericRef, firstSight: true, logID: r.LogID})
+		reply.FirstSight, err = writeJob(ctx, tx, sighting{job: job, numericRef: r.NumericRef, firstSight: probed, logID: r.LogID, via: requestVia(r)})
 		return err
 	})
 	if err != nil {
 		return fail(err)
 	}
-	m.firstSeen(reply.FirstSight, "ensure")
+	m.firstSeen(reply.FirstSight, requestVia(r))
 	return reply, "mirrored"
+}
+
+// requestVia is the path an ensure-job request names; an older caller's
+// request with a log row is a webhook's.
+func requestVia(r events.EnsureJobRequest) string {
+	if r.Via == "" && r.LogID > 0 {
+		return store.ViaWebhook
+	}
+	return r.Via
 }

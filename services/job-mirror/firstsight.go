@@ -28,6 +28,9 @@ type sighting struct {
 	newIfRefInserted bool
 	// logID is the log row on whose behalf it is written; 0 for none.
 	logID int64
+	// via is the path the job came by (store.ViaWebhook …), for the
+	// first-sight record and the coverage report (§7.1).
+	via string
 }
 
 // writeJob mirrors a job inside tx: upsert primeJobs, save the numeric
@@ -60,7 +63,7 @@ func writeJob(ctx context.Context, tx store.Store, s sighting) (firstSight bool,
 	if !(s.firstSight || created || (s.newIfRefInserted && inserted)) {
 		return false, nil
 	}
-	claimed, err := tx.ClaimFirstSeen(ctx, jobID, s.logID)
+	claimed, err := tx.ClaimFirstSeen(ctx, jobID, s.logID, s.via)
 	if err != nil || !claimed {
 		return false, err
 	}
@@ -80,7 +83,7 @@ func writeJob(ctx context.Context, tx store.Store, s sighting) (firstSight bool,
 // job arrived.
 func (m *Mirror) firstSeen(firstSight bool, via string) {
 	if firstSight {
-		m.metrics.firstSight.WithLabelValues(via).Inc()
+		m.metrics.firstSeen(via).Inc()
 	}
 }
 

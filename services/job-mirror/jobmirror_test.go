@@ -112,7 +112,7 @@ func (t *faultyTx) QueueTriageInvite(ctx context.Context, jobID, status string) 
 func (e *env) firstSights(want float64) float64 {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got := flowtest.Counter(e.T, e.Deps.Metrics, "primeflow_jobmirror_first_sight_total", nil)
+		got := flowtest.Counter(e.T, e.Deps.Metrics, "primeflow_jobs_first_seen_total", nil)
 		if got >= want || time.Now().After(deadline) {
 			return got
 		}

@@ -3,9 +3,10 @@ package jobmirror
 import (
 	"errors"
 	"fmt"
+	"slices"
 
-	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
+	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -18,8 +19,8 @@ type collectors struct {
 func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	m := &collectors{
 		firstSight: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "primeflow_jobmirror_first_sight_total",
-			Help: "Jobs seen for the first time, whose new-job pipeline job-mirror handed off, by how they arrived: change-job-status or ensure.",
+			Name: "primeflow_jobs_first_seen_total",
+			Help: "Jobs seen for the first time, whose new-job pipeline job-mirror handed off, by the path that saw them first (§7.1): webhook, email, backstop, appointment-sweep, or unknown.",
 		}, []string{"via"}),
 		wipFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_jobmirror_clientwip_failures_total",
@@ -34,11 +35,25 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 		return nil, fmt.Errorf("job-mirror metrics: %w", err)
 	}
 	// Exported from the start, at 0: the dashboard reads 0, not "no data".
-	for _, via := range []string{events.ActionChangeJobStatus, "ensure"} {
+	for _, via := range firstSeenVias {
 		m.firstSight.WithLabelValues(via)
 	}
 	for _, r := range []string{"present", "mirrored", "not_found", "rate_limited", "error"} {
 		m.ensure.WithLabelValues(r)
 	}
 	return m, nil
+}
+
+// firstSeenVias are the paths primeflow_jobs_first_seen_total counts.
+var firstSeenVias = []string{store.ViaWebhook, store.ViaEmail, store.ViaBackstop, store.ViaAppointmentSweep, viaUnknown}
+
+// viaUnknown counts a first sight whose caller named no path.
+const viaUnknown = "unknown"
+
+// firstSeen is the first-sight counter of a path.
+func (m *collectors) firstSeen(via string) prometheus.Counter {
+	if !slices.Contains(firstSeenVias, via) {
+		via = viaUnknown
+	}
+	return m.firstSight.WithLabelValues(via)
 }

@@ -28,13 +28,6 @@ import (
 // Durable is the pipeline's consumer on PRIME_JOB.
 const Durable = events.DurableNewJobPipeline
 
-// DetectSource is the Source of the make-safe detection the pipeline asks for.
-const DetectSource = "firstseen"
-
-// DetectMsgID is the Nats-Msg-Id of a job's make-safe hand-off from the
-// pipeline: one a job, so a rerun of the pipeline cannot hand it off twice.
-func DetectMsgID(jobID string) string { return "makesafe.detect:firstseen:" + jobID }
-
 // Config is the pipeline's own configuration.
 type Config struct {
 	// Workers is how many jobs are put through the pipeline at once.
@@ -139,46 +132,30 @@ func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 	return nil
 }
 
-// run is §6 in one transaction: step 1 (queue the missing objects), step 2
-// (make-safe detection with queue-checks on, handed off through the outbox)
-// and the completed stamp, so a failure anywhere leaves nothing half done
-// and the retry runs it all again. ran is false when the job's pipeline had
-// completed already.
+// run is §6 through the one entry every path shares
+// (store.ProcessNewPrimeJob, spEthProcessNewPrimeJob): step 1 (queue the
+// missing objects), step 2 (make-safe detection with queue-checks on,
+// handed off through the outbox) and the completed stamp in one
+// transaction, so a failure anywhere leaves nothing half done and the
+// retry runs it all again. ran is false when the job's pipeline had
+// completed already. A hand-off nobody claimed (published by hand to run
+// the pipeline for a job) is claimed as ViaManual, so its progress shows.
 func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool, queued int, err error) {
+	body, err := json.Marshal(events.MakesafeDetect{JobID: jobID, QueueChecks: true, Source: events.SourceFirstSeen})
+	if err != nil {
+		return false, 0, err
+	}
+	handOff := outbox.Message(events.SubjectMakesafeDetect, events.FirstSeenDetectMsgID(jobID), body)
+	var r store.NewJobRun
 	_, err = p.outbox.With("jobId", jobID).InTx(ctx, p.store, "make-safe hand-off", func(tx store.Store) error {
-		row, found, err := tx.GetFirstSeen(ctx, jobID)
-		if err != nil {
-			return err
-		}
-		if found && row.Completed() {
-			return nil
-		}
-		if !found {
-			// A hand-off nobody claimed (published by hand to run the
-			// pipeline for a job): record it, so its progress shows.
-			if _, err := tx.ClaimFirstSeen(ctx, jobID, logID); err != nil {
-				return err
-			}
-		}
-		ran = true
-		if queued, err = tx.QueueMissingObjectsByJob(ctx, jobID); err != nil {
-			return fmt.Errorf("queue missing objects: %w", err)
-		}
-		body, err := json.Marshal(events.MakesafeDetect{JobID: jobID, QueueChecks: true, Source: DetectSource})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.InsertOutbox(ctx, []store.OutboxMessage{
-			outbox.Message(events.SubjectMakesafeDetect, DetectMsgID(jobID), body),
-		}); err != nil {
-			return fmt.Errorf("hand off make-safe detection: %w", err)
-		}
-		return tx.CompleteFirstSeen(ctx, jobID, fmt.Sprintf("Completed: %d missing objects queued, make-safe detection requested", queued))
+		var err error
+		r, err = tx.ProcessNewPrimeJob(ctx, jobID, logID, store.ViaManual, handOff)
+		return err
 	})
 	if err != nil {
 		return false, 0, err
 	}
-	return ran, queued, nil
+	return r.Ran, r.Queued, nil
 }
 
 // Main runs the pipeline as a process of its own, with an outbox sweeper.

@@ -75,7 +75,7 @@ func runMirror(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 func claim(t *testing.T, e *flowtest.Env, jobID string, logID int64, msgID string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := e.Store.ClaimFirstSeen(ctx, jobID, logID); err != nil {
+	if _, err := e.Store.ClaimFirstSeen(ctx, jobID, logID, store.ViaWebhook); err != nil {
 		t.Fatal(err)
 	}
 	publishFirstSeen(t, e, jobID, logID, msgID)
@@ -175,8 +175,8 @@ func TestPipelineQueuesMissingObjectsAndHandsOffMakeSafe(t *testing.T) {
 	is.Equal(len(queuedObjects(t, e, jobA)), 4) // §6 step 1: status histories, contacts, allocations, relationships
 	flowtest.Eventually(t, "the make-safe hand-off", func() bool { return len(detections(t, e)[jobA]) == 1 })
 	d := detections(t, e)[jobA][0]
-	is.True(d.QueueChecks)                          // §6 step 2: @QueueMakeAllocationChecks = 1
-	is.Equal(d.Source, newjobpipeline.DetectSource) // asked by the first sight
+	is.True(d.QueueChecks)                     // §6 step 2: @QueueMakeAllocationChecks = 1
+	is.Equal(d.Source, events.SourceFirstSeen) // asked by the first sight
 	flowtest.Eventually(t, "the run counted", func() bool { return runs(t, e.Deps.Metrics, "completed") == 1 })
 }
 
@@ -206,12 +206,14 @@ func TestUnclaimedHandOffIsRecorded(t *testing.T) {
 	flowtest.Eventually(t, "the pipeline completes", completed(e, jobA))
 	f, _, err := e.Store.GetFirstSeen(context.Background(), jobA)
 	is.NoErr(err)
-	is.Equal(f.LogID, int64(9)) // claimed on the way
+	is.Equal(f.LogID, int64(9))      // claimed on the way
+	is.Equal(f.Via, store.ViaManual) // as published by hand
 }
 
-// failingStore fails CompleteFirstSeen, the last write of a run's
-// transaction (after the queued objects and the outbox hand-off), while fail
-// is above zero, or blocks it until the context ends when block is set.
+// failingStore fails a run's transaction after ProcessNewPrimeJob has
+// written everything in it (the queued objects, the outbox hand-off, the
+// completed stamp) while fail is above zero, or blocks it there until the
+// context ends when block is set.
 type failingStore struct {
 	store.Store
 	fail    atomic.Int32
@@ -230,17 +232,21 @@ type failingTx struct {
 
 func (t *failingTx) InTx(ctx context.Context, fn func(store.Store) error) error { return fn(t) }
 
-func (t *failingTx) CompleteFirstSeen(ctx context.Context, jobID, status string) error {
+func (t *failingTx) ProcessNewPrimeJob(ctx context.Context, jobID string, logID int64, via string, handOff store.OutboxMessage) (store.NewJobRun, error) {
+	run, err := t.Store.ProcessNewPrimeJob(ctx, jobID, logID, via, handOff)
+	if err != nil {
+		return run, err
+	}
 	if t.f.block.Load() {
 		t.f.blocked.Add(1)
 		defer t.f.blocked.Add(-1)
 		<-ctx.Done()
-		return ctx.Err()
+		return store.NewJobRun{}, ctx.Err()
 	}
 	if t.f.fail.Add(-1) >= 0 {
-		return errors.New("primeflowJobFirstSeen is locked")
+		return store.NewJobRun{}, errors.New("primeflowJobFirstSeen is locked")
 	}
-	return t.Store.CompleteFirstSeen(ctx, jobID, status)
+	return run, nil
 }
 
 // handOffsWaiting returns the subjects of the outbox messages not yet
@@ -366,7 +372,7 @@ func TestKilledBetweenStages(t *testing.T) {
 	orphan := e.Sim.NewJob()
 	jobs = append(jobs, orphan.ID)
 	is.NoErr(e.Store.InTx(ctx, func(tx store.Store) error {
-		if _, err := tx.ClaimFirstSeen(ctx, orphan.ID, 0); err != nil {
+		if _, err := tx.ClaimFirstSeen(ctx, orphan.ID, 0, store.ViaWebhook); err != nil {
 			return err
 		}
 		body, _ := json.Marshal(events.JobFirstSeen{JobID: orphan.ID})

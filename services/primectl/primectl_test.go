@@ -290,7 +290,7 @@ func TestFirstSeen(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	for _, j := range []string{jobA, jobB, "11111111-2222-4333-8444-555555555555"} {
-		_, err := w.store.ClaimFirstSeen(ctx, j, 42)
+		_, err := w.store.ClaimFirstSeen(ctx, j, 42, store.ViaWebhook)
 		is.NoErr(err)
 	}
 	_, err := w.store.FailFirstSeen(ctx, jobB, "queue missing objects: ethSyncQueue is locked")

@@ -31,7 +31,7 @@ func TestAFailingTransactionFailsAlone(t *testing.T) {
 	for i := range 5 {
 		group = append(group, &txRequest{ctx: ctx, done: make(chan error, 1), fn: func(tx store.Store) error {
 			runs.Add(1)
-			if _, err := tx.ClaimFirstSeen(ctx, job(i), int64(i)); err != nil {
+			if _, err := tx.ClaimFirstSeen(ctx, job(i), int64(i), store.ViaWebhook); err != nil {
 				return err
 			}
 			if i == 2 {
@@ -69,7 +69,7 @@ func TestCloseAnswersEveryQueuedTransaction(t *testing.T) {
 	job := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
 	claim := func(i int) func(store.Store) error {
 		return func(tx store.Store) error {
-			_, err := tx.ClaimFirstSeen(ctx, job(i), int64(i))
+			_, err := tx.ClaimFirstSeen(ctx, job(i), int64(i), store.ViaWebhook)
 			return err
 		}
 	}

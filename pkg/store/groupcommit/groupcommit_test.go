@@ -41,7 +41,7 @@ func TestConcurrentTransactionsShareCommits(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			errs[i] = g.InTx(ctx, func(tx store.Store) error {
-				_, err := tx.ClaimFirstSeen(ctx, job(i), int64(i))
+				_, err := tx.ClaimFirstSeen(ctx, job(i), int64(i), store.ViaWebhook)
 				return err
 			})
 		})

@@ -11,7 +11,8 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 )
 
-// The procedures behind the Jobs and FirstSeens methods (sql/mssql/010_jobs.sql).
+// The procedures behind the Jobs and FirstSeens methods (sql/mssql/010_jobs.sql;
+// the first-sight claim, get and list as 051_new_job_path.sql redefines them).
 const (
 	procUpsertJob         = "dbo.spPrimeflowUpsertJob"
 	procGetJob            = "dbo.spPrimeflowGetJob"
@@ -107,13 +108,14 @@ func (s *Store) GetJob(ctx context.Context, jobID string) (store.Job, bool, erro
 }
 
 // ClaimFirstSeen records a job's first sight (spPrimeflowClaimJobFirstSeen).
-func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (bool, error) {
+func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64, via string) (bool, error) {
 	id, err := parseGUID(jobID)
 	if err != nil {
 		return false, fmt.Errorf("mssql: claim first seen: %w", err)
 	}
 	var claimed bool
-	if err := s.q().QueryRowContext(ctx, procClaimFirstSeen, sql.Named("JobId", id), sql.Named("LogId", sqlInt64(logID))).Scan(&claimed); err != nil {
+	if err := s.q().QueryRowContext(ctx, procClaimFirstSeen, sql.Named("JobId", id), sql.Named("LogId", sqlInt64(logID)),
+		sql.Named("Via", sqlString(via))).Scan(&claimed); err != nil {
 		return false, fmt.Errorf("mssql: claim first seen: %w", err)
 	}
 	return claimed, nil
@@ -123,7 +125,7 @@ func scanFirstSeen(sc sqlrows.Scanner) (store.FirstSeen, error) {
 	var f store.FirstSeen
 	var logID sql.NullInt64
 	err := sc.Scan(scanGUID{&f.JobID}, &logID, scanTime{&f.FirstSeenUTC}, scanTime{&f.PipelineCompletedUTC},
-		&f.PipelineAttempts, scanString{&f.PipelineStatus})
+		&f.PipelineAttempts, scanString{&f.PipelineStatus}, scanString{&f.Via})
 	f.LogID = logID.Int64
 	return f, err
 }

@@ -46,9 +46,9 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, _, err = s.GetJob(ctx, job)
 	try(err)
-	_, err = s.ClaimFirstSeen(ctx, job, 42)
+	_, err = s.ClaimFirstSeen(ctx, job, 42, store.ViaWebhook)
 	try(err)
-	_, err = s.ClaimFirstSeen(ctx, job, 0)
+	_, err = s.ClaimFirstSeen(ctx, job, 0, "")
 	try(err)
 	_, _, err = s.GetFirstSeen(ctx, job)
 	try(err)
@@ -76,11 +76,71 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, err = s.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations}, time.Now())
 	try(err)
+	_, err = s.ProcessNewPrimeJob(ctx, job, 42, store.ViaWebhook, store.OutboxMessage{Subject: "makesafe.detect", MsgID: "m", Data: []byte("{}")})
+	try(err)
+	_, err = s.ProcessNewPrimeJob(ctx, job, 0, "", store.OutboxMessage{Subject: "makesafe.detect", MsgID: "m", Data: []byte("{}")})
+	try(err)
+	_, err = s.RecordBackstopSeen(ctx, []string{job, "not-a-guid"}, time.Now())
+	try(err)
+	_, _, err = s.GetSweepWatermark(ctx, "jobs-by-date")
+	try(err)
+	try(s.SetSweepWatermark(ctx, "jobs-by-date", time.Now()))
+	_, err = s.ListJobCoverage(ctx, time.Now().Add(-time.Hour))
+	try(err)
+	_, err = s.WebhookActionCoverage(ctx, time.Now().Add(-time.Hour))
+	try(err)
+	_, err = s.WebhookActionCoverage(ctx, time.Time{})
+	try(err)
 	for _, err := range errs {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
-	checkCalls(t, rec, scriptModules(t, "010_jobs.sql", "011_job_triggers.sql", "012_sync_queue.sql"), fitsNullable, nil)
+	// 051 redefines the first-sight procedures of 010 (a later CREATE OR
+	// ALTER wins) and brings the new-job path's own.
+	checkCalls(t, rec, scriptModules(t, "010_jobs.sql", "011_job_triggers.sql", "012_sync_queue.sql", "051_new_job_path.sql"), fitsNullable, nil)
+}
+
+// The email path's receipt: every method calls a procedure of 050 that
+// fits, and every procedure there is called.
+func TestEmailReceiptCallsMatchTheProcedures(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, rec := recording(t)
+	const msg = "<a1b2@notifications.primeeco.tech>"
+	var errs []error
+	try := func(err error) { errs = append(errs, err) }
+	_, _, err := s.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: msg, Subject: "New job", ReceivedUTC: time.Now(), From: "x@y", BodyPreview: "p"})
+	try(err)
+	_, _, err = s.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: msg})
+	try(err)
+	try(s.UpdateEmailReceipt(ctx, store.EmailReceipt{InternetMessageID: msg, JobID: "2262480", JobIDKind: "numeric", NumericReference: 2262480,
+		JobNumber: "J014370", PrimeJobID: "0B6A3C52-3E0F-4A57-9A39-2F1D7C1E4B10", Outcome: store.EmailProcessed, Attempts: 1,
+		MovedUTC: time.Now(), MovedTo: store.EmailProcessed}))
+	try(s.UpdateEmailReceipt(ctx, store.EmailReceipt{InternetMessageID: msg, Outcome: store.EmailPending}))
+	_, _, err = s.GetEmailReceipt(ctx, msg)
+	try(err)
+	for _, err := range errs {
+		is.True(errors.Is(err, errRecorded)) // every method reached the database
+	}
+	checkCalls(t, rec, scriptModules(t, "050_email_intake.sql"), fitsNullable, nil)
+}
+
+// The spec's names: spPrimeEmailJobRegisteredInsert takes the flow's one
+// argument first (§7 "SQL Log Request"), spEthProcessNewPrimeJob @JobId
+// (§7.1), and what primeflow adds after them can be left out.
+func TestNewJobPathSpecProcedures(t *testing.T) {
+	mods := modules(t, loaded(t))
+	for proc, first := range map[string]string{"spPrimeEmailJobRegisteredInsert": "BodyPreview", "spEthProcessNewPrimeJob": "JobId"} {
+		t.Run(proc, func(t *testing.T) {
+			is := is.New(t)
+			m, ok := mods[proc]
+			is.True(ok) // spelled as the spec spells it
+			is.Equal(m.params[0].name, first)
+			for _, p := range m.params[1:] {
+				is.True(p.optional()) // the spec's call still runs
+			}
+		})
+	}
 }
 
 // The spec's procedure names, with the parameter §6 gives.
@@ -111,7 +171,7 @@ func TestJobAreaNoCallForImpossibleArguments(t *testing.T) {
 	is.True(!found)
 	_, err = s.UpsertJob(ctx, store.Job{JobID: "259047"})
 	is.True(err != nil && !errors.Is(err, errRecorded)) // a job id must be a GUID
-	_, err = s.ClaimFirstSeen(ctx, "259047", 1)
+	_, err = s.ClaimFirstSeen(ctx, "259047", 1, store.ViaWebhook)
 	is.True(err != nil && !errors.Is(err, errRecorded)) // so must a claimed one
 	queued, err := s.QueueTriageInvite(ctx, "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", "")
 	is.NoErr(err)

@@ -25,7 +25,7 @@ var (
 	getJobVersionSQL  = prepare(`SELECT version FROM primeJobs WHERE jobId = ?`)
 	insertJobSQL      = prepare(`INSERT INTO primeJobs (` + jobColumns + `) VALUES (` + placeholders(jobColumnCount) + `)`)
 	getJobSQL         = prepare(`SELECT ` + jobColumns + ` FROM primeJobs WHERE jobId = ?`)
-	claimFirstSeenSQL = prepare(`INSERT INTO primeflowJobFirstSeen (jobId, logId, firstSeenUTC) VALUES (?, ?, ?)
+	claimFirstSeenSQL = prepare(`INSERT INTO primeflowJobFirstSeen (jobId, logId, firstSeenUTC, via) VALUES (?, ?, ?, ?)
 		ON CONFLICT (jobId) DO NOTHING`)
 )
 
@@ -104,12 +104,16 @@ func (s *Store) GetJob(ctx context.Context, jobID string) (store.Job, bool, erro
 }
 
 // ClaimFirstSeen records a job's first sight; the primary key lets one claim win.
-func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (bool, error) {
+func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64, via string) (bool, error) {
+	return claimFirstSeen(ctx, s.w(), jobID, logID, via)
+}
+
+func claimFirstSeen(ctx context.Context, q sqlrows.Querier, jobID string, logID int64, via string) (bool, error) {
 	var log any
 	if logID > 0 {
 		log = logID
 	}
-	res, err := s.w().ExecContext(ctx, claimFirstSeenSQL, strings.ToLower(jobID), log, formatTime(time.Now()))
+	res, err := q.ExecContext(ctx, claimFirstSeenSQL, strings.ToLower(jobID), log, formatTime(time.Now()), nullString(via))
 	if err != nil {
 		return false, fmt.Errorf("sqlite: claim first seen: %w", err)
 	}
@@ -120,12 +124,13 @@ func (s *Store) ClaimFirstSeen(ctx context.Context, jobID string, logID int64) (
 	return n == 1, nil
 }
 
-const firstSeenColumns = `jobId, logId, firstSeenUTC, pipelineCompletedUTC, pipelineAttempts, pipelineStatus`
+const firstSeenColumns = `jobId, logId, firstSeenUTC, pipelineCompletedUTC, pipelineAttempts, pipelineStatus, via`
 
 func scanFirstSeen(sc sqlrows.Scanner) (store.FirstSeen, error) {
 	var f store.FirstSeen
 	var logID sql.NullInt64
-	err := sc.Scan(&f.JobID, &logID, scanTime{&f.FirstSeenUTC}, scanTime{&f.PipelineCompletedUTC}, &f.PipelineAttempts, scanString{&f.PipelineStatus})
+	err := sc.Scan(&f.JobID, &logID, scanTime{&f.FirstSeenUTC}, scanTime{&f.PipelineCompletedUTC}, &f.PipelineAttempts,
+		scanString{&f.PipelineStatus}, scanString{&f.Via})
 	f.LogID = logID.Int64
 	return f, err
 }

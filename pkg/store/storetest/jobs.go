@@ -209,18 +209,19 @@ func testFirstSeen(t *testing.T, open Opener) {
 		is.True(!found) // never seen
 
 		before := time.Now().Add(-time.Second)
-		claimed, err := s.ClaimFirstSeen(ctx, strings.ToUpper(jobA), 42)
+		claimed, err := s.ClaimFirstSeen(ctx, strings.ToUpper(jobA), 42, store.ViaWebhook)
 		is.NoErr(err)
 		is.True(claimed) // the first claim wins
-		claimed, err = s.ClaimFirstSeen(ctx, jobA, 43)
+		claimed, err = s.ClaimFirstSeen(ctx, jobA, 43, store.ViaEmail)
 		is.NoErr(err)
 		is.True(!claimed) // a second claim does not
 
 		row, found, err := s.GetFirstSeen(ctx, jobA)
 		is.NoErr(err)
 		is.True(found)
-		is.Equal(row.JobID, jobA)      // lower-case
-		is.Equal(row.LogID, int64(42)) // the first claimer's row
+		is.Equal(row.JobID, jobA)           // lower-case
+		is.Equal(row.LogID, int64(42))      // the first claimer's row
+		is.Equal(row.Via, store.ViaWebhook) // and path
 		is.True(!row.FirstSeenUTC.Before(before))
 		is.True(!row.Completed()) // the pipeline is pending
 		is.Equal(row.PipelineAttempts, 0)
@@ -269,15 +270,16 @@ func testFirstSeen(t *testing.T, open Opener) {
 	t.Run("list states and limit", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)
-		claimed, err := s.ClaimFirstSeen(ctx, jobA, 0)
+		claimed, err := s.ClaimFirstSeen(ctx, jobA, 0, "")
 		is.NoErr(err)
 		is.True(claimed)
-		claimed, err = s.ClaimFirstSeen(ctx, jobB, 7)
+		claimed, err = s.ClaimFirstSeen(ctx, jobB, 7, store.ViaWebhook)
 		is.NoErr(err)
 		is.True(claimed)
 		row, _, err := s.GetFirstSeen(ctx, jobA)
 		is.NoErr(err)
 		is.Equal(row.LogID, int64(0)) // no log row (an ensure-job request)
+		is.Equal(row.Via, "")         // nor a path
 		all, err := s.ListFirstSeen(ctx, store.FirstSeenAny, 0)
 		is.NoErr(err)
 		is.Equal(len(all), 2) // both
@@ -297,7 +299,7 @@ func testFirstSeen(t *testing.T, open Opener) {
 		won := make([]bool, n)
 		errs := make([]error, n)
 		for i := range n {
-			wg.Go(func() { won[i], errs[i] = s.ClaimFirstSeen(ctx, jobA, int64(i+1)) })
+			wg.Go(func() { won[i], errs[i] = s.ClaimFirstSeen(ctx, jobA, int64(i+1), store.ViaBackstop) })
 		}
 		wg.Wait()
 		winners := 0

@@ -33,4 +33,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("SMSQueue", func(t *testing.T) { testSMSQueue(t, open) })
 	t.Run("Optimo", func(t *testing.T) { testOptimo(t, open) })
 	t.Run("Callers", func(t *testing.T) { testCallers(t, open) })
+	t.Run("NewJobPath", func(t *testing.T) { testNewJobPath(t, open) })
+	t.Run("EmailReceipts", func(t *testing.T) { testEmailReceipts(t, open) })
+	t.Run("Coverage", func(t *testing.T) { testCoverage(t, open) })
 }
