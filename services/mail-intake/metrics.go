@@ -1,0 +1,57 @@
+package mailintake
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	messages *prometheus.CounterVec
+	polls    *prometheus.CounterVec
+	waits    *prometheus.CounterVec
+	backlog  prometheus.Gauge
+}
+
+// newMetrics registers the intake's metrics; oldest is how long the oldest
+// message has waited in the folder.
+func newMetrics(reg prometheus.Registerer, oldest func() time.Duration) (*metrics, error) {
+	m := &metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_mailintake_messages_total",
+			Help: "New-job emails by outcome: processed (job made sure of, moved to MAIL_PROCESSED_FOLDER), failed (moved to MAIL_FAILED_FOLDER after its last attempt), retry (an attempt failed; tried again at the next poll), reopened (moved back into the folder by a person).",
+		}, []string{"outcome"}),
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_mailintake_polls_total",
+			Help: "Polls of MAIL_FOLDER by result: ok, failed (the folder could not be listed).",
+		}, []string{"result"}),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primeflow_mailintake_waits_total",
+			Help: "Waits that counted no attempt, by reason: throttled (Graph's 429), unavailable (Graph's 5xx or no answer), job_mirror (Prime's rate limit, or job-mirror not answering).",
+		}, []string{"reason"}),
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "primeflow_mailintake_folder_messages",
+			Help: "Messages in MAIL_FOLDER: as the last poll listed them, less those moved out since.",
+		}),
+	}
+	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "primeflow_mailintake_oldest_message_age_seconds",
+		Help: "How long the oldest message still in MAIL_FOLDER has been there (since its receivedDateTime); 0 when the folder is empty.",
+	}, func() float64 { return oldest().Seconds() })
+	for vec, values := range map[*prometheus.CounterVec][]string{
+		m.messages: {"processed", "failed", "retry", "reopened"},
+		m.polls:    {"ok", "failed"},
+		m.waits:    {"throttled", "unavailable", "job_mirror"},
+	} {
+		for _, v := range values {
+			vec.WithLabelValues(v) // served at 0 from the start
+		}
+	}
+	for _, c := range []prometheus.Collector{m.messages, m.polls, m.waits, m.backlog, age} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("mail-intake metrics: %w", err)
+		}
+	}
+	return m, nil
+}
