@@ -162,6 +162,31 @@ func (e *Env) Fire(action, id string) int64 {
 	return e.Publish(action, string(body))
 }
 
+// Published returns the bodies of the messages a stream holds on subject,
+// oldest first.
+func (e *Env) Published(stream, subject string) [][]byte {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := e.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	var out [][]byte
+	for range info.NumPending {
+		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		out = append(out, msg.Data())
+	}
+	return out
+}
+
 // Row reads a log row.
 func (e *Env) Row(id int64) store.WebhookLogRow {
 	e.T.Helper()

@@ -18,7 +18,6 @@ import (
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
 	"github.com/ethosbuilding/primeflow/services/resolver"
 	"github.com/matryer/is"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // statusICM is the Initial-Contact-Made status the tests configure (§5.1 step 6).
@@ -123,23 +122,9 @@ func (e *env) firstSights(want float64) float64 {
 // handoffs counts the first-sight messages of a job on PRIME_JOB.
 func (e *env) handoffs(jobID string) int {
 	e.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cons, err := e.JS.OrderedConsumer(ctx, events.StreamJob, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectJobFirstSeen}})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		e.T.Fatal(err)
-	}
 	n := 0
-	for range info.NumPending {
-		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			e.T.Fatal(err)
-		}
-		if strings.Contains(string(msg.Data()), jobID) {
+	for _, body := range e.Published(events.StreamJob, events.SubjectJobFirstSeen) {
+		if strings.Contains(string(body), jobID) {
 			n++
 		}
 	}

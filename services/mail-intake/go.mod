@@ -8,7 +8,6 @@ require (
 	github.com/ethosbuilding/primeflow/services/newjob-pipeline v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
 	github.com/matryer/is v1.4.1
-	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
 )
 
@@ -33,6 +32,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
 	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
+	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect

@@ -23,7 +23,6 @@ import (
 	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
 	"github.com/ethosbuilding/primeflow/services/resolver"
 	"github.com/matryer/is"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The folders of graphsim.DefaultFolders.
@@ -145,26 +144,12 @@ func (e *env) jobGets() int64 { return e.Sim.Stats().ByEndpoint["GET /jobs/{id}"
 // published counts a job's messages on a stream's subject.
 func (e *env) published(stream, subject, jobID string) int {
 	e.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cons, err := e.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		e.T.Fatal(err)
-	}
 	n := 0
-	for range info.NumPending {
-		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			e.T.Fatal(err)
-		}
-		var body struct {
+	for _, body := range e.Published(stream, subject) {
+		var m struct {
 			JobID string `json:"jobId"`
 		}
-		if json.Unmarshal(msg.Data(), &body) == nil && body.JobID == jobID {
+		if json.Unmarshal(body, &m) == nil && m.JobID == jobID {
 			n++
 		}
 	}
