@@ -250,3 +250,35 @@ type SweepReply struct {
 	Error        string `json:"error,omitempty"`
 	RetryAfterMS int64  `json:"retryAfterMs,omitempty"`
 }
+
+// SubjectSweepJobs is the request/reply endpoint of job-mirror's jobs-by-date
+// backstop ("Prime Sync Jobs by Date", §7): sweep now, besides the schedule
+// (JOBS_SWEEP_EVERY). Request JobsSweepRequest, reply JobsSweepReply.
+const SubjectSweepJobs = "primeflow.jobmirror.sweepjobs"
+
+// JobsSweepRequest asks job-mirror for a jobs-by-date sweep.
+type JobsSweepRequest struct {
+	// Source says who asked, for the logs.
+	Source string `json:"source,omitempty"`
+}
+
+// JobsSweepReply says what a jobs-by-date sweep did. Error is set when it
+// stopped before the end of the list (RetryAfterMS when Prime's rate limit
+// stopped it); the watermark then stays where it was.
+type JobsSweepReply struct {
+	// FromUTC is where the list started: the watermark less the overlap.
+	FromUTC time.Time `json:"fromUTC"`
+	// WatermarkUTC is where the next sweep starts from, less the overlap.
+	WatermarkUTC time.Time `json:"watermarkUTC"`
+	Pages        int       `json:"pages"`
+	Listed       int       `json:"listed"`
+	// Unchanged were mirrored at that version already (no write, no call).
+	Unchanged int `json:"unchanged"`
+	// Updated were mirrored at an older version, now written.
+	Updated int `json:"updated"`
+	// FirstSight were new to the mirror: first sight and the pipeline.
+	FirstSight   int    `json:"firstSight"`
+	Failed       int    `json:"failed"`
+	Error        string `json:"error,omitempty"`
+	RetryAfterMS int64  `json:"retryAfterMs,omitempty"`
+}

@@ -19,22 +19,26 @@ import (
 // events.SubjectEnsureJob.
 const EndpointEnsure = "ensure"
 
-// serveEnsure adds the ensure-job endpoint as the micro service
-// "job-mirror" (`nats micro ls`, `nats micro stats job-mirror`). Requests
-// share a queue group, so each is answered by one instance. An instance
-// answers its requests one at a time: most are a mirror lookup, and the
-// rest wait on Prime's budget, which the shared client paces anyway.
-func (m *Mirror) serveEnsure(ctx context.Context) (micro.Service, error) {
+// serve adds the micro service "job-mirror" (`nats micro ls`, `nats micro
+// stats job-mirror`) with its endpoints: ensure-job, and the jobs sweep
+// (backstop.go). Requests share a queue group, so each is answered by one
+// instance. An instance answers its ensure-job requests one at a time: most
+// are a mirror lookup, and the rest wait on Prime's budget, which the
+// shared client paces anyway.
+func (m *Mirror) serve(ctx context.Context) (micro.Service, error) {
 	svc, err := micro.AddService(m.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     "1.0.0",
-		Description: "Mirrors Prime jobs: ensure a job is in primeJobs before a child row is written (§4.3).",
+		Description: "Mirrors Prime jobs: ensure a job is in primeJobs before a child row is written (§4.3); sweep the jobs updated since the last sweep (the backstop, §7).",
 	})
 	if err != nil {
 		return nil, err
 	}
 	if err := svc.AddEndpoint(EndpointEnsure, micro.ContextHandler(ctx, m.handleEnsure),
 		micro.WithEndpointSubject(events.SubjectEnsureJob)); err != nil {
+		return nil, errors.Join(err, svc.Stop())
+	}
+	if err := m.serveSweepJobs(ctx, svc); err != nil {
 		return nil, errors.Join(err, svc.Stop())
 	}
 	return svc, nil

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/coalesce"
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
@@ -26,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 )
 
 // Durable is job-mirror's consumer on PRIME_RESOLVED.
@@ -49,6 +51,18 @@ type Config struct {
 	// OutboxSweep is how often a job-mirror running on its own sweeps the
 	// outbox for first-sight hand-offs whose publish failed.
 	OutboxSweep time.Duration `env:"JOB_MIRROR_OUTBOX_SWEEP" envDefault:"10s"`
+	// JobsSweepEvery is how often the jobs-by-date backstop sweeps ("Prime
+	// Sync Jobs by Date"), and once at start; off sweeps only when asked
+	// (events.SubjectSweepJobs).
+	JobsSweepEvery Every `env:"JOBS_SWEEP_EVERY" envDefault:"15m"`
+	// JobsSweepOverlap is how far before its watermark a sweep lists from.
+	JobsSweepOverlap time.Duration `env:"JOBS_SWEEP_OVERLAP" envDefault:"10m"`
+	// JobsSweepFirst is how far back the first sweep lists, with no
+	// watermark yet.
+	JobsSweepFirst time.Duration `env:"JOBS_SWEEP_FIRST" envDefault:"24h"`
+	// JobsSweepTimeout bounds one sweep; one it cuts short starts again
+	// from the same watermark.
+	JobsSweepTimeout time.Duration `env:"JOBS_SWEEP_TIMEOUT" envDefault:"10m"`
 }
 
 // Validate reports the settings job-mirror cannot run with, naming their
@@ -57,6 +71,9 @@ type Config struct {
 func (c Config) Validate() error {
 	if c.Workers <= 0 || c.EnsureTimeout <= 0 {
 		return errors.New("job-mirror: JOB_MIRROR_WORKERS and JOB_MIRROR_ENSURE_TIMEOUT must be above zero")
+	}
+	if c.JobsSweepOverlap < 0 || c.JobsSweepFirst <= 0 || c.JobsSweepTimeout <= 0 {
+		return errors.New("job-mirror: JOBS_SWEEP_FIRST and JOBS_SWEEP_TIMEOUT must be above zero, JOBS_SWEEP_OVERLAP not below")
 	}
 	return checkTriageStatus(c.TriageInitialContactMadeStatusID)
 }
@@ -80,9 +97,11 @@ func (c Config) ValidateRealPrime() error {
 func DefaultConfig() Config { return config.MustDefaults[Config]() }
 
 // PrimeAPI is what job-mirror asks Prime: the job, by GUID or numeric
-// reference (§4.1). *prime.Client is one.
+// reference (§4.1), and, for the backstop, the jobs updated since a time, a
+// page at a time. *prime.Client is one.
 type PrimeAPI interface {
 	GetJob(ctx context.Context, identifier string) (prime.Job, error)
+	ListJobsUpdatedSince(ctx context.Context, since time.Time, page int) (prime.Page[prime.Job], error)
 }
 
 // Mirror is the job-mirror service.
@@ -97,6 +116,8 @@ type Mirror struct {
 	outbox  *outbox.Publisher
 	stage   *pipeline.Stage
 	metrics *collectors
+	// backstop serialises the jobs-by-date sweeps.
+	backstop backstop
 }
 
 // ErrNoTriageStatus: job-mirror on a real Prime needs
@@ -140,16 +161,25 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
 	}, nil
 }
 
-// Run consumes change-job-status events and serves ensure-job requests
-// until ctx ends.
+// Run consumes change-job-status events, serves ensure-job and jobs-sweep
+// requests and sweeps on JOBS_SWEEP_EVERY until ctx ends.
 func (m *Mirror) Run(ctx context.Context) error {
-	return service.WhileServing(ctx, m.log, m.serveEnsure, func(ctx context.Context) error {
-		return consume.Run(ctx, m.js, consume.Spec{
-			Stream:   events.ConsumerJobMirror.Stream,
-			Durable:  events.ConsumerJobMirror.Durable,
-			Subjects: events.ConsumerJobMirror.Subjects,
-			Workers:  m.cfg.Workers,
-		}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
+	return service.WhileServing(ctx, m.log, m.serve, func(ctx context.Context) error {
+		var g errgroup.Group
+		if every := time.Duration(m.cfg.JobsSweepEvery); every > 0 {
+			loop := coalesce.New(func(ctx context.Context) { m.sweepJobs(ctx, "schedule") }, coalesce.Every(every))
+			loop.Request() // and once at start
+			g.Go(func() error { return loop.Run(ctx) })
+		}
+		g.Go(func() error {
+			return consume.Run(ctx, m.js, consume.Spec{
+				Stream:   events.ConsumerJobMirror.Stream,
+				Durable:  events.ConsumerJobMirror.Durable,
+				Subjects: events.ConsumerJobMirror.Subjects,
+				Workers:  m.cfg.Workers,
+			}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
+		})
+		return g.Wait()
 	})
 }
 

@@ -33,11 +33,14 @@ type env struct {
 type options struct {
 	faults *faultyStore
 	sim    primesim.Options
+	prime  func(*prime.Config)
+	// config adjusts job-mirror's configuration.
+	config func(*jobmirror.Config)
 }
 
 func start(t *testing.T, o options) *env {
 	t.Helper()
-	e := &env{Env: flowtest.New(t, flowtest.Options{Sim: o.sim}), faults: o.faults}
+	e := &env{Env: flowtest.New(t, flowtest.Options{Sim: o.sim, PrimeConfig: o.prime}), faults: o.faults}
 	rc := resolver.DefaultConfig()
 	rc.Lanes, rc.LaneWait, rc.Backoff = 8, 20*time.Second, retry.Backoff{10 * time.Millisecond}
 	r, err := resolver.New(rc, e.Deps, e.Prime)
@@ -52,6 +55,10 @@ func start(t *testing.T, o options) *env {
 	}
 	mc := jobmirror.DefaultConfig()
 	mc.TriageInitialContactMadeStatusID, mc.Workers, mc.EnsureTimeout = statusICM, 8, 5*time.Second
+	mc.JobsSweepEvery = jobmirror.SweepOff // the backstop's tests turn it on
+	if o.config != nil {
+		o.config(&mc)
+	}
 	m, err := jobmirror.New(mc, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
@@ -21,7 +22,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dataDir})} // the database Main opens
-	logs, stop := e.RunMain(jobmirror.Main, e.MainVars(dataDir, map[string]string{"JOB_MIRROR_OUTBOX_SWEEP": "50ms", "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": statusICM}))
+	logs, stop := e.RunMain(jobmirror.Main, e.MainVars(dataDir, map[string]string{"JOB_MIRROR_OUTBOX_SWEEP": "50ms", "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": statusICM, "JOBS_SWEEP_EVERY": "off"}))
 	flowtest.Eventually(t, "job-mirror consuming", func() bool {
 		_, err := e.JS.Consumer(ctx, events.StreamResolved, jobmirror.Durable)
 		return err == nil
@@ -76,5 +77,21 @@ func TestMainNeedsATriageStatus(t *testing.T) {
 			is.True(strings.Contains(err.Error(), "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID")) // naming the setting
 			is.True(strings.Contains(err.Error(), tc.says))
 		})
+	}
+}
+
+// JOBS_SWEEP_EVERY: a duration, or off; anything else is refused, naming it.
+func TestJobsSweepEvery(t *testing.T) {
+	for v, want := range map[string]jobmirror.Every{"": jobmirror.Every(15 * time.Minute), "off": jobmirror.SweepOff, "0": jobmirror.SweepOff, "1h": jobmirror.Every(time.Hour)} {
+		is := is.New(t)
+		var c jobmirror.Config
+		is.NoErr(config.Parse(func(k string) string { return map[string]string{"JOBS_SWEEP_EVERY": v}[k] }, &c))
+		is.Equal(c.JobsSweepEvery, want) // read as meant
+	}
+	for _, v := range []string{"hourly", "-5m"} {
+		is := is.New(t)
+		var c jobmirror.Config
+		err := config.Parse(func(k string) string { return map[string]string{"JOBS_SWEEP_EVERY": v}[k] }, &c)
+		is.True(err != nil && strings.Contains(err.Error(), "JOBS_SWEEP_EVERY")) // refused, naming the variable
 	}
 }

@@ -11,9 +11,12 @@ import (
 )
 
 type collectors struct {
-	firstSight  *prometheus.CounterVec
-	wipFailures prometheus.Counter
-	ensure      *prometheus.CounterVec
+	firstSight    *prometheus.CounterVec
+	wipFailures   prometheus.Counter
+	ensure        *prometheus.CounterVec
+	jobsSweeps    *prometheus.CounterVec
+	jobsSwept     *prometheus.CounterVec
+	jobsWatermark prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*collectors, error) {
@@ -31,15 +34,34 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 			Help: "Ensure-job requests (§4.3) by result: present, mirrored, not_found, rate_limited, error.",
 		}, []string{"result"}),
 	}
-	if err := errors.Join(metrics.Register(reg, &m.firstSight), metrics.Register(reg, &m.wipFailures), metrics.Register(reg, &m.ensure)); err != nil {
+	m.jobsSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "primeflow_jobmirror_jobs_sweeps_total",
+		Help: "Jobs-by-date sweeps (the backstop) by result: ok (the whole list went through; the watermark moved), rate_limited (stopped by Prime's rate limit), stopped (a page or a job failed, or the deadline came). A sweep that did not finish leaves the watermark.",
+	}, []string{"result"})
+	m.jobsSwept = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "primeflow_jobmirror_jobs_swept_total",
+		Help: "Jobs the jobs-by-date sweeps listed, by outcome: unchanged (mirrored at that version: no write, no call), updated, first_sight (new to the mirror: the new-job pipeline handed off), failed.",
+	}, []string{"outcome"})
+	m.jobsWatermark = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "primeflow_jobmirror_jobs_sweep_watermark_seconds",
+		Help: "The jobs-by-date sweep's watermark (Unix time): the newest updatedAt its last finished sweep listed. Alert when it stops moving.",
+	})
+	if err := errors.Join(metrics.Register(reg, &m.firstSight), metrics.Register(reg, &m.wipFailures), metrics.Register(reg, &m.ensure),
+		metrics.Register(reg, &m.jobsSweeps), metrics.Register(reg, &m.jobsSwept), metrics.Register(reg, &m.jobsWatermark)); err != nil {
 		return nil, fmt.Errorf("job-mirror metrics: %w", err)
 	}
 	// Exported from the start, at 0: the dashboard reads 0, not "no data".
 	for _, via := range firstSeenVias {
 		m.firstSight.WithLabelValues(via)
 	}
-	for _, r := range []string{"present", "mirrored", "not_found", "rate_limited", "error"} {
-		m.ensure.WithLabelValues(r)
+	for vec, values := range map[*prometheus.CounterVec][]string{
+		m.ensure:     {"present", "mirrored", "not_found", "rate_limited", "error"},
+		m.jobsSweeps: {"ok", "rate_limited", "stopped"},
+		m.jobsSwept:  {"unchanged", "updated", "first_sight", "failed"},
+	} {
+		for _, v := range values {
+			vec.WithLabelValues(v)
+		}
 	}
 	return m, nil
 }

@@ -1,0 +1,234 @@
+package jobmirror
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// WatermarkJobsByDate names the backstop's watermark (primeflowSweepWatermark).
+const WatermarkJobsByDate = "jobs-by-date"
+
+// EndpointSweepJobs is the backstop's micro endpoint; its subject is
+// events.SubjectSweepJobs.
+const EndpointSweepJobs = "sweep-jobs"
+
+// Every is an interval that may be off: a duration, or "off" (or 0) for
+// none. The zero Every is off.
+type Every time.Duration
+
+// SweepOff is the Every that never sweeps.
+const SweepOff Every = 0
+
+// UnmarshalText reads a duration, "0" or "off".
+func (e *Every) UnmarshalText(b []byte) error {
+	v := strings.TrimSpace(string(b))
+	if strings.EqualFold(v, "off") {
+		*e = SweepOff
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a duration or \"off\": %w", err)
+	case d < 0:
+		return fmt.Errorf("%s: a negative interval", v)
+	}
+	*e = Every(d)
+	return nil
+}
+
+// String is the interval, or "off".
+func (e Every) String() string {
+	if e <= 0 {
+		return "off"
+	}
+	return time.Duration(e).String()
+}
+
+// backstop is the jobs-by-date sweep ("Prime Sync Jobs by Date", the
+// scheduled backstop of §7): the safety net for a job no webhook and no
+// email brought. One sweep runs at a time.
+type backstop struct {
+	mu sync.Mutex
+}
+
+// serveSweepJobs adds the backstop's endpoint to job-mirror's micro
+// service: a sweep by hand, whatever JOBS_SWEEP_EVERY says.
+func (m *Mirror) serveSweepJobs(ctx context.Context, svc micro.Service) error {
+	return svc.AddEndpoint(EndpointSweepJobs, micro.ContextHandler(ctx, m.handleSweepJobs),
+		micro.WithEndpointSubject(events.SubjectSweepJobs))
+}
+
+func (m *Mirror) handleSweepJobs(ctx context.Context, req micro.Request) {
+	var r events.JobsSweepRequest
+	if len(req.Data()) > 0 {
+		if err := json.Unmarshal(req.Data(), &r); err != nil {
+			if err := req.Error("400", "not a jobs sweep request: want {} or {\"source\":\"…\"}", nil); err != nil {
+				m.log.Warn("jobs sweep: answering", "err", err)
+			}
+			return
+		}
+	}
+	reply, result := m.sweepJobs(ctx, r.Source)
+	body, _ := json.Marshal(reply) // a struct of strings, times and numbers always marshals
+	var err error
+	switch result {
+	case "rate_limited":
+		err = req.Error("429", "jobs sweep stopped: rate limited by Prime", body)
+	case "stopped":
+		err = req.Error("500", "jobs sweep stopped before the end of the list", body)
+	default:
+		err = req.Respond(body)
+	}
+	if err != nil {
+		m.log.Warn("jobs sweep: answering", "err", err)
+	}
+}
+
+// sweepJobs lists the jobs Prime updated since the watermark, less the
+// overlap window (JOBS_SWEEP_OVERLAP: a job whose change Prime committed
+// late, or clocks that disagree), newest first, one call a page, and puts
+// each through the one first-sight path: a job the mirror holds at that
+// version costs nothing more; one at an older version is written; one the
+// mirror lacks is written, claimed as first seen (via backstop) and handed
+// to the new-job pipeline. The watermark moves to the newest updatedAt
+// listed only when the whole list went through: a sweep that stops (Prime's
+// rate limit, a failed page, a job that could not be written, the
+// deadline) leaves it, and the next sweep starts from the same place. A
+// hold on Prime's budget stops the sweep at once, so that it never queues
+// up behind the webhook events for the budget they share. result labels
+// the outcome: ok, rate_limited or stopped.
+func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.JobsSweepReply, result string) {
+	m.backstop.mu.Lock()
+	defer m.backstop.mu.Unlock()
+	defer func() { m.metrics.jobsSweeps.WithLabelValues(result).Inc() }()
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.JobsSweepTimeout)
+	defer cancel()
+	ctx = prime.FailOnHold(ctx)
+	log := m.log.With("sweep", WatermarkJobsByDate, "source", source)
+	stop := func(err error) (events.JobsSweepReply, string) {
+		reply.Error = err.Error()
+		if after := retry.Delay(err); after > 0 {
+			reply.RetryAfterMS = max(after.Milliseconds(), 1)
+			log.Warn("jobs sweep stopped by Prime's rate limit: the next one starts from the same watermark", "retryAfter", after, "reply", reply)
+			return reply, "rate_limited"
+		}
+		if parent.Err() != nil {
+			log.Info("jobs sweep cut short by the shutdown: the next one starts from the same watermark", "reply", reply)
+		} else {
+			log.Error("jobs sweep stopped: the next one starts from the same watermark", "err", err, "reply", reply)
+		}
+		return reply, "stopped"
+	}
+
+	watermark, found, err := m.store.GetSweepWatermark(ctx, WatermarkJobsByDate)
+	if err != nil {
+		return stop(fmt.Errorf("read the watermark: %w", err))
+	}
+	reply.WatermarkUTC = watermark
+	reply.FromUTC = watermark.Add(-m.cfg.JobsSweepOverlap)
+	if found {
+		m.metrics.jobsWatermark.Set(float64(watermark.Unix()))
+	} else {
+		reply.FromUTC = time.Now().Add(-m.cfg.JobsSweepFirst)
+	}
+	newest := watermark
+	for n := 1; ; n++ {
+		page, err := m.prime.ListJobsUpdatedSince(ctx, reply.FromUTC, n)
+		if err != nil {
+			return stop(fmt.Errorf("list page %d: %w", n, err))
+		}
+		reply.Pages++
+		reply.Listed += len(page.Records)
+		ids := make([]string, len(page.Records))
+		for i, j := range page.Records {
+			ids[i] = j.ID
+		}
+		if _, err := m.store.RecordBackstopSeen(ctx, ids, time.Now()); err != nil {
+			return stop(fmt.Errorf("record what page %d listed: %w", n, err))
+		}
+		for _, j := range page.Records {
+			if err := m.sweepJob(ctx, log, j, &reply); err != nil {
+				return stop(fmt.Errorf("job %s: %w", j.ID, err))
+			}
+			if j.UpdatedAt.After(newest) {
+				newest = j.UpdatedAt.Time
+			}
+		}
+		if page.Last() {
+			break
+		}
+	}
+	if reply.Failed > 0 {
+		return stop(fmt.Errorf("%d of %d jobs could not be mirrored", reply.Failed, reply.Listed))
+	}
+	if newest.After(watermark) {
+		if err := m.store.SetSweepWatermark(ctx, WatermarkJobsByDate, newest); err != nil {
+			return stop(fmt.Errorf("move the watermark: %w", err))
+		}
+		reply.WatermarkUTC = newest
+	}
+	m.metrics.jobsWatermark.Set(float64(reply.WatermarkUTC.Unix()))
+	log.Info("jobs sweep finished", "reply", reply)
+	return reply, "ok"
+}
+
+// sweepJob puts one listed job through the first-sight path and counts it.
+// A job that cannot be written is counted and the sweep goes on; what it
+// returns stops the sweep: the deadline.
+func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, reply *events.JobsSweepReply) error {
+	count := func(outcome string, n *int) {
+		*n++
+		m.metrics.jobsSwept.WithLabelValues(outcome).Inc()
+	}
+	held, found, err := m.store.GetJob(ctx, j.ID)
+	if err == nil && found && current(held, j) {
+		count("unchanged", &reply.Unchanged)
+		return nil
+	}
+	firstSight := false
+	if err == nil {
+		_, err = m.outbox.With("jobId", j.ID).InTx(ctx, m.store, "first-sight hand-off", func(tx store.Store) error {
+			var err error
+			firstSight, err = writeJob(ctx, tx, sighting{job: j, firstSight: !found, via: store.ViaBackstop})
+			return err
+		})
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		count("failed", &reply.Failed)
+		log.Warn("jobs sweep: job not mirrored", "jobId", j.ID, "err", err)
+		return nil
+	}
+	m.firstSeen(firstSight, store.ViaBackstop)
+	if firstSight {
+		count("first_sight", &reply.FirstSight)
+		log.Info("jobs sweep found a job no other path had brought: first sight, new-job pipeline handed off", "jobId", j.ID, "jobNumber", j.JobNumber)
+		return nil
+	}
+	count("updated", &reply.Updated)
+	return nil
+}
+
+// current reports whether the mirror holds a job at the listed version or a
+// newer one (by updatedAt when Prime gives no version).
+func current(held store.Job, listed prime.Job) bool {
+	if listed.Version != 0 {
+		return held.Version >= listed.Version
+	}
+	return !listed.UpdatedAt.After(held.UpdatedAt)
+}

@@ -1,0 +1,191 @@
+package jobmirror_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
+	"github.com/matryer/is"
+)
+
+// sweepJobs asks job-mirror's jobs-sweep endpoint, as an operator does with
+// `nats req primeflow.jobmirror.sweepjobs '{}'`, and returns its reply (a
+// failure's body is the reply too).
+func (e *env) sweepJobs() events.JobsSweepReply {
+	e.T.Helper()
+	msg, err := e.NC.Request(events.SubjectSweepJobs, []byte(`{"source":"test"}`), 30*time.Second)
+	if err != nil {
+		e.T.Fatalf("jobs sweep request: %v", err)
+	}
+	var reply events.JobsSweepReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		e.T.Fatalf("jobs sweep reply %q: %v", msg.Data, err)
+	}
+	return reply
+}
+
+// listCalls is how many pages of jobs Prime was asked for.
+func (e *env) listCalls() int64 { return e.Sim.Stats().ByEndpoint["GET /jobs"] }
+
+func smallPages(c *prime.Config) { c.PageSize = 2 }
+
+// The backstop ("Prime Sync Jobs by Date") finds a job neither the webhook
+// nor the email brought: first sight, via backstop, handed to the pipeline.
+// A job mirrored at its version costs nothing beyond its page; one mirrored
+// at an older version is written again.
+func TestBackstopFindsAJobNeitherPathSaw(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages, config: func(c *jobmirror.Config) { c.JobsSweepOverlap = 10 * time.Minute }})
+	seen := e.Sim.NewJob()
+	e.WaitProcessed(e.Fire("change-job-status", seen.ID)) // the webhook brought this one
+	changed := e.Sim.NewJob()
+	e.WaitProcessed(e.Fire("change-job-status", changed.ID))
+	_, err := e.Sim.UpdateJob(changed.ID, func(j *prime.Job) { j.Description = "changed since" })
+	is.NoErr(err)
+	missed := e.Sim.NewJob() // nobody told us about this one
+	gets, lists := e.jobCalls(), e.listCalls()
+
+	reply := e.sweepJobs()
+	is.Equal(reply.Error, "")
+	is.Equal(reply.Listed, 3)
+	is.Equal(reply.Pages, 2)                // two a page
+	is.Equal(e.listCalls()-lists, int64(2)) // one call a page
+	is.Equal(e.jobCalls(), gets)            // and no call for a job: the list has it
+	is.Equal(reply.FirstSight, 1)           // the missed one
+	is.Equal(reply.Updated, 1)              // the changed one
+	is.Equal(reply.Unchanged, 1)            // the one mirrored at its version
+	fs, found := e.firstSeen(missed.ID)
+	is.True(found)                      // first sight
+	is.Equal(fs.Via, store.ViaBackstop) // by the backstop
+	flowtest.Eventually(t, "the first-sight hand-off", func() bool { return e.handoffs(missed.ID) == 1 })
+	is.Equal(e.job(changed.ID).Description, "changed since")
+	is.Equal(e.job(missed.ID).JobNumber, missed.JobNumber)
+
+	rows, err := e.Store.ListJobCoverage(context.Background(), time.Now().Add(-time.Hour))
+	is.NoErr(err)
+	for _, r := range rows {
+		if r.JobID == missed.ID {
+			is.True(!r.Backstop.IsZero())                   // coverage: the backstop saw it
+			is.True(r.Webhook.IsZero() && r.Email.IsZero()) // and no other path
+		}
+	}
+
+	again := e.sweepJobs()
+	is.Equal(again.FirstSight, 0)           // once a job
+	is.Equal(again.Unchanged, again.Listed) // everything at its version now
+	is.Equal(e.handoffs(missed.ID), 1)
+	is.True(again.FromUTC.Equal(reply.WatermarkUTC.Add(-10 * time.Minute))) // from the watermark, less the overlap
+}
+
+// The watermark moves only when a sweep went through the whole list: a
+// sweep that fails starts again from the same place.
+func TestBackstopWatermarkResumes(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages, config: func(c *jobmirror.Config) { c.JobsSweepOverlap = time.Minute }})
+	var newest time.Time
+	for i := range 3 {
+		at := time.Now().UTC().Add(-time.Duration(10-i) * time.Minute).Truncate(time.Second)
+		e.Sim.NewJob(func(j *prime.Job) { j.UpdatedAt = prime.Time{Time: at} })
+		newest = at
+	}
+	first := e.sweepJobs()
+	is.Equal(first.Error, "")
+	is.True(first.WatermarkUTC.Equal(newest)) // the newest updatedAt listed
+	w, found, err := e.Store.GetSweepWatermark(context.Background(), jobmirror.WatermarkJobsByDate)
+	is.NoErr(err)
+	is.True(found && w.Equal(newest)) // persisted
+
+	late := e.Sim.NewJob() // updated now
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", FailNext: 1, FailStatus: 502})
+	failed := e.sweepJobs()
+	is.True(failed.Error != "")                             // stopped
+	is.True(failed.FromUTC.Equal(newest.Add(-time.Minute))) // from the watermark, less the overlap
+	w, _, err = e.Store.GetSweepWatermark(context.Background(), jobmirror.WatermarkJobsByDate)
+	is.NoErr(err)
+	is.True(w.Equal(newest)) // left where it was
+
+	next := e.sweepJobs()
+	is.Equal(next.Error, "")
+	is.True(next.FromUTC.Equal(failed.FromUTC)) // the same place
+	is.Equal(next.FirstSight, 1)                // the late job, which the failed sweep missed
+	is.True(next.WatermarkUTC.Equal(late.UpdatedAt.Time))
+}
+
+// A 429 storm from Prime during a sweep: the sweep stops at once and keeps
+// its watermark, the webhook events wait the storm out without an attempt
+// counted and go first, and the next sweep finishes the job.
+func TestBackstopStopsInA429StormAndWebhooksGoFirst(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages})
+	for range 6 {
+		e.Sim.NewJob()
+	}
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", Latency: 200 * time.Millisecond}) // slow pages, so the storm comes mid-sweep
+	var reply events.JobsSweepReply
+	var wg sync.WaitGroup
+	wg.Go(func() { reply = e.sweepJobs() })
+	flowtest.Eventually(t, "the sweep's first page", func() bool { return e.listCalls() >= 1 })
+	e.Sim.SetFaults(primesim.Faults{RateLimitFor: 2 * time.Second, RetryAfter: time.Second}) // every call: 429
+	var jobs []primesim.Job
+	var rows []int64
+	for range 3 {
+		j := e.Sim.NewJob()
+		jobs = append(jobs, j)
+		rows = append(rows, e.Fire("change-job-status", j.ID))
+	}
+	wg.Wait()
+	is.True(reply.RetryAfterMS > 0) // the sweep stopped on the rate limit
+	_, found, err := e.Store.GetSweepWatermark(context.Background(), jobmirror.WatermarkJobsByDate)
+	is.NoErr(err)
+	is.True(!found) // and kept its watermark (none yet)
+	lists := e.listCalls()
+
+	for i, id := range rows {
+		row := e.WaitProcessed(id)
+		is.Equal(row.ProcessAttempts, 0) // the storm burned no attempt
+		is.Equal(row.JobID, jobs[i].ID)
+	}
+	is.Equal(e.listCalls(), lists) // the webhook events went first: the sweep asked nothing more meanwhile
+
+	e.Sim.SetFaults(primesim.Faults{})
+	next := e.sweepJobs()
+	is.Equal(next.Error, "")
+	is.Equal(next.Listed, 9)                      // every job updated since
+	is.Equal(reply.FirstSight+next.FirstSight, 6) // those no webhook brought, between the two sweeps
+	is.Equal(next.Unchanged, 3+reply.FirstSight)  // the webhook's and the stopped sweep's, at their version
+}
+
+// JOBS_SWEEP_EVERY sweeps on its own, at start and then on schedule; off
+// never does (a sweep by hand still runs).
+func TestBackstopSchedule(t *testing.T) {
+	t.Run("every", func(t *testing.T) {
+		is := is.New(t)
+		e := start(t, options{config: func(c *jobmirror.Config) { c.JobsSweepEvery = jobmirror.Every(50 * time.Millisecond) }})
+		flowtest.Eventually(t, "the sweep at start", func() bool { return e.listCalls() >= 1 })
+		j := e.Sim.NewJob()
+		flowtest.Eventually(t, "a scheduled sweep finding the job", func() bool {
+			fs, found := e.firstSeen(j.ID)
+			return found && fs.Via == store.ViaBackstop
+		})
+		flowtest.Eventually(t, "the first sight counted", func() bool {
+			return flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_jobs_swept_total", map[string]string{"outcome": "first_sight"}) == 1
+		})
+		is.True(flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_jobs_sweeps_total", map[string]string{"result": "ok"}) >= 1) // sweeps counted
+	})
+	t.Run("off", func(t *testing.T) {
+		is := is.New(t)
+		e := start(t, options{config: func(c *jobmirror.Config) { c.JobsSweepEvery = jobmirror.SweepOff }})
+		e.Sim.NewJob()
+		e.WaitProcessed(e.Fire("change-job-status", e.Sim.NewJob().ID)) // job-mirror is up and working
+		is.Equal(e.listCalls(), int64(0))                               // and has swept nothing
+		is.Equal(e.sweepJobs().Listed, 2)                               // but sweeps when asked
+	})
+}
