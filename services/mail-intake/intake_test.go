@@ -14,8 +14,9 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/graph"
 	"github.com/ethosbuilding/primeflow/pkg/graphsim"
-	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -48,17 +49,24 @@ func start(t *testing.T) *env {
 	srv := httptest.NewServer(e.graph)
 	t.Cleanup(srv.Close)
 	e.graphURL = srv.URL
-	r, err := resolver.New(resolver.Config{Lanes: 8, LaneWait: 20 * time.Second, Backoff: []time.Duration{10 * time.Millisecond}}, e.Deps, e.Prime)
+	rc := resolver.DefaultConfig()
+	rc.Lanes, rc.LaneWait, rc.Backoff = 8, 20*time.Second, retry.Backoff{10 * time.Millisecond}
+	r, err := resolver.New(rc, e.Deps, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Run("resolver", r)
-	m, err := jobmirror.New(jobmirror.Config{Workers: 8, EnsureTimeout: 5 * time.Second}, e.Deps, e.Prime)
+	mc := jobmirror.DefaultConfig()
+	mc.Workers, mc.EnsureTimeout = 8, 5*time.Second
+	mc.JobsSweepEvery = jobmirror.SweepOff // the email path alone, here
+	m, err := jobmirror.New(mc, e.Deps, e.Prime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Run("job-mirror", m)
-	p, err := newjobpipeline.New(newjobpipeline.Config{Workers: 4, Backoff: []time.Duration{20 * time.Millisecond}}, e.Deps)
+	pc := newjobpipeline.DefaultConfig()
+	pc.Workers, pc.Backoff = 4, retry.Backoff{20 * time.Millisecond}
+	p, err := newjobpipeline.New(pc, e.Deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +79,11 @@ func start(t *testing.T) *env {
 }
 
 func (e *env) config() mailintake.Config {
-	return mailintake.Config{
-		Graph: e.graph.ClientConfig(e.graphURL), User: e.graph.User(),
-		Folder: inFolder, ProcessedFolder: processedFolder, FailedFolder: failedFolder,
-		PollInterval: 20 * time.Millisecond, MaxAttempts: 3, PageSize: 50, EnsureTimeout: 10 * time.Second,
-	}
+	c := mailintake.DefaultConfig()
+	c.Graph, c.User = e.graph.ClientConfig(e.graphURL), e.graph.User()
+	c.Folder, c.ProcessedFolder, c.FailedFolder = inFolder, processedFolder, failedFolder
+	c.PollInterval, c.MaxAttempts, c.EnsureTimeout = 20*time.Millisecond, 3, 10*time.Second
+	return c
 }
 
 // intake starts a mail intake with cfg on d (e.Deps by default) and returns
@@ -322,7 +330,7 @@ func TestKilledBetweenPipelineAndMove(t *testing.T) {
 
 	e.graph.SetFaults(graphsim.Faults{})
 	next := e.Deps
-	next.Metrics = opshttp.NewRegistry()
+	next.Metrics = metrics.NewRegistry()
 	e.intake(e.config(), nil, &next) // the next process
 	r := e.filed(msg, store.EmailProcessed)
 	e.waitIn(processedFolder, 1)

@@ -72,9 +72,10 @@ type Config struct {
 	EnsureTimeout time.Duration `env:"MAIL_ENSURE_TIMEOUT" envDefault:"60s"`
 }
 
-// check names every setting that is missing or out of range.
-func (c Config) check() error {
-	var errs []error
+// Validate names every setting that is missing or out of range, Graph's
+// included. New calls it.
+func (c Config) Validate() error {
+	errs := []error{c.Graph.Check()}
 	for _, f := range []struct{ name, value string }{
 		{"MAIL_USER", c.User}, {"MAIL_FOLDER", c.Folder},
 		{"MAIL_PROCESSED_FOLDER", c.ProcessedFolder}, {"MAIL_FAILED_FOLDER", c.FailedFolder},
@@ -98,6 +99,10 @@ func (c Config) check() error {
 	return nil
 }
 
+// DefaultConfig is the mail intake's configuration with no variable set:
+// every setting at its default (MAIL_USER and the folders blank).
+func DefaultConfig() Config { return config.MustDefaults[Config]() }
+
 // Mailbox is what the intake asks of Graph; *graph.Client is one.
 type Mailbox interface {
 	ResolveFolder(ctx context.Context, user, path string) (graph.Folder, error)
@@ -112,7 +117,7 @@ type Intake struct {
 	store   store.EmailReceipts
 	ensure  *ensurejob.Caller
 	log     *slog.Logger
-	metrics *metrics
+	metrics *collectors
 	// folder, processed and failed are the resolved folders.
 	folder, processed, failed graph.Folder
 	// oldest is the receivedDateTime (Unix nanoseconds) of the oldest
@@ -124,7 +129,7 @@ type Intake struct {
 
 // New builds the intake on the shared Deps and a mailbox.
 func New(cfg Config, d service.Deps, mail Mailbox) (*Intake, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	in := &Intake{
@@ -195,11 +200,8 @@ func (in *Intake) resolve(ctx context.Context) error {
 // Main runs the intake as a process of its own: Graph from GRAPH_*, NATS
 // and the database as every service has them.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.check(); err != nil {
+	cfg, err := config.Load[Config](getenv)
+	if err != nil {
 		return err
 	}
 	mail, err := graph.New(cfg.Graph, nil)

@@ -1,13 +1,16 @@
 package mailintake
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-type metrics struct {
+type collectors struct {
 	messages *prometheus.CounterVec
 	polls    *prometheus.CounterVec
 	waits    *prometheus.CounterVec
@@ -16,8 +19,8 @@ type metrics struct {
 
 // newMetrics registers the intake's metrics; oldest is how long the oldest
 // message has waited in the folder.
-func newMetrics(reg prometheus.Registerer, oldest func() time.Duration) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer, oldest func() time.Duration) (*collectors, error) {
+	m := &collectors{
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_mailintake_messages_total",
 			Help: "New-job emails by outcome: processed (job made sure of, moved to MAIL_PROCESSED_FOLDER), failed (moved to MAIL_FAILED_FOLDER after its last attempt), retry (an attempt failed; tried again at the next poll), reopened (moved back into the folder by a person).",
@@ -39,6 +42,10 @@ func newMetrics(reg prometheus.Registerer, oldest func() time.Duration) (*metric
 		Name: "primeflow_mailintake_oldest_message_age_seconds",
 		Help: "How long the oldest message still in MAIL_FOLDER has been there (since its receivedDateTime); 0 when the folder is empty.",
 	}, func() float64 { return oldest().Seconds() })
+	if err := errors.Join(metrics.Register(reg, &m.messages), metrics.Register(reg, &m.polls), metrics.Register(reg, &m.waits),
+		metrics.Register(reg, &m.backlog), metrics.Replace(reg, age)); err != nil {
+		return nil, fmt.Errorf("mail-intake metrics: %w", err)
+	}
 	for vec, values := range map[*prometheus.CounterVec][]string{
 		m.messages: {"processed", "failed", "retry", "reopened"},
 		m.polls:    {"ok", "failed"},
@@ -46,11 +53,6 @@ func newMetrics(reg prometheus.Registerer, oldest func() time.Duration) (*metric
 	} {
 		for _, v := range values {
 			vec.WithLabelValues(v) // served at 0 from the start
-		}
-	}
-	for _, c := range []prometheus.Collector{m.messages, m.polls, m.waits, m.backlog, age} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("mail-intake metrics: %w", err)
 		}
 	}
 	return m, nil

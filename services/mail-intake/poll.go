@@ -10,8 +10,8 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/graph"
 	"github.com/ethosbuilding/primeflow/pkg/jobemail"
-	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
@@ -196,7 +196,7 @@ func (in *Intake) file(ctx context.Context, m graph.Message, r store.EmailReceip
 func (in *Intake) ensureJob(ctx context.Context, req events.EnsureJobRequest) (events.EnsureJobReply, error) {
 	for {
 		reply, err := in.ensure.Ensure(ctx, req)
-		after := pipeline.RetryAfter(err)
+		after := retry.Delay(err)
 		if after <= 0 || ctx.Err() != nil {
 			return reply, err
 		}
@@ -209,8 +209,8 @@ func (in *Intake) ensureJob(ctx context.Context, req events.EnsureJobRequest) (e
 }
 
 // graphWaits are the waits between calls to Graph while it cannot answer
-// and gives no Retry-After: the last repeats.
-var graphWaits = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
+// and gives no Retry-After, by call.
+var graphWaits = retry.Backoff{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
 
 // graphCall runs call until Graph answers it: a 429 waits its
 // Retry-After, a 5xx or no answer the next of graphWaits. The start and the
@@ -231,9 +231,9 @@ func (in *Intake) graphCall(ctx context.Context, what string, call func() error)
 			reason = "throttled"
 		}
 		in.metrics.waits.WithLabelValues(reason).Inc()
-		after := w.RetryAfter()
-		if after <= 0 {
-			after = graphWaits[min(n, len(graphWaits)-1)]
+		after := retry.Wait(w.RetryAfter())
+		if w.RetryAfter() <= 0 {
+			after = graphWaits.After(n + 1)
 		}
 		if in.waiting.IsZero() {
 			in.waiting = time.Now()

@@ -1,8 +1,9 @@
 // Package primectl is the operators' command line (bin/primectl): it lists
 // and shows the rows of ethPrimeWebhookLog, replays one row or a filtered set
 // (§3, §9: reset the attempts to replay a row from its stored payload), shows
-// the new-job pipeline's state, plans and applies migrations (migrate.go)
-// and compares a shadow run with the live database (compare.go). It reads
+// the new-job pipeline's state and how each path saw new jobs (§7.1), plans
+// and applies migrations (migrate.go) and compares a shadow run with the
+// live database (compare.go). It reads
 // DATABASE_URL and DATA_DIR as the services do.
 package primectl
 
@@ -57,14 +58,17 @@ Usage:
   primectl replay ID… [--yes] [--now]
   primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]
   primectl firstseen [--failed | --all] [--limit N]
+  primectl coverage [--since T] [--json]
   primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]
   primectl compare --live DSN [--since T] [--until T] [--days-ahead N]
 
 T is a time in UTC (2026-11-30, "2026-11-30 14:05:00", RFC 3339) or a duration
-before now (90m, 24h). replay shows how many rows it would reset and asks
+before now (90m, 24h, 7d). replay shows how many rows it would reset and asks
 before it does; --yes skips the question, --all allows a replay of every row,
 --now asks ingest (INGEST_URL, ADMIN_USER/ADMIN_PASSWORD) to publish the reset
-rows at once instead of at its relay's next tick.
+rows at once instead of at its relay's next tick. coverage compares the paths
+new jobs came by (webhook, email, backstop) over the jobs Prime created since T
+(default 7d), and prints §7.1's coverage query by action.
 
 migrate --plan lists every object the scripts create or alter: absent, the
 same or different in the database, whose it is, and what a migration would
@@ -107,6 +111,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return c.replay(ctx, rest)
 	case "firstseen":
 		return c.firstSeen(ctx, rest)
+	case "coverage":
+		return c.coverage(ctx, rest)
 	case "migrate":
 		return c.migrate(ctx, rest)
 	case "compare":
@@ -206,12 +212,15 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d > 0 {
 		return now.Add(-d).UTC(), nil
 	}
+	if days, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && days > 0 && strings.HasSuffix(s, "d") {
+		return now.Add(-time.Duration(days) * 24 * time.Hour).UTC(), nil
+	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", time.DateOnly} {
 		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%q is not a time (2026-11-30, \"2026-11-30 14:05:00\", RFC 3339) or a duration (24h)", s)
+	return time.Time{}, fmt.Errorf("%q is not a time (2026-11-30, \"2026-11-30 14:05:00\", RFC 3339) or a duration (24h, 7d)", s)
 }
 
 func isGUID(s string) bool {

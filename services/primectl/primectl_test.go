@@ -32,17 +32,24 @@ type world struct {
 	store store.Store
 }
 
-func newWorld(t *testing.T) *world {
+// emptyWorld is an empty database, and primectl pointed at it.
+func emptyWorld(t *testing.T) *world {
 	t.Helper()
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "primeflow.db")
-	st, err := sqlite.Open(ctx, path)
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	w := &world{t: t, path: path, store: st, ids: map[string]int64{},
+	return &world{t: t, path: path, store: st, ids: map[string]int64{},
 		env: map[string]string{"DATABASE_URL": "sqlite:" + path}}
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := context.Background()
+	w := emptyWorld(t)
+	st := w.store
 	day := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	for i, r := range []struct {
 		name, action, job string

@@ -7,6 +7,7 @@ require (
 	github.com/ethosbuilding/primeflow/services/child-mirror v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/job-mirror v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/mail-intake v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/makesafe v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/newjob-pipeline v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/optimo-create v0.0.0-00010101000000-000000000000
@@ -64,6 +65,7 @@ replace (
 	github.com/ethosbuilding/primeflow/services/child-mirror => ../child-mirror
 	github.com/ethosbuilding/primeflow/services/ingest => ../ingest
 	github.com/ethosbuilding/primeflow/services/job-mirror => ../job-mirror
+	github.com/ethosbuilding/primeflow/services/mail-intake => ../mail-intake
 	github.com/ethosbuilding/primeflow/services/makesafe => ../makesafe
 	github.com/ethosbuilding/primeflow/services/newjob-pipeline => ../newjob-pipeline
 	github.com/ethosbuilding/primeflow/services/optimo-create => ../optimo-create

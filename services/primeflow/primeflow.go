@@ -1,8 +1,8 @@
 // Package primeflow is the whole pipeline in one process — `make run`:
 // every service over one embedded nats-server (unless NATS_URL names one),
 // one store (SQLite under DATA_DIR unless DATABASE_URL names another), and,
-// where no Prime or OptimoRoute credentials are given, the simulators of
-// those APIs, so a newcomer sees the pipeline work end to end.
+// where no Prime, OptimoRoute or Graph credentials are given, the simulators
+// of those APIs, so a newcomer sees the pipeline work end to end.
 package primeflow
 
 import (
@@ -19,6 +19,8 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
+	"github.com/ethosbuilding/primeflow/pkg/graph"
+	"github.com/ethosbuilding/primeflow/pkg/graphsim"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
@@ -33,6 +35,7 @@ import (
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
+	mailintake "github.com/ethosbuilding/primeflow/services/mail-intake"
 	"github.com/ethosbuilding/primeflow/services/makesafe"
 	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
 	optimocreate "github.com/ethosbuilding/primeflow/services/optimo-create"
@@ -66,8 +69,8 @@ type Config struct {
 	// HTTPAddr the webhook alone; unset, HTTPAddr serves them all.
 	OpsAddr string `env:"OPS_ADDR"`
 	HTTP    opshttp.ServerConfig
-	// SimAddr serves the Prime and OptimoRoute simulators (under /prime and
-	// /optimoroute) when they stand in for the real APIs.
+	// SimAddr serves the Prime, OptimoRoute and Graph simulators (under
+	// /prime, /optimoroute and /graph) when they stand in for the real APIs.
 	SimAddr string `env:"SIM_ADDR" envDefault:"127.0.0.1:8081"`
 
 	Ingest         ingest.Config
@@ -78,6 +81,7 @@ type Config struct {
 	Makesafe       makesafe.Config
 	OptimoCreate   optimocreate.Config
 	OptimoPlan     optimoplan.Config
+	MailIntake     mailintake.Config
 	Prime          prime.Config
 	OptimoRoute    optimoroute.Config
 }
@@ -97,8 +101,12 @@ func (c Config) validate(dry dryrun.Config) error {
 		jobMirror = c.JobMirror.ValidateRealPrime
 		makesafe = func() error { return c.Makesafe.ValidateRealPrime(dry) }
 	}
+	mailIntake := func() error { return nil } // the Graph simulator's mailbox is filled in later
+	if c.MailIntake.Graph.Enabled() {
+		mailIntake = c.MailIntake.Validate
+	}
 	if err := errors.Join(c.HTTP.Validate(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
-		c.ChildMirror.Validate(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate()); err != nil {
+		c.ChildMirror.Validate(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake()); err != nil {
 		return fmt.Errorf("primeflow: %w", err)
 	}
 	return nil
@@ -180,6 +188,14 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		simulating = true
 		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL)
 	}
+	if !cfg.MailIntake.Graph.Enabled() {
+		sim := graphsim.New(graphsim.Options{})
+		sims.PathPrefix("/graph/").Handler(http.StripPrefix("/graph", sim))
+		mailboxOfSimulator(&cfg.MailIntake, sim, "http://"+cfg.SimAddr+"/graph")
+		simulating = true
+		log.Info("GRAPH_TENANT_ID, GRAPH_CLIENT_ID and GRAPH_CLIENT_SECRET are not set: the mail intake reads the Graph simulator's mailbox",
+			"url", cfg.MailIntake.Graph.APIURL, "user", cfg.MailIntake.User, "folder", cfg.MailIntake.Folder)
+	}
 	generated(stdout, &cfg)
 
 	pc, err := prime.New(cfg.Prime, prime.WithLogger(log))
@@ -238,6 +254,10 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 	if err != nil {
 		return nil, err
 	}
+	mailbox, err := graph.New(cfg.MailIntake.Graph, nil)
+	if err != nil {
+		return nil, err
+	}
 	var runners []service.Runner
 	for _, build := range []func() (service.Runner, error){
 		func() (service.Runner, error) { return resolver.New(cfg.Resolver, d, pc) },
@@ -247,6 +267,7 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 		func() (service.Runner, error) { return makesafe.New(cfg.Makesafe, d, pc, sender) },
 		func() (service.Runner, error) { return optimocreate.New(ctx, cfg.OptimoCreate, d, oc) },
 		func() (service.Runner, error) { return optimoplan.New(ctx, cfg.OptimoPlan, d, oc) },
+		func() (service.Runner, error) { return mailintake.New(cfg.MailIntake, d, mailbox) },
 	} {
 		r, err := build()
 		if err != nil {
@@ -269,6 +290,24 @@ func primeSimulator() (*primesim.Sim, error) {
 		return nil, err
 	}
 	return primesim.New(primesim.Options{Fixture: fx, RateLimit: primesim.PrimeRateLimit()})
+}
+
+// mailboxOfSimulator points the mail intake at the Graph simulator served
+// at baseURL: its app registration, and its mailbox and folders where none
+// are named.
+func mailboxOfSimulator(c *mailintake.Config, sim *graphsim.Sim, baseURL string) {
+	c.Graph = sim.ClientConfig(baseURL)
+	for _, f := range []struct {
+		v   *string
+		def string
+	}{
+		{&c.User, sim.User()}, {&c.Folder, graphsim.DefaultFolders[0]},
+		{&c.ProcessedFolder, graphsim.DefaultFolders[1]}, {&c.FailedFolder, graphsim.DefaultFolders[2]},
+	} {
+		if *f.v == "" {
+			*f.v = f.def
+		}
+	}
 }
 
 // generated fills secrets left blank for a local run, and prints them: the

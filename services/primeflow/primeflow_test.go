@@ -34,6 +34,7 @@ const (
 	// From the Prime simulator's default fixture.
 	fixtureJob        = "0f8e3c1a-5b7d-4e2f-9a6c-1d3e5f7a9b01"
 	fixtureAllocation = "5e6f7a8b-0c1d-4e2f-9a3b-6c7d8e9f0a06" // a Make Safe of a job created out of hours
+	fixtureJob2       = "1a2b3c4d-6e7f-4a8b-9c0d-2e3f4a5b6c02" // numeric reference 2410965, J012346
 )
 
 func post(t *testing.T, url, body string) map[string]any {
@@ -72,6 +73,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		"ADMIN_PASSWORD":        password,
 		"PRIME_RATE_PER_MINUTE": "100000", // the simulator's own 60/minute still applies
 		"PRIME_RATE_BURST":      "100",
+		"MAIL_POLL_INTERVAL":    "100ms",
 	}
 	stderr := running(t, env)
 	drive(t, simAddr, httpAddr)
@@ -99,6 +101,17 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	})
 	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "the make-safe SMS handed to the sender", func() bool {
 		return strings.Contains(stderr.String(), "sms logged")
+	})
+
+	// A new-job email (§7) in the Graph simulator's mailbox: the job comes
+	// in by the email path, and the message is filed.
+	post(t, "http://"+simAddr+"/graph/_sim/messages", `{"subject":"New Job J012346","body":"<p>{ &quot;JobID&quot;: &#39;2410965&#39;, &quot;JobNumber&quot;: &#39;J012346&#39; }</p>"}`)
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "the emailed job seen first by the email", func() bool {
+		f, found, err := st.GetFirstSeen(context.Background(), fixtureJob2)
+		return err == nil && found && f.Via == store.ViaEmail && f.Completed()
+	})
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "the email filed as processed", func() bool {
+		return metric(t, httpAddr, `primeflow_mailintake_messages_total{outcome="processed"}`) == "1"
 	})
 
 	// The appointment sweep of §8.1 is served too, as optimo-create asks it.
@@ -183,6 +196,8 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		`primeflow_newjob_pipeline_runs_total{result="failed"}`,
 		`primeflow_jobmirror_ensure_total{result="error"}`,
 		`primeflow_consumer_messages_total{consumer="makesafe-sms",result="drop"}`,
+		`primeflow_mailintake_messages_total{outcome="failed"}`,
+		`primeflow_jobs_first_seen_total{via="backstop"}`,
 	} {
 		is.Equal(metric(t, httpAddr, series), "0") // series
 	}

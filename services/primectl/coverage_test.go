@@ -1,0 +1,108 @@
+package primectl_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/services/primectl"
+	"github.com/matryer/is"
+)
+
+// coverageWorld is a week of three new jobs: one every path saw, one only
+// the email and the backstop saw, one only the webhook saw; and one created
+// before the window.
+func coverageWorld(t *testing.T) (*world, time.Time) {
+	t.Helper()
+	w := emptyWorld(t)
+	ctx := context.Background()
+	created := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
+	at := func(m int) time.Time { return created.Add(time.Duration(m) * time.Minute) }
+	const jobC, old = "3c1e9a2b-6f0d-4c8e-9b7a-1d2e3f4a5b6c", "9e8d7c6b-5a49-4382-b716-f5e4d3c2b1a0"
+	for id, when := range map[string]time.Time{jobA: at(0), jobB: at(0), jobC: at(0), old: created.Add(-8 * 24 * time.Hour)} {
+		if _, err := w.store.UpsertJob(ctx, store.Job{JobID: id, JobNumber: "J" + id[:4], CreatedAt: when}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logRow := func(job string, m int) {
+		if _, err := w.store.InsertWebhookLog(ctx, store.NewWebhookLogRow{ReceivedUTC: at(m), EventAction: "change-job-status", JobID: job, Payload: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logRow(jobA, 1)
+	logRow(jobC, 3)
+	email := func(msg, job string, m int) {
+		r, _, err := w.store.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: msg, ReceivedUTC: at(m), BodyPreview: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.PrimeJobID, r.Outcome = job, store.EmailProcessed
+		if err := w.store.UpdateEmailReceipt(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	email("<a@x>", jobA, 2)
+	email("<b@x>", jobB, 1)
+	if _, err := w.store.ClaimFirstSeen(ctx, jobA, 0, store.ViaWebhook); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.store.ClaimFirstSeen(ctx, jobB, 0, store.ViaEmail); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.store.RecordBackstopSeen(ctx, []string{jobA}, at(10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.store.RecordBackstopSeen(ctx, []string{jobB}, at(5)); err != nil {
+		t.Fatal(err)
+	}
+	return w, created
+}
+
+func TestCoverage(t *testing.T) {
+	is := is.New(t)
+	w, _ := coverageWorld(t)
+	out, _, err := w.run("", "coverage", "--since", "7d", "--json")
+	is.NoErr(err)
+	var c primectl.Coverage
+	is.NoErr(json.Unmarshal([]byte(out), &c))
+	is.Equal(c.Jobs, 3) // the jobs created in the week, not the older one
+	is.Equal(c.Paths[store.ViaWebhook], primectl.PathCoverage{Seen: 2, OnlyThere: 1, First: 2, MedianLagSeconds: 0})
+	is.Equal(c.Paths[store.ViaEmail], primectl.PathCoverage{Seen: 2, OnlyThere: 0, First: 1, MedianLagSeconds: 30})     // 1m behind for A, first for B
+	is.Equal(c.Paths[store.ViaBackstop], primectl.PathCoverage{Seen: 2, OnlyThere: 0, First: 0, MedianLagSeconds: 390}) // 9m and 4m behind
+	is.Equal(c.Lags, []primectl.PathLag{
+		{From: store.ViaWebhook, To: store.ViaEmail, Jobs: 1, MedianSeconds: 60},
+		{From: store.ViaWebhook, To: store.ViaBackstop, Jobs: 1, MedianSeconds: 540},
+		{From: store.ViaEmail, To: store.ViaBackstop, Jobs: 2, MedianSeconds: 360}, // 8m and 4m
+	})
+	is.Equal(len(c.WebhookNeverSaw), 1) // the jobs the webhook never saw
+	is.Equal(c.WebhookNeverSaw[0].JobID, jobB)
+	is.Equal(c.WebhookNeverSaw[0].FirstSeenBy, store.ViaEmail)
+	is.Equal(len(c.Actions), 1) // §7.1's query over the window
+	is.Equal(c.Actions[0].Action, "change-job-status")
+	is.Equal(c.Actions[0].Events, 2)
+
+	out, _, err = w.run("", "coverage")
+	is.NoErr(err)
+	for _, want := range []string{
+		"Coverage of the 3 jobs Prime created since",
+		"webhook   2          1                2           0s",
+		"email → backstop",
+		"Jobs the webhook never saw: 1",
+		jobB,
+		"§7.1's coverage check",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCoverageRefusesABadSince(t *testing.T) {
+	is := is.New(t)
+	w := newWorld(t)
+	_, _, err := w.run("", "coverage", "--since", "a week")
+	is.True(err != nil && strings.Contains(err.Error(), "--since")) // named
+}
