@@ -24,6 +24,7 @@ import (
 var appServices = []string{
 	"ingest", "resolver", "job-mirror", "child-mirror",
 	"newjob-pipeline", "makesafe", "optimo-create", "optimo-plan",
+	"mail-intake",
 }
 
 // notComposed are directories under services/ that are not services of
