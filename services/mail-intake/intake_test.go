@@ -15,6 +15,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/graph"
 	"github.com/ethosbuilding/primeflow/pkg/graphsim"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
@@ -42,9 +43,12 @@ type env struct {
 	graphURL string
 }
 
-func start(t *testing.T) *env {
+func start(t testing.TB) *env { return startWith(t, nil) }
+
+// startWith is start with the Prime client's configuration adjusted.
+func startWith(t testing.TB, primeConfig func(*prime.Config)) *env {
 	t.Helper()
-	e := &env{Env: flowtest.New(t, flowtest.Options{})}
+	e := &env{Env: flowtest.New(t, flowtest.Options{PrimeConfig: primeConfig})}
 	e.graph = graphsim.New(graphsim.Options{})
 	srv := httptest.NewServer(e.graph)
 	t.Cleanup(srv.Close)
