@@ -106,7 +106,7 @@ var (
 		Publishes: []string{SubjectResolvedAll, SubjectDoneAll}, Subscribes: []string{SubjectDoneAll}}
 	RoleJobMirror = Role{Name: "job-mirror", Consumes: []Consumer{ConsumerJobMirror},
 		Publishes: []string{SubjectDoneAll, SubjectJobFirstSeen},
-		Serves:    []Endpoint{{"job-mirror", SubjectEnsureJob}}}
+		Serves:    []Endpoint{{"job-mirror", SubjectEnsureJob}, {"job-mirror", SubjectSweepJobs}}}
 	RoleChildMirror = Role{Name: "child-mirror", Consumes: []Consumer{ConsumerChildMirror},
 		Publishes: []string{SubjectDoneAll, SubjectOptimoCreate, SubjectMakesafeDetect},
 		Serves:    []Endpoint{{"child-mirror", SubjectSweepAppointments}},
@@ -120,6 +120,9 @@ var (
 		Locks: []string{LockOptimoCreate}}
 	RoleOptimoPlan = Role{Name: "optimo-plan", Consumes: []Consumer{ConsumerOptimoPlan},
 		Publishes: []string{SubjectSMSSend}, Locks: []string{LockOptimoPlan}}
+	// The mail intake (§7) asks job-mirror to make sure of each emailed
+	// job; it publishes nothing of its own.
+	RoleMailIntake = Role{Name: "mail-intake", Requests: []string{SubjectEnsureJob}}
 	// RolePortals is the admin and customer portals, which ask for
 	// planning after an order write (§10.7). Theirs is not our code: their
 	// JetStream acks come to nats.go's default inbox.
@@ -128,7 +131,7 @@ var (
 
 // ServiceRoles are the services' roles, one a process of services/.
 var ServiceRoles = []Role{RoleIngest, RoleResolver, RoleJobMirror, RoleChildMirror,
-	RoleNewJobPipeline, RoleMakesafe, RoleOptimoCreate, RoleOptimoPlan}
+	RoleNewJobPipeline, RoleMakesafe, RoleOptimoCreate, RoleOptimoPlan, RoleMailIntake}
 
 // RoleNamed is the service role called name.
 func RoleNamed(name string) (Role, bool) {

@@ -41,7 +41,7 @@ type Config struct {
 	// client-credentials grant. Never log the secret.
 	TenantID     string `env:"GRAPH_TENANT_ID"`
 	ClientID     string `env:"GRAPH_CLIENT_ID"`
-	ClientSecret string `env:"GRAPH_CLIENT_SECRET"`
+	ClientSecret string `env:"GRAPH_CLIENT_SECRET" secret:"true"`
 	// APIURL is Graph's base; TokenURL the token endpoint, where {tenant}
 	// stands for TenantID. Both can point at a simulator.
 	APIURL   string `env:"GRAPH_API_URL" envDefault:"https://graph.microsoft.com/v1.0"`

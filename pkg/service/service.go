@@ -173,7 +173,8 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 		opts = append(opts, nats.UserInfo(c.User, c.Password))
 	}
 	var streams []string
-	if role, ok := events.RoleNamed(c.Name); ok {
+	role, hasRole := events.RoleNamed(c.Name)
+	if hasRole {
 		opts = append(opts, nats.CustomInboxPrefix(role.InboxPrefix()))
 		var err error
 		if streams, err = role.Streams(); err != nil {
@@ -188,6 +189,9 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 	if err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if hasRole && len(streams) == 0 {
+		return nc, js, nil // a role that touches no stream (mail-intake) applies none
 	}
 	for attempt := 0; ; attempt++ {
 		err = events.EnsureStreams(ctx, js, c.Replicas, streams...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/graphsim"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
@@ -23,6 +24,7 @@ import (
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
+	mailintake "github.com/ethosbuilding/primeflow/services/mail-intake"
 	"github.com/ethosbuilding/primeflow/services/makesafe"
 	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
 	optimocreate "github.com/ethosbuilding/primeflow/services/optimo-create"
@@ -52,6 +54,10 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 	is.NoErr(err)
 	primeSrv := httptest.NewServer(sim)
 	t.Cleanup(primeSrv.Close)
+	mailbox := graphsim.New(graphsim.Options{})
+	mailboxSrv := httptest.NewServer(mailbox)
+	t.Cleanup(mailboxSrv.Close)
+	gc := mailbox.ClientConfig(mailboxSrv.URL)
 	optimo := optimosim.New(optimosim.Options{})
 	optimoSrv := httptest.NewServer(optimo)
 	t.Cleanup(optimoSrv.Close)
@@ -97,6 +103,10 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 		{events.RoleOptimoPlan, optimoplan.Main, nil},
 		{events.RoleResolver, resolver.Main, nil},
 		{events.RoleIngest, ingest.Main, map[string]string{"HTTP_ADDR": ingestAddr, "PRIME_WEBHOOK_API_KEY": apiKey}},
+		{events.RoleMailIntake, mailintake.Main, map[string]string{"GRAPH_TENANT_ID": gc.TenantID, "GRAPH_CLIENT_ID": gc.ClientID,
+			"GRAPH_CLIENT_SECRET": gc.ClientSecret, "GRAPH_API_URL": gc.APIURL, "GRAPH_TOKEN_URL": gc.TokenURL, "MAIL_USER": mailbox.User(),
+			"MAIL_FOLDER": graphsim.DefaultFolders[0], "MAIL_PROCESSED_FOLDER": graphsim.DefaultFolders[1],
+			"MAIL_FAILED_FOLDER": graphsim.DefaultFolders[2], "MAIL_POLL_INTERVAL": "100ms"}},
 	} {
 		env := maps.Clone(common)
 		env["NATS_USER"], env["NATS_PASSWORD"] = svc.role.Name, svc.role.Name // natstest's passwords
@@ -154,6 +164,14 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 		events.SweepRequest{FromUTC: from, ToUTC: from.Add(8 * 24 * time.Hour), Source: "test"})
 	is.NoErr(err)             // child-mirror answers optimo-create
 	is.Equal(sweep.Error, "") // having swept
+
+	// A new-job email through the mail intake, which asks job-mirror as its user.
+	_, err = mailbox.Deliver(graphsim.NewMessage{Subject: "New Job J012346", Body: `{ "JobID": '2410965', "JobNumber": 'J012346' }`, ContentType: "text"})
+	is.NoErr(err)
+	flowtest.Poll(t, 60*time.Second, 20*time.Millisecond, "the emailed job seen first by the email", func() bool {
+		f, found, err := st.GetFirstSeen(context.Background(), fixtureJob2)
+		return err == nil && found && f.Via == store.ViaEmail
+	})
 
 	for name, l := range logs {
 		if strings.Contains(strings.ToLower(l.String()), "permissions violation") {
