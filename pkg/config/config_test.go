@@ -127,3 +127,24 @@ func TestLoadValidates(t *testing.T) {
 	_, err = config.Load[checked](func(string) string { return "many" })
 	is.True(err != nil && strings.Contains(err.Error(), "WORKERS")) // as is one that does not parse
 }
+
+func TestParseInterval(t *testing.T) {
+	for _, tc := range []struct {
+		in  string
+		d   time.Duration
+		off bool
+		ok  bool
+	}{
+		{"15m", 15 * time.Minute, false, true},
+		{" OFF ", 0, true, true},
+		{"0", 0, true, true},
+		{"0s", 0, true, true},
+		{"-5m", 0, false, false},
+		{"hourly", 0, false, false},
+	} {
+		d, off, err := config.ParseInterval(tc.in)
+		if d != tc.d || off != tc.off || (err == nil) != tc.ok {
+			t.Errorf("ParseInterval(%q) = %s, %v, %v", tc.in, d, off, err)
+		}
+	}
+}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
@@ -32,20 +32,9 @@ const SweepOff Every = 0
 
 // UnmarshalText reads a duration, "0" or "off".
 func (e *Every) UnmarshalText(b []byte) error {
-	v := strings.TrimSpace(string(b))
-	if strings.EqualFold(v, "off") {
-		*e = SweepOff
-		return nil
-	}
-	d, err := time.ParseDuration(v)
-	switch {
-	case err != nil:
-		return fmt.Errorf("not a duration or \"off\": %w", err)
-	case d < 0:
-		return fmt.Errorf("%s: a negative interval", v)
-	}
+	d, _, err := config.ParseInterval(string(b))
 	*e = Every(d)
-	return nil
+	return err
 }
 
 // String is the interval, or "off".

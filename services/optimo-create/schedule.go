@@ -1,11 +1,10 @@
 package optimocreate
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/coalesce"
+	"github.com/ethosbuilding/primeflow/pkg/config"
 )
 
 // Schedule is OPTIMO_CREATE_EVERY: what requests runs besides
@@ -27,18 +26,11 @@ const (
 
 // UnmarshalText reads a duration, "0" or "off".
 func (s *Schedule) UnmarshalText(b []byte) error {
-	v := strings.TrimSpace(string(b))
-	if strings.EqualFold(v, "off") {
-		*s = OnRequest
-		return nil
-	}
-	d, err := time.ParseDuration(v)
+	d, off, err := config.ParseInterval(string(b))
 	switch {
 	case err != nil:
-		return fmt.Errorf("not a duration or \"off\": %w", err)
-	case d < 0:
-		return fmt.Errorf("%s: a negative interval", v)
-	case d == 0:
+		return err
+	case off:
 		*s = OnRequest
 	default:
 		*s = Schedule(d)
