@@ -94,6 +94,7 @@ func (e *env) startJobMirror() {
 	e.T.Helper()
 	cfg := jobmirror.DefaultConfig()
 	cfg.Workers, cfg.EnsureTimeout = 4, 5*time.Second
+	cfg.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
 	jm, err := jobmirror.New(cfg, e.deps, e.Prime)
 	if err != nil {
 		e.T.Fatal(err)

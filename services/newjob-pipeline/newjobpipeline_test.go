@@ -63,6 +63,7 @@ func runMirror(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 	stopR := e.Run("resolver", r)
 	mc := jobmirror.DefaultConfig()
 	mc.Workers, mc.EnsureTimeout = 8, 5*time.Second
+	mc.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
 	m, err := jobmirror.New(mc, d, e.Prime)
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ func startFlow(t *testing.T, childMirror bool) *flow {
 	f := &flow{Env: flowtest.New(t, flowtest.Options{})}
 	mirrorCfg := jobmirror.DefaultConfig()
 	mirrorCfg.Workers, mirrorCfg.EnsureTimeout = 2, 10*time.Second
+	mirrorCfg.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
 	jm, err := jobmirror.New(mirrorCfg, f.Deps, f.Prime)
 	if err != nil {
 		t.Fatal(err)

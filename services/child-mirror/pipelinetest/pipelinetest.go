@@ -43,6 +43,7 @@ func StartFront(env *flowtest.Env, apiKey string) (webhookURL string) {
 	env.Run("resolver", res)
 	mc := jobmirror.DefaultConfig()
 	mc.Workers, mc.EnsureTimeout = 4, 10*time.Second
+	mc.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
 	jm, err := jobmirror.New(mc, d, env.Prime)
 	if err != nil {
 		tb.Fatal(err)
