@@ -198,6 +198,14 @@ func (s *Sim) InjectFault(f Fault) {
 	s.faults = append(s.faults, f)
 }
 
+// ClearFaults drops the faults still queued; orders, plans and the rest
+// stay.
+func (s *Sim) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
 // SetLatency delays every call of op (every operation when op is empty) by
 // d before it is answered, while it counts as in flight. Zero removes it.
 func (s *Sim) SetLatency(op string, d time.Duration) {

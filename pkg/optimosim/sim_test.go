@@ -222,6 +222,20 @@ func TestProxyPageFault(t *testing.T) {
 	is.True(strings.HasPrefix(string(body), "<html>")) // not JSON
 }
 
+func TestClearFaultsKeepsTheOrders(t *testing.T) {
+	is := is.New(t)
+	sim, srv := start(t, optimosim.Options{})
+	status, _ := call(t, srv, http.MethodPost, "/create_order"+key, anOrder("A1", "2026-03-02"))
+	is.Equal(status, http.StatusOK) // an order held
+	sim.InjectFault(optimosim.Fault{Count: 5})
+	sim.ClearFaults()
+	resp, err := http.Get(srv.URL + "/get_routes" + key + "&date=2026-03-02")
+	is.NoErr(err)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusOK)   // no fault left
+	is.Equal(sim.OrderNos(""), []string{"A1"}) // and the order is still held
+}
+
 func TestWaitEvent(t *testing.T) {
 	is := is.New(t)
 	sim, srv := start(t, optimosim.Options{})
