@@ -299,21 +299,32 @@ func (c *Client) fetchToken(ctx context.Context) (string, time.Time, error) {
 	if res.status < 200 || res.status >= 300 {
 		return "", time.Time{}, c.statusError(endpointToken, res)
 	}
+	token, lifetime, err := decodeToken(res.body)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	c.log.DebugContext(ctx, "prime token fetched", "expires_in", lifetime)
+	return token, c.clock.Now().Add(lifetime - tokenRefreshMargin(lifetime)), nil
+}
+
+// decodeToken reads the token endpoint's answer: the access token and how
+// long it lives (expires_in, defaultTokenLifetime when absent or not a
+// positive number).
+func decodeToken(b []byte) (token string, lifetime time.Duration, err error) {
 	var body struct {
 		AccessToken string      `json:"access_token"`
 		TokenType   string      `json:"token_type"`
 		ExpiresIn   json.Number `json:"expires_in"`
 	}
-	if err := json.Unmarshal(res.body, &body); err != nil {
-		return "", time.Time{}, fmt.Errorf("prime: %s: decode: %w", endpointToken, err)
+	if err := json.Unmarshal(b, &body); err != nil {
+		return "", 0, fmt.Errorf("prime: %s: decode: %w", endpointToken, err)
 	}
 	if body.AccessToken == "" {
-		return "", time.Time{}, fmt.Errorf("prime: %s: response has no access_token", endpointToken)
+		return "", 0, fmt.Errorf("prime: %s: response has no access_token", endpointToken)
 	}
-	lifetime := defaultTokenLifetime
+	lifetime = defaultTokenLifetime
 	if secs, err := body.ExpiresIn.Float64(); err == nil && secs > 0 {
 		lifetime = seconds(secs)
 	}
-	c.log.DebugContext(ctx, "prime token fetched", "expires_in", lifetime)
-	return body.AccessToken, c.clock.Now().Add(lifetime - tokenRefreshMargin(lifetime)), nil
+	return body.AccessToken, lifetime, nil
 }

@@ -1,6 +1,7 @@
 package prime
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -65,6 +66,10 @@ func TestRateLimitHeaders(t *testing.T) {
 		{"remaining 0 holds until the reset (seconds)", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "0", "X-Ratelimit-Minute-Reset": "20"}, 20 * time.Second},
 		{"remaining 0 holds until the reset (Unix time)", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "0", "X-Ratelimit-Minute-Reset": "1735689630"}, 30 * time.Second},
 		{"remaining above 0 does not hold", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "1", "X-Ratelimit-Minute-Reset": "20"}, 0},
+		// Found by FuzzRateLimitHeaders: each held every call for 292 years.
+		{"a reset in the far future holds a day at most", 200, map[string]string{"X-Ratelimit-Minute-Remaining": " 0 ", "X-Ratelimit-Minute-Reset": "1e18"}, maxHold},
+		{"a Retry-After date in the year 9999 holds a day at most", 429, map[string]string{"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}, maxHold},
+		{"a Retry-After past what a Duration holds, a day", 429, map[string]string{"Retry-After": "1e300"}, maxHold},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +90,31 @@ type fixedClock struct{ now time.Time }
 
 func (c fixedClock) Now() time.Time                         { return c.now }
 func (c fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// TestTokenLifetime: expires_in as Prime may send it. The last case was
+// found by FuzzTokenAnswer: a lifetime past what a Duration holds came out
+// below zero, so the token counted as expired on arrival and every call
+// fetched a new one.
+func TestTokenLifetime(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want time.Duration
+	}{
+		{`{"access_token":"a","expires_in":21600}`, 6 * time.Hour},
+		{`{"access_token":"a","expires_in":"3600"}`, time.Hour},
+		{`{"access_token":"a"}`, defaultTokenLifetime},
+		{`{"access_token":"a","expires_in":-5}`, defaultTokenLifetime},
+		{`{"access_token":"a","expires_in":1e300}`, math.MaxInt64},
+	} {
+		t.Run(tt.body, func(t *testing.T) {
+			is := is.New(t)
+			token, lifetime, err := decodeToken([]byte(tt.body))
+			is.NoErr(err)
+			is.Equal(token, "a")
+			is.Equal(lifetime, tt.want) // how long the token lives
+		})
+	}
+}
 
 func TestConfig(t *testing.T) {
 	env := map[string]string{

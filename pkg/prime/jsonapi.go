@@ -66,6 +66,12 @@ func getOne[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, pa
 	if err != nil {
 		return zero, err
 	}
+	return decodeOne[T, PT](endpoint, body)
+}
+
+// decodeOne reads a single-resource document.
+func decodeOne[T any, PT recordPtr[T]](endpoint string, body []byte) (T, error) {
+	var zero T
 	var doc struct {
 		Data *resource `json:"data"`
 	}
@@ -112,6 +118,11 @@ func getPage[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, p
 	if err != nil {
 		return Page[T]{}, err
 	}
+	return decodePage[T, PT](endpoint, page, body)
+}
+
+// decodePage reads page number page of a list document.
+func decodePage[T any, PT recordPtr[T]](endpoint string, page int, body []byte) (Page[T], error) {
 	var doc struct {
 		Data []resource `json:"data"`
 		Meta struct {

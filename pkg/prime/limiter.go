@@ -189,6 +189,10 @@ func (l *limiter) hold(d time.Duration) {
 	}
 }
 
+// maxHold bounds a hold: Prime's longest window is a day (5,000 calls), so
+// a header that asks for longer is not Prime's budget speaking.
+const maxHold = 24 * time.Hour
+
 // Prime's rate-limit headers.
 const (
 	headerMinuteRemaining = "X-Ratelimit-Minute-Remaining"
@@ -198,7 +202,8 @@ const (
 )
 
 // observe reads the rate-limit headers of a response and starts a hold when
-// Prime says to stop. It returns the hold a 429 started.
+// Prime says to stop, for at most maxHold. It returns the hold a 429
+// started.
 func (l *limiter) observe(status int, h http.Header) time.Duration {
 	now := l.clock.Now()
 	if status == http.StatusTooManyRequests {
@@ -209,6 +214,7 @@ func (l *limiter) observe(status int, h http.Header) time.Duration {
 		if d <= 0 {
 			d = time.Minute
 		}
+		d = min(d, maxHold)
 		l.hold(d)
 		return d
 	}
@@ -217,7 +223,7 @@ func (l *limiter) observe(status int, h http.Header) time.Duration {
 		if d <= 0 {
 			d = time.Minute
 		}
-		l.hold(d)
+		l.hold(min(d, maxHold))
 	}
 	return 0
 }
@@ -252,9 +258,15 @@ func parseReset(v string, now time.Time) time.Duration {
 	return seconds(n)
 }
 
+// seconds is s seconds as a Duration: 0 for no positive number (NaN
+// included), the longest Duration for more than it holds (a conversion
+// would overflow to a negative one).
 func seconds(s float64) time.Duration {
-	if s <= 0 {
+	switch {
+	case !(s > 0):
 		return 0
+	case s >= float64(math.MaxInt64)/float64(time.Second):
+		return math.MaxInt64
 	}
 	return time.Duration(s * float64(time.Second))
 }
