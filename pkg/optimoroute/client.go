@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -223,23 +224,27 @@ func (c *Client) roundTrip(ctx context.Context, method, op string, query url.Val
 	if err != nil {
 		return "transport_error", fmt.Errorf("optimoroute %s: read response: %w", op, c.scrub(err))
 	}
+	return c.answer(op, resp.StatusCode, raw, out)
+}
 
-	// The body decides, whatever the status: OptimoRoute sends errors with
-	// HTTP 200 too.
+// answer reads a response of op: an error, or its body decoded into out.
+// The body decides, whatever the status: OptimoRoute sends errors with
+// HTTP 200 too. It returns the metrics result label.
+func (c *Client) answer(op string, status int, raw []byte, out any) (string, error) {
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return "http_error", &APIError{Operation: op, HTTPStatus: resp.StatusCode, Message: c.snippet(raw, resp.StatusCode)}
+		return "http_error", &APIError{Operation: op, HTTPStatus: status, Message: c.snippet(raw, status)}
 	}
-	if env.Code != "" || (env.Success != nil && !*env.Success) || resp.StatusCode >= 300 {
+	if env.Code != "" || (env.Success != nil && !*env.Success) || status >= 300 {
 		msg := c.redact(env.Message)
 		if env.Code == "" && msg == "" {
-			msg = c.snippet(raw, resp.StatusCode)
+			msg = c.snippet(raw, status)
 		}
 		return "api_error", &APIError{
 			Operation:        op,
 			Code:             env.Code,
 			Message:          msg,
-			HTTPStatus:       resp.StatusCode,
+			HTTPStatus:       status,
 			GeocodingResults: env.GeocodingResults,
 		}
 	}
@@ -252,16 +257,21 @@ func (c *Client) roundTrip(ctx context.Context, method, op string, query url.Val
 }
 
 // snippet is the start of a body that is not an OptimoRoute answer, for an
-// error message.
+// error message: redacted before it is cut, so that no piece of the key is
+// left at the cut, and cut between characters.
 func (c *Client) snippet(raw []byte, status int) string {
-	s := strings.TrimSpace(string(raw))
+	s := c.redact(strings.TrimSpace(string(raw)))
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	if s == "" {
 		s = http.StatusText(status)
 	}
-	return c.redact(s)
+	return s
 }
 
 // redact removes the key, raw or query-escaped, from s.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
@@ -122,4 +123,35 @@ func TestTimeoutStaysRecognisable(t *testing.T) {
 	is.NoErr(err) // configured
 	_, err = c.GetRoutes(ctx(t), "2026-03-02")
 	is.True(errors.Is(err, context.DeadlineExceeded)) // redaction keeps the cause
+}
+
+// TestErrorPageSnippets: the start of an error page that an error carries
+// is cut after the key is redacted, and between characters. Both were found
+// by FuzzAnswer (its crasher is kept in testdata/fuzz/FuzzAnswer): a key
+// across the cut left its first bytes in the message, and an "é" across it
+// left half a character, which the log and the database then carry.
+func TestErrorPageSnippets(t *testing.T) {
+	for name, page := range map[string]string{
+		"the key across the cut":      strings.Repeat("x", 192) + testKey,
+		"a character across the cut":  "0" + strings.Repeat("é", 120),
+		"a short page is kept whole":  "<html>Bad Gateway</html>",
+		"a long page in ASCII is cut": strings.Repeat("y", 500),
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusBadGateway)
+				fmt.Fprint(w, page)
+			}))
+			defer srv.Close()
+			c, err := optimoroute.New(optimoroute.Config{APIURL: srv.URL, APIKey: testKey})
+			is.NoErr(err)
+			_, err = c.GetRoutes(ctx(t), "2026-03-02")
+			is.True(err != nil) // a 502
+			msg := err.Error()
+			is.True(!strings.Contains(msg, testKey[:6])) // no piece of the key
+			is.True(utf8.ValidString(msg))               // and no piece of a character
+			is.True(len(msg) < 300)                      // a snippet, not the page
+		})
+	}
 }
