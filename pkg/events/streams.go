@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 
 	"github.com/ethosbuilding/primeflow/streams"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,16 +26,29 @@ func StreamConfigs(replicas int) ([]jetstream.StreamConfig, error) {
 		if err != nil {
 			return nil, err
 		}
-		var cfg jetstream.StreamConfig
-		if err := json.Unmarshal(b, &cfg); err != nil {
-			return nil, fmt.Errorf("streams/%s: %w", name, err)
-		}
-		if replicas > 0 {
-			cfg.Replicas = replicas
+		cfg, err := streamConfig(name, b, replicas)
+		if err != nil {
+			return nil, err
 		}
 		cfgs = append(cfgs, cfg)
 	}
 	return cfgs, nil
+}
+
+// streamConfig reads the stream file name (NAME.json, which must define
+// the stream NAME), with replicas above zero overriding num_replicas.
+func streamConfig(name string, b []byte, replicas int) (jetstream.StreamConfig, error) {
+	var cfg jetstream.StreamConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("streams/%s: %w", name, err)
+	}
+	if want := strings.TrimSuffix(name, ".json"); cfg.Name != want {
+		return cfg, fmt.Errorf("streams/%s: defines the stream %q, not %q", name, cfg.Name, want)
+	}
+	if replicas > 0 {
+		cfg.Replicas = replicas
+	}
+	return cfg, nil
 }
 
 // EnsureStreams creates every stream defined in streams/ (or, when names are
