@@ -16,7 +16,7 @@ TEST_TOOLS = NATS_CLI=$(NATS_CLI) PROMETHEUS=$(PROMETHEUS) PROMTOOL=$(PROMTOOL)
 # Every module of the workspace (go test ./... does not work across go.work).
 PKGS = $(shell $(GO) list -m -f '{{.Path}}/...')
 
-.PHONY: build run test race bench vet fmt tidy tools rules clean
+.PHONY: build run test race bench fuzz vet fmt tidy tools rules clean
 
 ## build: one binary per service in bin/, plus bin/primeflow (all-in-one) and bin/primectl
 build:
@@ -56,6 +56,16 @@ race: tools
 ## bench: the benchmarks, each against a baseline measured in the same run
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+## fuzz: every Fuzz target in turn for FUZZTIME (1,000,000 executions each; FUZZTIME=5m for a time instead)
+FUZZTIME ?= 1000000x
+fuzz:
+	@for f in $$(grep -rl --include='*_test.go' '^func Fuzz' pkg services streams sql); do \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    out=$$($(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f) 2>&1) || { echo "$$out"; exit 1; }; \
+	    echo "$$t ($$(dirname $$f)): $$(echo "$$out" | grep -o 'execs: [0-9]*' | tail -1), $$(echo "$$out" | grep -o 'elapsed: [0-9a-z]*' | tail -1)"; \
+	  done; \
+	done
 
 vet:
 	$(GO) vet $(PKGS)
