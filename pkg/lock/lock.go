@@ -154,6 +154,7 @@ type Locker struct {
 	log     *slog.Logger
 	host    string
 	subject string // the bucket's subject prefix, "$KV.locks."
+	stream  string // the bucket's stream, "KV_locks"
 }
 
 // New binds the locks bucket (stream KV_locks, applied from streams/ by
@@ -198,11 +199,23 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logg
 		log:     log,
 		host:    host,
 		subject: "$KV." + kv.Bucket() + ".",
+		stream:  sc.Name,
 	}, nil
 }
 
+// Retries of a NATS failure (a failover's "no response from stream", a
+// timeout) while taking or releasing a lock: the first after retryFirst,
+// each after twice the one before, at most retryMax apart. A connection
+// closed for good (the process going down) is not tried again.
+const (
+	retryFirst = 250 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
+
 // Take takes the lock for key, waiting up to the configured budget while
-// someone else holds it. Waiting watches the key; it does not poll.
+// someone else holds it. Waiting watches the key; it does not poll. A NATS
+// failure (a JetStream failover) is tried again with backoff until NATS
+// answers, and logged: it delays the run, it does not fail it.
 //
 // ctx bounds the wait and the hold: the lock's Context is derived from it,
 // and when ctx is done the keep-alive stops and the lock expires after its
@@ -213,11 +226,33 @@ func (l *Locker) Take(ctx context.Context, key string) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("take lock %s: %w", key, err)
 	}
-	h := Holder{ID: rand.Text(), Host: l.host, PID: os.Getpid()}
-	if lk, err := l.create(ctx, key, h); !errors.Is(err, errTaken) {
-		return lk, err
+	t := &taking{key: key, h: Holder{ID: rand.Text(), Host: l.host, PID: os.Getpid()}}
+	pause := retryFirst
+	for {
+		lk, err := l.create(ctx, t)
+		if errors.Is(err, errTaken) {
+			lk, err = l.wait(ctx, t)
+		}
+		if err == nil || errors.Is(err, ErrBusy) || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
+			return lk, err
+		}
+		l.log.Warn("taking the lock failed; trying again", "key", key, "in", pause, "err", err)
+		if serr := sleep(ctx, pause); serr != nil {
+			return nil, fmt.Errorf("take lock %s: %w", key, errors.Join(serr, err))
+		}
+		pause = min(2*pause, retryMax)
 	}
-	return l.wait(ctx, key, h)
+}
+
+// taking is one Take: the key, the holder it writes, when it first found
+// the lock taken (the wait budget runs from then), and whether a create of
+// it may have been stored without an answer (uncertainSince, the first such
+// attempt).
+type taking struct {
+	key            string
+	h              Holder
+	busySince      time.Time
+	uncertainSince time.Time
 }
 
 // errTaken is create's answer when the key exists, including when another
@@ -226,28 +261,52 @@ var errTaken = errors.New("taken")
 
 // create takes the lock if it is free. The attempt is not cut short by ctx:
 // an attempt abandoned mid-flight could take the lock without our knowing.
-func (l *Locker) create(ctx context.Context, key string, h Holder) (*Lock, error) {
+// After a create that failed without an answer, a key that exists may be
+// that create's: if it holds this Take's holder, it is taken.
+func (l *Locker) create(ctx context.Context, t *taking) (*Lock, error) {
+	h := t.h
 	h.TakenAt = time.Now().UTC()
 	value, err := h.encode()
 	if err != nil {
 		return nil, err
 	}
 	sent := time.Now()
-	rev, err := l.kv.Create(context.WithoutCancel(ctx), key, value, jetstream.KeyTTL(l.cfg.TTL))
+	rev, err := l.kv.Create(context.WithoutCancel(ctx), t.key, value, jetstream.KeyTTL(l.cfg.TTL))
 	switch {
+	case isConflict(err) && !t.uncertainSince.IsZero():
+		cur, curRev, gerr := l.current(context.WithoutCancel(ctx), t.key)
+		switch {
+		case gerr != nil:
+			return nil, fmt.Errorf("take lock %s: reading the key after a create that went unanswered: %w", t.key, gerr)
+		case cur.ID == t.h.ID:
+			l.log.Info("took lock: an earlier attempt was stored, its answer lost", "key", t.key)
+			return l.hold(ctx, t.key, cur, curRev, t.uncertainSince), nil
+		case cur.ID == "":
+			// Refused as taken, read as free: the cluster is still settling
+			// after the failure. Ask again.
+			return nil, fmt.Errorf("take lock %s: refused as taken, but nobody holds it yet", t.key)
+		}
+		return nil, errTaken
 	case isConflict(err):
 		return nil, errTaken
 	case err != nil:
-		return nil, fmt.Errorf("take lock %s: %w", key, err)
+		if t.uncertainSince.IsZero() {
+			t.uncertainSince = sent
+		}
+		return nil, fmt.Errorf("take lock %s: %w", t.key, err)
 	}
-	return l.hold(ctx, key, h, rev, sent), nil
+	return l.hold(ctx, t.key, h, rev, sent), nil
 }
 
 // wait watches key until it is deleted, purged or expires, then tries again,
-// until the budget runs out.
-func (l *Locker) wait(ctx context.Context, key string, h Holder) (*Lock, error) {
-	start := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, l.cfg.Wait)
+// until the budget, counted from when the Take first found the lock taken,
+// runs out.
+func (l *Locker) wait(ctx context.Context, t *taking) (*Lock, error) {
+	if t.busySince.IsZero() {
+		t.busySince = time.Now()
+	}
+	key, start := t.key, t.busySince
+	wctx, cancel := context.WithDeadline(ctx, start.Add(l.cfg.Wait))
 	defer cancel()
 	var holder Holder // the holder last seen
 	giveUp := func() (*Lock, error) {
@@ -290,7 +349,7 @@ func (l *Locker) wait(ctx context.Context, key string, h Holder) (*Lock, error) 
 				seen = true
 			}
 		}
-		lk, err := l.create(ctx, key, h)
+		lk, err := l.create(ctx, t)
 		switch {
 		case err == nil:
 			l.log.Info("took lock after waiting", "key", key, "waited", time.Since(start))
@@ -299,6 +358,18 @@ func (l *Locker) wait(ctx context.Context, key string, h Holder) (*Lock, error) 
 			return nil, err
 		}
 		// Lost the race: the winner's entry is on its way to the watcher.
+	}
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -330,13 +401,15 @@ type Lock struct {
 
 	mu       sync.Mutex
 	rev      uint64
+	expires  time.Time // the earliest the server may expire the lock as last written
 	released bool
 }
 
 func (l *Locker) hold(ctx context.Context, key string, h Holder, rev uint64, sent time.Time) *Lock {
 	lctx, cancel := context.WithCancelCause(ctx)
-	lk := &Lock{l: l, key: key, holder: h, ctx: lctx, cancel: cancel, done: make(chan struct{}), rev: rev}
-	go lk.keepAlive(sent.Add(l.cfg.TTL))
+	lk := &Lock{l: l, key: key, holder: h, ctx: lctx, cancel: cancel, done: make(chan struct{}), rev: rev,
+		expires: sent.Add(l.cfg.TTL)}
+	go lk.keepAlive()
 	return lk
 }
 
@@ -359,9 +432,8 @@ func (lk *Lock) Revision() uint64 {
 // ErrLost or the parent's cause). Work done under the lock should use it.
 func (lk *Lock) Context() context.Context { return lk.ctx }
 
-// keepAlive renews the lock every Renew until its context ends. expires is
-// the earliest time the server may expire the lock as last written.
-func (lk *Lock) keepAlive(expires time.Time) {
+// keepAlive renews the lock every Renew until its context ends.
+func (lk *Lock) keepAlive() {
 	defer close(lk.done)
 	t := time.NewTicker(lk.l.cfg.renewEvery())
 	defer t.Stop()
@@ -372,10 +444,13 @@ func (lk *Lock) keepAlive(expires time.Time) {
 		case <-t.C:
 		}
 		sent := time.Now()
+		expires := lk.expiry()
 		err := lk.renew(expires)
 		switch {
 		case err == nil:
-			expires = sent.Add(lk.l.cfg.TTL)
+			lk.mu.Lock()
+			lk.expires = sent.Add(lk.l.cfg.TTL)
+			lk.mu.Unlock()
 		case errors.Is(err, ErrLost):
 			lk.lost(err)
 			return
@@ -432,27 +507,76 @@ func (lk *Lock) renew(expires time.Time) error {
 	}
 }
 
+func (lk *Lock) expiry() time.Time {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.expires
+}
+
 func (lk *Lock) setRevision(rev uint64) {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	lk.rev = rev
 }
 
-// current reads who holds key now; a zero Holder means nobody does.
+// current reads who holds key now, and the key's revision; a zero Holder
+// means nobody does. It asks the stream's leader: kv.Get is a direct get,
+// which any replica may answer, and one still catching up after a failover
+// says that nobody holds a lock the leader has just refused to create.
 func (l *Locker) current(ctx context.Context, key string) (Holder, uint64, error) {
-	e, err := l.kv.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return Holder{}, 0, nil
-	case err != nil:
+	req, err := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{l.subject + key})
+	if err != nil {
 		return Holder{}, 0, err
 	}
-	return decodeHolder(e.Value()), e.Revision(), nil
+	msg, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.stream, req)
+	if err != nil {
+		return Holder{}, 0, err
+	}
+	var resp struct {
+		Message *struct {
+			Seq     uint64 `json:"seq"`
+			Headers []byte `json:"hdrs"`
+			Data    []byte `json:"data"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	switch err := json.Unmarshal(msg.Data, &resp); {
+	case err != nil:
+		return Holder{}, 0, fmt.Errorf("read lock %s: %w", key, err)
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return Holder{}, 0, nil
+	case resp.Error != nil:
+		return Holder{}, 0, fmt.Errorf("read lock %s: %w", key, resp.Error)
+	case resp.Message == nil:
+		return Holder{}, 0, fmt.Errorf("read lock %s: %w", key, jetstream.ErrInvalidJetStreamResponse)
+	}
+	if len(resp.Message.Headers) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Headers)
+		if err != nil {
+			return Holder{}, 0, fmt.Errorf("read lock %s: %w", key, err)
+		}
+		if op := h.Get(kvOperationHeader); op == "DEL" || op == "PURGE" || h.Get(jetstream.MarkerReasonHeader) != "" {
+			return Holder{}, resp.Message.Seq, nil // released, or expired
+		}
+	}
+	return decodeHolder(resp.Message.Data), resp.Message.Seq, nil
 }
+
+// kvOperationHeader marks a KV delete or purge.
+const kvOperationHeader = "KV-Operation"
+
+// releaseAttempt bounds one purge of Release.
+const releaseAttempt = 5 * time.Second
 
 // Release stops the keep-alive and purges the key, but only at the revision
 // this holder last wrote: a lock that expired, or that someone else has taken
-// since, is left as it is and Release returns ErrLost. A second Release
+// since, is left as it is and Release returns ErrLost. A purge that fails on
+// a NATS failure (a JetStream failover) is tried again with backoff until it
+// is done, the lock is no longer ours, or the lock's TTL has run out (it has
+// expired then, and Release returns ErrLost) — or until ctx ends, when
+// Release returns ctx's error and may be called again. A second Release
 // returns ErrReleased.
 func (lk *Lock) Release(ctx context.Context) error {
 	lk.cancel(ErrReleased)
@@ -462,14 +586,50 @@ func (lk *Lock) Release(ctx context.Context) error {
 	if lk.released {
 		return fmt.Errorf("release lock %s: %w", lk.key, ErrReleased)
 	}
-	err := lk.l.kv.Purge(ctx, lk.key, jetstream.LastRevision(lk.rev))
-	switch {
-	case isConflict(err):
-		lk.released = true // nothing of ours is left to release
-		return fmt.Errorf("release lock %s: revision %d is no longer current: %w", lk.key, lk.rev, ErrLost)
-	case err != nil:
-		return fmt.Errorf("release lock %s: %w", lk.key, err) // may be retried
+	pause, failed := retryFirst, false
+	for {
+		actx, cancel := context.WithTimeout(ctx, releaseAttempt)
+		err := lk.l.kv.Purge(actx, lk.key, jetstream.LastRevision(lk.rev))
+		cancel()
+		switch {
+		case err == nil:
+			lk.released = true
+			return nil
+		case isConflict(err):
+			rctx, rcancel := context.WithTimeout(ctx, releaseAttempt)
+			cur, curRev, gerr := lk.l.current(rctx, lk.key)
+			rcancel()
+			switch {
+			case gerr != nil:
+				err = gerr // try again
+			case cur.ID == lk.holder.ID && curRev != lk.rev:
+				lk.rev = curRev // a renewal stored, its answer lost: purge that one
+				continue
+			case cur.ID == lk.holder.ID:
+				// Refused at the revision the key is read at: the cluster is
+				// still applying what it stored while it could not answer.
+				err = fmt.Errorf("purge at revision %d refused, the key read at it: %w", lk.rev, err)
+			case cur.ID == "" && failed:
+				lk.released = true // an earlier purge was stored, its answer lost
+				return nil
+			case cur.ID == "":
+				lk.released = true // expired: nothing of ours is left to release
+				return fmt.Errorf("release lock %s: revision %d is no longer current, the lock expired: %w", lk.key, lk.rev, ErrLost)
+			default:
+				lk.released = true
+				return fmt.Errorf("release lock %s: revision %d is no longer current, now held by %s: %w", lk.key, lk.rev, cur, ErrLost)
+			}
+		case !time.Now().Before(lk.expires):
+			lk.released = true
+			return fmt.Errorf("release lock %s: not released before its TTL ran out, so it expired (%w): %w", lk.key, err, ErrLost)
+		case errors.Is(err, nats.ErrConnectionClosed):
+			return fmt.Errorf("release lock %s: %w", lk.key, err) // for good: the lock expires by its TTL
+		}
+		failed = true
+		lk.l.log.Warn("releasing the lock failed; trying again", "key", lk.key, "in", pause, "err", err)
+		if serr := sleep(ctx, pause); serr != nil {
+			return fmt.Errorf("release lock %s: %w", lk.key, errors.Join(serr, err))
+		}
+		pause = min(2*pause, retryMax)
 	}
-	lk.released = true
-	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -172,9 +173,11 @@ func (r *Runner) request(_ context.Context, msg jetstream.Msg) error {
 // Locked takes the lock, runs job with the lock's context and releases the
 // lock, whatever job returned, before it returns job's error. Giving up
 // waiting for the lock is an error matching lock.ErrBusy, logged and
-// counted as a lock_busy run, that leaves the lock alone (§8.3); any other
-// failure to take it is returned as it is. A run that took the lock is
-// timed and counted by its result.
+// counted as a lock_busy run, that leaves the lock alone (§8.3); a NATS
+// failure while taking or releasing it is tried again until NATS answers
+// (lock.Locker.Take, lock.Lock.Release), so that a failover delays a run
+// by seconds instead of dropping it until the schedule's next run. A run
+// that took the lock is timed and counted by its result.
 func (r *Runner) Locked(ctx context.Context, job func(ctx context.Context) error) error {
 	start := time.Now()
 	lk, err := r.locks.Take(ctx, r.spec.LockKey)
@@ -186,9 +189,9 @@ func (r *Runner) Locked(ctx context.Context, job func(ctx context.Context) error
 		return err
 	}
 	err = job(lk.Context())
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if rerr := lk.Release(rctx); rerr != nil {
+	// Not cut short by a shutdown: Release tries until the lock is released
+	// or no longer ours, which its TTL bounds.
+	if rerr := lk.Release(context.WithoutCancel(ctx)); rerr != nil {
 		r.log.Warn("releasing the "+r.spec.LockKey+" lock", "err", rerr)
 	}
 	r.metrics.Seconds.Observe(time.Since(start).Seconds())
@@ -196,18 +199,40 @@ func (r *Runner) Locked(ctx context.Context, job func(ctx context.Context) error
 	return err
 }
 
-// Ask publishes v as JSON on subject, waiting at most 5 seconds for the
-// stream's ack: how a run hands on to another service.
+// Ask publishes v as JSON on subject, how a run hands on to another
+// service: each publish waits at most 5 seconds for the stream's ack, and
+// while NATS is unavailable (a failover: outbox.FailureReason) the publish
+// is tried again with backoff until it is stored or ctx ends. A message
+// NATS refuses is returned at once.
 func (r *Runner) Ask(ctx context.Context, subject string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_, err = r.js.Publish(pctx, subject, data)
-	return err
+	pause := askFirst
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = r.js.Publish(pctx, subject, data)
+		cancel()
+		if err == nil || ctx.Err() != nil || outbox.FailureReason(err) == outbox.ReasonRejected {
+			return err
+		}
+		r.log.Warn("asking another service failed; trying again", "subject", subject, "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, askMax)
+	}
 }
+
+// Retries of Ask: the first after askFirst, each after twice the one
+// before, at most askMax apart.
+const (
+	askFirst = 250 * time.Millisecond
+	askMax   = 5 * time.Second
+)
 
 // Main runs a service as a process of its own: it reads the OptimoRoute
 // client's configuration from getenv, builds the client (its collectors in

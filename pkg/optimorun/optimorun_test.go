@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
@@ -119,4 +121,41 @@ func TestNewClient(t *testing.T) {
 	recs, err := dryrun.Read(dryrun.Config{Dir: dir}.Path(dryrun.KindOptimoRoute))
 	is.NoErr(err)
 	is.Equal(len(recs), 1) // and recorded
+}
+
+// TestAskRidesOutALostQuorum: the cluster loses its quorum as optimo-create
+// hands on to optimo-plan. The request is published again until the
+// cluster stores it, instead of being logged and dropped, which left the
+// dates NotPlanned until optimo-plan's schedule (30 minutes).
+func TestAskRidesOutALostQuorum(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := natstest.NewCluster(t, 3)
+	nc, js := c.Connect(t)
+	logs := &flowtest.Buffer{}
+	reg := prometheus.NewRegistry()
+	m, err := testMetrics().Register(reg)
+	is.NoErr(err)
+	d := service.Deps{Log: slog.New(slog.NewTextHandler(logs, nil)), NC: nc, JS: js, Metrics: reg}
+	r, err := optimorun.New(ctx, optimorun.Spec{Name: "test", Durable: "optimorun-test", Subject: events.SubjectOptimoCreate,
+		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m}, d, func(context.Context) {})
+	is.NoErr(err)
+	c.Stop(1)
+	c.Stop(2)
+	asked := make(chan error, 1)
+	go func() { asked <- r.Ask(ctx, events.SubjectOptimoPlan, events.PlanRequested{Source: "test"}) }()
+	flowtest.Eventually(t, "the failed ask to be tried again", func() bool {
+		return strings.Contains(logs.String(), "asking another service failed; trying again")
+	})
+	c.Restart(1)
+
+	is.NoErr(<-asked) // stored once the cluster answers
+	s, err := js.Stream(ctx, events.StreamOptimo)
+	is.NoErr(err)
+	msg, err := s.GetLastMsgForSubject(ctx, events.SubjectOptimoPlan)
+	is.NoErr(err) // the request is in the stream
+	var req events.PlanRequested
+	is.NoErr(json.Unmarshal(msg.Data, &req))
+	is.Equal(req.Source, "test")
 }

@@ -224,8 +224,10 @@ func (c *Creator) refuse(ctx context.Context, row store.OptimoOrder, reason stri
 	return nil
 }
 
-// requestPlan asks optimo-plan to plan every NotPlanned date. A failure is
-// logged: the dates stay NotPlanned and optimo-plan's schedule plans them.
+// requestPlan asks optimo-plan to plan every NotPlanned date, again while
+// NATS is unavailable (Runner.Ask). A request that still fails (a shutdown,
+// a message NATS refuses) is logged: the dates stay NotPlanned and
+// optimo-plan's schedule, or its run at start, plans them.
 func (c *Creator) requestPlan(ctx context.Context, res Result) {
 	reason := fmt.Sprintf("%d written, %d deleted", res.Written, res.Deleted)
 	if err := c.runs.Ask(ctx, events.SubjectOptimoPlan, events.PlanRequested{Source: Source, Reason: reason}); err != nil {

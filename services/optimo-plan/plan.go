@@ -469,8 +469,8 @@ func (p *Planner) setStatus(ctx context.Context, w store.PlanStatusWrite) (bool,
 }
 
 // requestSMS asks for the queued SMS messages to be sent now (§8.2's last
-// step). A failure is logged: the SMS queue is drained on its own schedule
-// too.
+// step), again while NATS is unavailable (Runner.Ask). A request that still
+// fails is logged: the SMS queue is drained on its own schedule too.
 func (p *Planner) requestSMS(ctx context.Context) {
 	if err := p.runs.Ask(ctx, events.SubjectSMSSend, events.SMSSendRequested{Source: Source}); err != nil {
 		p.log.Warn("asking for the SMS queue to be sent", "err", err)

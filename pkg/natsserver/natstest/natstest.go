@@ -5,6 +5,8 @@ package natstest
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/natsauth"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver"
+	"github.com/ethosbuilding/primeflow/pkg/proctest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -60,7 +63,14 @@ func Stop(srv *server.Server) {
 // connection and its JetStream context; the connection closes when the test ends.
 func Connect(t testing.TB, srv *server.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	return connect(t, srv.ClientURL(), 0)
+}
+
+// connect connects to url and applies the project's streams with replicas
+// (0: the files' own), trying again while a new cluster refuses them.
+func connect(t testing.TB, url string, replicas int) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatalf("connect to nats-server: %v", err)
 	}
@@ -69,12 +79,154 @@ func Connect(t testing.TB, srv *server.Server) (*nats.Conn, jetstream.JetStream)
 	if err != nil {
 		t.Fatalf("jetstream: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := events.EnsureStreams(ctx, js, 0); err != nil {
-		t.Fatalf("ensure streams: %v", err)
+	for {
+		err := events.EnsureStreams(ctx, js, replicas)
+		if err == nil {
+			return nc, js
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("ensure streams: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return nc, js
+}
+
+// Cluster is a JetStream cluster of embedded servers routed to each other
+// on free ports of 127.0.0.1, for tests that stop and start nodes.
+type Cluster struct {
+	t     testing.TB
+	Nodes []*server.Server
+	opts  []*server.Options
+}
+
+// NewCluster starts n nodes, each with its store in a temp dir, and returns
+// once the cluster has a meta leader; the nodes are shut down when the test
+// ends.
+func NewCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	var routes []*url.URL
+	ports := make([]int, n)
+	for i := range ports {
+		port, err := proctest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = port
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", port)})
+	}
+	for i, port := range ports {
+		c.opts = append(c.opts, &server.Options{
+			ServerName: fmt.Sprintf("node-%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       -1,
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			NoSigs:     true,
+			NoLog:      true,
+			MaxPayload: natsserver.MaxPayload,
+			Cluster:    server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: port},
+			Routes:     routes,
+		})
+		c.Nodes = append(c.Nodes, nil)
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for _, n := range c.Nodes {
+			Stop(n)
+		}
+	})
+	for _, n := range c.Nodes {
+		if !n.ReadyForConnections(30 * time.Second) {
+			t.Fatalf("nats-server %s: not ready for connections", n.Name())
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !c.hasMetaLeader() {
+		if time.Now().After(deadline) {
+			t.Fatal("the JetStream cluster elected no meta leader in 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return c
+}
+
+func (c *Cluster) start(i int) {
+	c.t.Helper()
+	srv, err := server.NewServer(c.opts[i])
+	if err != nil {
+		c.t.Fatalf("nats-server %s: %v", c.opts[i].ServerName, err)
+	}
+	srv.Start()
+	c.Nodes[i] = srv
+	// The first start picks a client port; a restart keeps it.
+	for srv.Addr() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.opts[i].Port = srv.Addr().(*net.TCPAddr).Port
+}
+
+func (c *Cluster) hasMetaLeader() bool {
+	for _, n := range c.Nodes {
+		if n.Running() && n.JetStreamIsLeader() {
+			return true
+		}
+	}
+	return false
+}
+
+// Stop shuts node i down.
+func (c *Cluster) Stop(i int) { Stop(c.Nodes[i]) }
+
+// Restart starts node i again on its ports and its store, and waits until
+// it accepts connections.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	Stop(c.Nodes[i])
+	c.start(i)
+	if !c.Nodes[i].ReadyForConnections(30 * time.Second) {
+		c.t.Fatalf("nats-server %s: not ready for connections after a restart", c.Nodes[i].Name())
+	}
+}
+
+// URL is every node's client URL, comma-separated, as NATS_URL takes them.
+func (c *Cluster) URL() string {
+	var urls []string
+	for _, o := range c.opts {
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
+	}
+	return strings.Join(urls, ",")
+}
+
+// Connect connects to the cluster, applies the project's streams with a
+// replica on every node and returns the connection and its JetStream
+// context; the connection closes when the test ends.
+func (c *Cluster) Connect(t testing.TB) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return connect(t, c.URL(), len(c.Nodes))
+}
+
+// StreamLeader is the index of the node that leads stream's replicas now.
+func (c *Cluster) StreamLeader(js jetstream.JetStream, stream string) int {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		s, err := js.Stream(ctx, stream)
+		if err == nil && s.CachedInfo().Cluster != nil {
+			for i, n := range c.Nodes {
+				if n.Name() == s.CachedInfo().Cluster.Leader {
+					return i
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			c.t.Fatalf("stream %s: no leader: %v", stream, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // CLI is the nats CLI that `make test` builds and names in NATS_CLI, for
