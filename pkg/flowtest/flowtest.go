@@ -43,6 +43,9 @@ type Env struct {
 	Deps   service.Deps
 	// Logs holds everything the services logged.
 	Logs *Buffer
+
+	natsURL  string // NATS_URL for a service's Main
+	replicas int    // and NATS_STREAM_REPLICAS
 }
 
 // Options tune an Env.
@@ -58,18 +61,29 @@ type Options struct {
 	// NATSAddr and NATSDir run the server on a given address and store dir,
 	// for tests that restart it.
 	NATSAddr, NATSDir string
+	// Cluster, when set, is the NATS the pipeline runs on (the streams with
+	// a replica on each node) in place of a server of its own; NATS is then
+	// its first node.
+	Cluster *natstest.Cluster
 }
 
 // New starts an Env; everything stops when the test ends.
 func New(t testing.TB, opts Options) *Env {
 	t.Helper()
 	e := &Env{T: t, Logs: &Buffer{}}
-	if opts.NATSAddr != "" {
+	switch {
+	case opts.Cluster != nil:
+		e.NATS, e.natsURL, e.replicas = opts.Cluster.Nodes[0], opts.Cluster.URL(), len(opts.Cluster.Nodes)
+		e.NC, e.JS = opts.Cluster.Connect(t)
+	case opts.NATSAddr != "":
 		e.NATS = natstest.ServerAt(t, opts.NATSAddr, opts.NATSDir)
-	} else {
+	default:
 		e.NATS = natstest.Server(t)
 	}
-	e.NC, e.JS = natstest.Connect(t, e.NATS)
+	if e.natsURL == "" {
+		e.natsURL = e.NATS.ClientURL()
+		e.NC, e.JS = natstest.Connect(t, e.NATS)
+	}
 	dir := opts.StoreDir
 	if dir == "" {
 		dir = t.TempDir()

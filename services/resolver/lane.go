@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -210,7 +211,13 @@ func (r *Resolver) dispatch(ctx context.Context, row store.WebhookLogRow, md *je
 	// is dropped, a redelivery or a retry after a rate limit is new.
 	m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("resolved:%d:%d:%d:%d", row.ID, md.Sequence.Stream, md.NumDelivered, try))
 	if _, err := r.js.PublishMsg(ctx, m); err != nil {
-		return events.Done{}, fmt.Errorf("publish resolved event: %w", err)
+		err = fmt.Errorf("publish resolved event: %w", err)
+		if ctx.Err() == nil && outbox.FailureReason(err) != outbox.ReasonRejected {
+			// JetStream did not answer (a failover): like a stage's service
+			// that does not answer, it is waited out, no attempt counted.
+			return events.Done{}, &pipeline.UnavailableError{Service: "JetStream", Wait: unavailable.After(try + 1), Err: err}
+		}
+		return events.Done{}, err
 	}
 
 	deadline := time.NewTimer(r.cfg.LaneWait)
@@ -242,3 +249,7 @@ func (r *Resolver) dispatch(ctx context.Context, row store.WebhookLogRow, md *je
 		}
 	}
 }
+
+// unavailable is the wait of an event after its try-th publish found
+// JetStream unavailable: the step after the try, the last repeating.
+var unavailable = retry.Backoff{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second}

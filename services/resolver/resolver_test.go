@@ -43,8 +43,15 @@ type env struct {
 
 func start(t *testing.T, cfg ...func(*resolver.Config)) *env {
 	t.Helper()
+	return startWith(t, flowtest.Options{}, cfg...)
+}
+
+// startWith is start on an Env with opts (its own StoreDir).
+func startWith(t *testing.T, opts flowtest.Options, cfg ...func(*resolver.Config)) *env {
+	t.Helper()
 	dir := t.TempDir()
-	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dir}), dbPath: filepath.Join(dir, "primeflow.db")}
+	opts.StoreDir = dir
+	e := &env{Env: flowtest.New(t, opts), dbPath: filepath.Join(dir, "primeflow.db")}
 	c := resolver.DefaultConfig()
 	c.Lanes, c.LaneWait, c.Backoff = 8, 10*time.Second, retry.Backoff{20 * time.Millisecond}
 	for _, f := range cfg {
@@ -347,6 +354,33 @@ func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
 		order = append(order, ev.LogID)
 	}
 	is.Equal(order, []int64{first, first, first, first, second}) // the lane held the job's next event
+}
+
+// TestAJetStreamFailoverIsWaitedOut: the cluster loses its quorum while
+// the resolver identifies an event (asking Prime, which answers slowly), so
+// the resolved event cannot be published. The event waits, no attempt
+// counted, as it waits for job-mirror, and goes on once the cluster
+// answers: a failover is not the event's failure (one chaos run counted 29
+// attempts for "no response from stream"; an outage of some 6 minutes
+// would cap events).
+func TestAJetStreamFailoverIsWaitedOut(t *testing.T) {
+	is := is.New(t)
+	c := natstest.NewCluster(t, 3)
+	e := startWith(t, flowtest.Options{Cluster: c})
+	job := e.Sim.NewJob()
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", Latency: 2 * time.Second})
+	id := e.Publish("change-job-status", fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, job.Ref, job.ID))
+	flowtest.Eventually(t, "the resolver to ask Prime", func() bool { return e.Sim.Stats().ByEndpoint["GET /jobs/{id}"] > 0 })
+	c.Stop(1) // while Prime answers: no quorum when the resolver publishes
+	c.Stop(2)
+	flowtest.Eventually(t, "the publish to fail", func() bool { return e.outcomes("rate_limited") > 0 || e.Row(id).ProcessAttempts > 0 })
+	e.Sim.SetFaults(primesim.Faults{})
+	c.Restart(1)
+
+	row := e.WaitProcessed(id)
+	is.Equal(row.ProcessAttempts, 0)        // the failover burned no attempt
+	is.True(e.outcomes("rate_limited") > 0) // it was waited out
+	is.True(len(e.resolved(id)) >= 1)       // and the event reached its stage
 }
 
 // cliReplay publishes a row's id on its subject as the README's nats CLI
