@@ -93,9 +93,9 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 	} else {
 		cfg.FilterSubjects = spec.Subjects
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, spec.Stream, cfg)
+	cons, err := createConsumer(ctx, js, spec.Stream, cfg, log)
 	if err != nil {
-		return fmt.Errorf("consumer %s on %s: %w", spec.Durable, spec.Stream, err)
+		return err
 	}
 	m, err := newMetrics(spec.Durable, reg)
 	if err != nil {
@@ -176,6 +176,34 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 			q = queues[laneOf(spec.Key(msg), len(queues))]
 		}
 		q.push(msg)
+	}
+}
+
+// createConsumer creates or updates the consumer, trying again with
+// backoff while JetStream does not answer (a failover, a node restarting,
+// no quorum), each wait logged. A configuration JetStream refuses (400) is
+// returned at once, as is ctx's end.
+func createConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, log *slog.Logger) (jetstream.Consumer, error) {
+	pause := 250 * time.Millisecond
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cons, err := js.CreateOrUpdateConsumer(cctx, stream, cfg)
+		cancel()
+		if err == nil {
+			return cons, nil
+		}
+		err = fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, err)
+		var api *jetstream.APIError
+		if ctx.Err() != nil || errors.As(err, &api) && api.Code == 400 {
+			return nil, err
+		}
+		log.Warn("JetStream did not create the consumer; trying again", "consumer", cfg.Durable, "stream", stream, "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 10*time.Second)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/mssql"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
+	modernc "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // DefaultFile is the SQLite file under DATA_DIR when DATABASE_URL is empty.
@@ -54,6 +57,27 @@ func WithPassword(url, password string) (string, error) {
 	}
 	u.User = neturl.UserPassword(u.User.Username(), password)
 	return u.String(), nil
+}
+
+// Transient reports whether Open's error is a database that is not ready
+// yet, which a service waits out at start: SQLite locked by another program
+// for longer than its busy timeout (SQLITE_BUSY, SQLITE_LOCKED: a migration,
+// a backup), or SQL Server not reachable (a network error: refused, timed
+// out, its name not resolving while its container starts). Anything else —
+// a path that cannot be opened, a login refused, a script missing — is the
+// configuration's.
+func Transient(err error) bool {
+	var se *modernc.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff { // the primary code, without the extended bits
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+		return false
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &op) || errors.As(err, &dns)
 }
 
 // OpenExisting is Open for tools that read or change a database a service

@@ -2,6 +2,10 @@ package database_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,4 +82,43 @@ func TestWithPassword(t *testing.T) {
 			is.Equal(got, tc.want) // the password in the URL, escaped
 		})
 	}
+}
+
+// TestTransient: what a service waits out at start (a database another
+// program holds, a server that does not answer) and what it does not (a
+// path that cannot be, whose error, like a network error's, holds an errno).
+func TestTransient(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "primeflow.db")
+	s, err := database.Open(ctx, "sqlite:"+path, "")
+	is.NoErr(err)
+	is.NoErr(s.Close())
+	other, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=busy_timeout(100)")
+	is.NoErr(err)
+	defer other.Close()
+	tx, err := other.BeginTx(ctx, nil)
+	is.NoErr(err)
+	defer tx.Rollback()
+	locked, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=busy_timeout(100)")
+	is.NoErr(err)
+	defer locked.Close()
+	_, busy := locked.BeginTx(ctx, nil)
+	is.True(busy != nil)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	addr := ln.Addr().String()
+	ln.Close()
+	_, refused := net.Dial("tcp", addr)
+	is.True(refused != nil)
+
+	_, notADir := database.Open(ctx, "sqlite:"+filepath.Join(path, "x.db"), "")
+	is.True(notADir != nil)
+
+	is.True(database.Transient(fmt.Errorf("sqlite: migrate: %w", busy))) // a database held by another program
+	is.True(database.Transient(fmt.Errorf("mssql: %w", refused)))        // a server not answering
+	is.True(!database.Transient(notADir))                                // a path that cannot be
+	is.True(!database.Transient(errors.New("login failed for user")))    // anything else
 }

@@ -184,3 +184,52 @@ func (p *pausingProxy) copyHeld(dst io.Writer, src io.Reader) {
 		}
 	}
 }
+
+// TestNewRidesOutALostQuorum: optimo-create and optimo-plan bind the locks
+// bucket at start. While the cluster has no quorum the bind is tried again,
+// instead of the process exiting on "lock bucket locks: context deadline
+// exceeded".
+func TestNewRidesOutALostQuorum(t *testing.T) {
+	is := is.New(t)
+	ctx := testContext(t)
+	c := natstest.NewCluster(t, 3)
+	_, js := c.Connect(t)
+	keep := c.Follower(js, "KV_"+events.BucketLocks) // the one left cannot answer for the bucket
+	var stopped []int
+	for i := range c.Nodes {
+		if i != keep {
+			c.Stop(i)
+			stopped = append(stopped, i)
+		}
+	}
+	rec := &logRecorder{msgs: make(chan string, 1000)}
+	type bound struct {
+		l   *lock.Locker
+		err error
+	}
+	got := make(chan bound, 1)
+	go func() {
+		// A connection made now, as a process starting would.
+		nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		if err != nil {
+			got <- bound{nil, err}
+			return
+		}
+		t.Cleanup(nc.Close)
+		fresh, err := jetstream.New(nc)
+		if err != nil {
+			got <- bound{nil, err}
+			return
+		}
+		l, err := lock.New(ctx, fresh, lock.Config{TTL: time.Minute, Wait: time.Second}, slog.New(rec))
+		got <- bound{l, err}
+	}()
+	rec.waitFor(t, "lock bucket not reachable; trying again") // no answer, and not given up
+	c.Restart(stopped[0])
+
+	res := <-got
+	is.NoErr(res.err) // bound once the cluster answers
+	lk, err := res.l.Take(ctx, lock.KeyOptimoCreate)
+	is.NoErr(err) // and it works
+	is.NoErr(lk.Release(ctx))
+}

@@ -164,13 +164,9 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logg
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	kv, err := js.KeyValue(ctx, events.BucketLocks)
+	kv, st, err := bind(ctx, js, log)
 	if err != nil {
-		return nil, fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
-	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
+		return nil, err
 	}
 	kvst, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok {
@@ -201,6 +197,39 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logg
 		subject: "$KV." + kv.Bucket() + ".",
 		stream:  sc.Name,
 	}, nil
+}
+
+// bindAttempt bounds one attempt of bind.
+const bindAttempt = 10 * time.Second
+
+// bind binds the locks bucket and reads its status, trying again with
+// backoff while JetStream does not answer (a failover at start-up), each
+// wait logged; a bucket that does not exist, or a request JetStream refuses
+// (400), is returned at once, as is ctx's end.
+func bind(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (jetstream.KeyValue, jetstream.KeyValueStatus, error) {
+	pause := retryFirst
+	for {
+		actx, cancel := context.WithTimeout(ctx, bindAttempt)
+		kv, err := js.KeyValue(actx, events.BucketLocks)
+		var st jetstream.KeyValueStatus
+		if err == nil {
+			st, err = kv.Status(actx)
+		}
+		cancel()
+		if err == nil {
+			return kv, st, nil
+		}
+		err = fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
+		var api *jetstream.APIError
+		if ctx.Err() != nil || errors.Is(err, jetstream.ErrBucketNotFound) || errors.As(err, &api) && api.Code == 400 {
+			return nil, nil, err
+		}
+		log.Warn("lock bucket not reachable; trying again", "bucket", events.BucketLocks, "in", pause, "err", err)
+		if serr := sleep(ctx, pause); serr != nil {
+			return nil, nil, errors.Join(serr, err)
+		}
+		pause = min(2*pause, retryMax)
+	}
 }
 
 // Retries of a NATS failure (a failover's "no response from stream", a

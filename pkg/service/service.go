@@ -210,6 +210,27 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 	}
 }
 
+// OpenStore opens the database (database.Open), waiting with backoff while
+// it is not ready (database.Transient: locked by another program, SQL
+// Server not answering), each wait logged; any other failure is returned at
+// once, as the configuration's.
+func OpenStore(ctx context.Context, url, dataDir string, log *slog.Logger) (store.Store, error) {
+	pause := time.Second
+	for {
+		st, err := database.Open(ctx, url, dataDir)
+		if err == nil || !database.Transient(err) {
+			return st, err
+		}
+		log.Warn("database not ready; waiting", "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("open the database: %w", errors.Join(ctx.Err(), err))
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 30*time.Second)
+	}
+}
+
 // Open reads the shared configuration and makes the Deps of a process named
 // name, logging to stderr; close releases them.
 func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Deps, close func(), err error) {
@@ -234,7 +255,7 @@ func OpenLog(ctx context.Context, name string, cfg Config, log *slog.Logger) (d 
 		nc.Close()
 		return d, nil, err
 	}
-	st, err := database.Open(ctx, dbURL, cfg.DataDir)
+	st, err := OpenStore(ctx, dbURL, cfg.DataDir, log)
 	if err != nil {
 		nc.Close()
 		return d, nil, err

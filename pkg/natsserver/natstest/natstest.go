@@ -229,6 +229,21 @@ func (c *Cluster) StreamLeader(js jetstream.JetStream, stream string) int {
 	}
 }
 
+// Follower is the index of a running node that leads neither the cluster
+// (its meta leader) nor stream's replicas: stopped along with the others,
+// it leaves a node that cannot answer for the stream at all.
+func (c *Cluster) Follower(js jetstream.JetStream, stream string) int {
+	c.t.Helper()
+	leader := c.StreamLeader(js, stream)
+	for i, n := range c.Nodes {
+		if i != leader && n.Running() && !n.JetStreamIsLeader() {
+			return i
+		}
+	}
+	c.t.Fatalf("no node follows both the cluster and stream %s", stream)
+	return -1
+}
+
 // CLI is the nats CLI that `make test` builds and names in NATS_CLI, for
 // tests that prove the command line works with what primeflow makes. Without
 // it the test is skipped, except in CI (CI set), where it fails.
