@@ -12,6 +12,7 @@
 package optimorun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,9 @@ type Spec struct {
 	// Metrics are the service's collectors for its runs, registered
 	// (Metrics.Register).
 	Metrics Metrics
+	// Retry is the wait before a failed run runs again, doubling while runs
+	// keep failing, at most retryMax; zero is retryFirst.
+	Retry time.Duration
 }
 
 // DefaultResult is "ok" for a run that ended without an error and "error"
@@ -116,22 +120,56 @@ type Runner struct {
 	locks   *lock.Locker
 	metrics Metrics
 	loop    *coalesce.Loop
+	job     func(ctx context.Context) error
+
+	// failed counts the runs that failed in a row; retry requests the run
+	// after the last of them. Both belong to the loop's goroutine.
+	failed int
+	retry  *time.Timer
 }
+
+// Runs again after a failed run: the first Spec.Retry (retryFirst) after
+// it, each after twice the wait before, at most retryMax.
+const (
+	retryFirst = 15 * time.Second
+	retryMax   = 5 * time.Minute
+)
 
 // New builds the runner of spec from d (its NATS, its logger, its
 // registry, which the consumer's metrics go to), with job as what each run
-// does: job is handed the run's context and calls Locked for the part that
-// needs the lock.
-func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Context)) (*Runner, error) {
+// does: job is handed the run's context, calls Locked for the part that
+// needs the lock, and returns the run's error. A run that failed otherwise
+// than by giving up on a busy lock (§8.3) or by the end of its context —
+// OptimoRoute's own trouble, no answer, a database error — is followed by
+// another after a backoff (Spec.Retry doubling to retryMax while they keep
+// failing), so that it waits seconds, not the schedule's next run.
+func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Context) error) (*Runner, error) {
 	if spec.Result == nil {
 		spec.Result = DefaultResult
 	}
+	spec.Retry = cmp.Or(spec.Retry, retryFirst)
 	locks, err := lock.New(ctx, d.JS, spec.Lock, d.Log)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	return &Runner{spec: spec, js: d.JS, log: d.Log, reg: d.Metrics, locks: locks, metrics: spec.Metrics,
-		loop: coalesce.New(job, spec.Schedule)}, nil
+	r := &Runner{spec: spec, js: d.JS, log: d.Log, reg: d.Metrics, locks: locks, metrics: spec.Metrics, job: job}
+	r.loop = coalesce.New(r.run, spec.Schedule)
+	r.retry = time.AfterFunc(time.Hour, r.loop.Request)
+	r.retry.Stop()
+	return r, nil
+}
+
+// run is one run of the job, and the retry a failure asks for.
+func (r *Runner) run(ctx context.Context) {
+	err := r.job(ctx)
+	if err == nil || errors.Is(err, lock.ErrBusy) || ctx.Err() != nil {
+		r.failed = 0
+		return
+	}
+	r.failed++
+	wait := min(r.spec.Retry<<min(r.failed-1, 10), retryMax)
+	r.log.Warn(r.spec.Name+" run failed; running again", "in", wait, "failedInARow", r.failed)
+	r.retry.Reset(wait)
 }
 
 // Run consumes requests and runs the job until ctx ends; a run in progress
@@ -142,6 +180,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer r.retry.Stop()
 	var wg sync.WaitGroup
 	wg.Go(func() { r.loop.Run(ctx) })
 	err := consume.Run(ctx, r.js, consume.Spec{

@@ -70,12 +70,13 @@ func TestRequestRunsTheJob(t *testing.T) {
 				return "failed"
 			}
 			return optimorun.DefaultResult(err)
-		}}, d, func(ctx context.Context) {
+		}}, d, func(ctx context.Context) error {
 		err := r.Locked(ctx, func(context.Context) error {
 			return r.Ask(ctx, events.SubjectOptimoPlan, events.PlanRequested{Source: "test"})
 		})
 		runs <- err
 		runs <- r.Locked(ctx, func(context.Context) error { return fail })
+		return nil
 	})
 	is.NoErr(err)
 	done := make(chan error, 1)
@@ -139,7 +140,8 @@ func TestAskRidesOutALostQuorum(t *testing.T) {
 	is.NoErr(err)
 	d := service.Deps{Log: slog.New(slog.NewTextHandler(logs, nil)), NC: nc, JS: js, Metrics: reg}
 	r, err := optimorun.New(ctx, optimorun.Spec{Name: "test", Durable: "optimorun-test", Subject: events.SubjectOptimoCreate,
-		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m}, d, func(context.Context) {})
+		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m}, d,
+		func(context.Context) error { return nil })
 	is.NoErr(err)
 	c.Stop(1)
 	c.Stop(2)
@@ -158,4 +160,51 @@ func TestAskRidesOutALostQuorum(t *testing.T) {
 	var req events.PlanRequested
 	is.NoErr(json.Unmarshal(msg.Data, &req))
 	is.Equal(req.Source, "test")
+}
+
+// TestAFailedRunRunsAgain: a run that fails (OptimoRoute's own trouble, say)
+// is followed by another after the backoff, with no request and no
+// schedule, until one succeeds.
+func TestAFailedRunRunsAgain(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nc, js := natstest.Connect(t, natstest.Server(t))
+	reg := prometheus.NewRegistry()
+	m, err := testMetrics().Register(reg)
+	is.NoErr(err)
+	d := service.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), NC: nc, JS: js, Metrics: reg}
+	outcomes := []error{errors.New("optimoroute: ERR_INTERNAL"), errors.New("optimoroute: HTTP 502"), nil}
+	ran := make(chan int, 10)
+	n := 0
+	r, err := optimorun.New(ctx, optimorun.Spec{Name: "test", Durable: "optimorun-test", Subject: events.SubjectOptimoCreate,
+		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m,
+		OnStart: true, Retry: 20 * time.Millisecond}, d, func(context.Context) error {
+		n++
+		ran <- n
+		return outcomes[min(n, len(outcomes))-1]
+	})
+	is.NoErr(err)
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	next := func() int {
+		select {
+		case got := <-ran:
+			return got
+		case <-time.After(30 * time.Second):
+			t.Fatal("no run came")
+			return 0
+		}
+	}
+	is.Equal(next(), 1) // the run at start fails
+	is.Equal(next(), 2) // so another runs, by itself, and fails too
+	is.Equal(next(), 3) // and another, which succeeds
+	select {
+	case got := <-ran:
+		t.Fatalf("run %d after a run that succeeded", got)
+	case <-time.After(500 * time.Millisecond): // 25 times the first retry's wait
+	}
+	stop()
+	is.NoErr(<-done)
 }

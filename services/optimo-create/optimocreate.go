@@ -169,8 +169,9 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 // Run consumes create requests and writes orders until ctx ends.
 func (c *Creator) Run(ctx context.Context) error { return c.runs.Run(ctx) }
 
-// scheduled is one coalesced run; its outcome is logged and counted.
-func (c *Creator) scheduled(ctx context.Context) {
+// scheduled is one coalesced run; its outcome is logged and counted, and
+// its error returned (a failed run is run again after a backoff).
+func (c *Creator) scheduled(ctx context.Context) error {
 	res, err := c.Create(ctx)
 	switch {
 	case err == nil:
@@ -180,6 +181,7 @@ func (c *Creator) scheduled(ctx context.Context) {
 	default:
 		c.log.Error("order run failed", "err", err, "written", res.Written, "deleted", res.Deleted, "refused", res.Refused)
 	}
+	return err
 }
 
 // Main runs optimo-create as a process of its own.

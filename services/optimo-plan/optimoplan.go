@@ -126,8 +126,9 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 // Run consumes plan requests and plans until ctx ends.
 func (p *Planner) Run(ctx context.Context) error { return p.runs.Run(ctx) }
 
-// scheduled is one coalesced run; its outcome is logged and counted.
-func (p *Planner) scheduled(ctx context.Context) {
+// scheduled is one coalesced run; its outcome is logged and counted, and
+// its error returned (a failed run is run again after a backoff).
+func (p *Planner) scheduled(ctx context.Context) error {
 	res, err := p.Plan(ctx)
 	switch {
 	case err == nil:
@@ -139,6 +140,7 @@ func (p *Planner) scheduled(ctx context.Context) {
 		p.log.Error("plan run failed", "err", err, "started", res.Started, "failed", res.Failed, "deferred", res.Deferred,
 			"finished", res.Finished)
 	}
+	return err
 }
 
 // Main runs optimo-plan as a process of its own.
