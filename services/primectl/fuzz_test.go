@@ -65,8 +65,10 @@ func FuzzFilter(f *testing.F) {
 	})
 }
 
-// FuzzParseTime: a time --since or --until accepts is read back exactly in
-// the layout it was written in.
+// FuzzParseTime: a time --since or --until accepts is the instant its text
+// names in one of the documented layouts, read as UTC (Go's own reading of
+// the layout: "2026-11-30 9:05" is 09:05, as the kept crasher says); a
+// positive duration counts back from now.
 func FuzzParseTime(f *testing.F) {
 	for _, seed := range []string{"2026-11-30", "2026-11-30 14:05:00", "2026-11-30T14:05:00", "2026-11-30 14:05",
 		"2026-11-30T14:05:00+10:00", "2026-02-30", "24h", "0001-01-01", "9999-12-31 23:59:59", "2026-11-30 24:00"} {
@@ -78,18 +80,24 @@ func FuzzParseTime(f *testing.F) {
 		if err != nil || got.IsZero() {
 			return
 		}
+		if got.Location() != time.UTC {
+			t.Fatalf("%q read in %s", s, got.Location())
+		}
 		text := strings.TrimSpace(s)
 		if d, err := time.ParseDuration(text); err == nil && d > 0 {
+			if !got.Equal(now.Add(-d)) {
+				t.Fatalf("%q read as %s, not %s before now", s, got, d)
+			}
 			return
 		}
-		for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", time.DateOnly} {
-			if got.Format(layout) == text {
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", time.DateOnly} {
+			if want, err := time.ParseInLocation(layout, text, time.UTC); err == nil {
+				if !want.Equal(got) {
+					t.Fatalf("%q read as %s; the layout %q names %s", s, got, layout, want)
+				}
 				return
 			}
 		}
-		if want, err := time.Parse(time.RFC3339Nano, text); err == nil && want.Equal(got) {
-			return
-		}
-		t.Fatalf("%q read as %s", s, got)
+		t.Fatalf("%q read as %s, in none of the layouts", s, got)
 	})
 }
