@@ -62,8 +62,9 @@ type Spec struct {
 	// Metrics are the service's collectors for its runs, registered
 	// (Metrics.Register).
 	Metrics Metrics
-	// Retry is the wait before a failed run runs again, doubling while runs
-	// keep failing, at most retryMax; zero is retryFirst.
+	// Retry is the least wait before a failed run runs again (the wait
+	// grows with the time runs have been failing, to retryMax); zero is
+	// retryFirst.
 	Retry time.Duration
 }
 
@@ -122,14 +123,16 @@ type Runner struct {
 	loop    *coalesce.Loop
 	job     func(ctx context.Context) error
 
-	// failed counts the runs that failed in a row; retry requests the run
-	// after the last of them. Both belong to the loop's goroutine.
-	failed int
-	retry  *time.Timer
+	// failingSince is when the runs began failing (zero while they
+	// succeed); retry requests the run after the last failure. Both belong
+	// to the loop's goroutine.
+	failingSince time.Time
+	retry        *time.Timer
 }
 
-// Runs again after a failed run: the first Spec.Retry (retryFirst) after
-// it, each after twice the wait before, at most retryMax.
+// A failed run is run again after as long as the runs have been failing,
+// at least Spec.Retry (retryFirst) and at most retryMax: the wait grows
+// with the outage, however many requests fail during it.
 const (
 	retryFirst = 15 * time.Second
 	retryMax   = 5 * time.Minute
@@ -141,8 +144,9 @@ const (
 // needs the lock, and returns the run's error. A run that failed otherwise
 // than by giving up on a busy lock (§8.3) or by the end of its context —
 // OptimoRoute's own trouble, no answer, a database error — is followed by
-// another after a backoff (Spec.Retry doubling to retryMax while they keep
-// failing), so that it waits seconds, not the schedule's next run.
+// another after a backoff (Spec.Retry, growing with the time the runs have
+// been failing up to retryMax), so that it waits seconds, not the
+// schedule's next run.
 func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Context) error) (*Runner, error) {
 	if spec.Result == nil {
 		spec.Result = DefaultResult
@@ -163,12 +167,14 @@ func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Co
 func (r *Runner) run(ctx context.Context) {
 	err := r.job(ctx)
 	if err == nil || errors.Is(err, lock.ErrBusy) || ctx.Err() != nil {
-		r.failed = 0
+		r.failingSince = time.Time{}
 		return
 	}
-	r.failed++
-	wait := min(r.spec.Retry<<min(r.failed-1, 10), retryMax)
-	r.log.Warn(r.spec.Name+" run failed; running again", "in", wait, "failedInARow", r.failed)
+	if r.failingSince.IsZero() {
+		r.failingSince = time.Now()
+	}
+	wait := min(max(r.spec.Retry, time.Since(r.failingSince)), retryMax)
+	r.log.Warn(r.spec.Name+" run failed; running again", "in", wait, "failingSince", r.failingSince)
 	r.retry.Reset(wait)
 }
 
