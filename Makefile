@@ -7,16 +7,19 @@ SERVICES := $(notdir $(wildcard services/*))
 TOOLS := $(CURDIR)/.tools/bin
 NATS_CLI := $(TOOLS)/nats
 NATSCLI_VERSION := v0.5.0
+# nats-server as a binary of its own, at the version the code embeds (pkg/go.mod).
+NATS_SERVER := $(TOOLS)/nats-server
+NATS_SERVER_VERSION := $(shell awk '$$1 == "github.com/nats-io/nats-server/v2" { print $$2 }' pkg/go.mod)
 # Debian's prometheus package (2.42 in bookworm), unpacked into .tools, not
 # installed: no service is started, nothing outside the tree changes.
 PROM_DIR := $(CURDIR)/.tools/prometheus
 PROMETHEUS := $(PROM_DIR)/usr/bin/prometheus
 PROMTOOL := $(PROM_DIR)/usr/bin/promtool
-TEST_TOOLS = NATS_CLI=$(NATS_CLI) PROMETHEUS=$(PROMETHEUS) PROMTOOL=$(PROMTOOL)
+TEST_TOOLS = NATS_CLI=$(NATS_CLI) NATS_SERVER=$(NATS_SERVER) PROMETHEUS=$(PROMETHEUS) PROMTOOL=$(PROMTOOL)
 # Every module of the workspace (go test ./... does not work across go.work).
 PKGS = $(shell $(GO) list -m -f '{{.Path}}/...')
 
-.PHONY: build run test race bench fuzz vet fmt tidy tools rules clean
+.PHONY: build run test race bench chaos fuzz vet fmt tidy tools rules clean
 
 ## build: one binary per service in bin/, plus bin/primeflow (all-in-one) and bin/primectl
 build:
@@ -27,11 +30,13 @@ build:
 run: build
 	bin/primeflow
 
-## tools: the nats CLI, used by the tests that prove streams/ works with it; prometheus and
-## promtool, used by the tests of the alert rules and the dashboards (compose/)
-tools: $(NATS_CLI) $(PROMETHEUS)
+## tools: the nats CLI, used by the tests that prove streams/ works with it; nats-server, for the
+## chaos harness; prometheus and promtool, used by the tests of the alert rules and the dashboards (compose/)
+tools: $(NATS_CLI) $(NATS_SERVER) $(PROMETHEUS)
 $(NATS_CLI):
 	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
+$(NATS_SERVER): pkg/go.mod
+	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
 $(PROMETHEUS):
 	rm -rf $(PROM_DIR) && mkdir -p $(PROM_DIR)
 	cd $(PROM_DIR) && { apt-get download prometheus || { apt-get update && apt-get download prometheus; }; }
@@ -56,6 +61,10 @@ race: tools
 ## bench: the benchmarks, each against a baseline measured in the same run
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+## chaos: the fault-injection harness, full profile (README, "Proving it under faults"); a scenario alone with CHAOS_FLAGS=-scenario=cluster
+chaos: build tools
+	$(GO) run ./chaos/cmd/chaos -bin bin -nats-server $(NATS_SERVER) $(CHAOS_FLAGS)
 
 ## fuzz: every Fuzz target in turn for FUZZTIME (1,000,000 executions each; FUZZTIME=5m for a time instead)
 FUZZTIME ?= 1000000x

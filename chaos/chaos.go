@@ -1,0 +1,229 @@
+// Package chaos proves the pipeline under faults (`make chaos`, and a short
+// profile in `make test`): the real binaries as separate processes — a
+// standalone nats-server (one node, or a 3-node JetStream cluster with R3
+// streams), the eight services on one SQLite file — against the Prime and
+// OptimoRoute simulators and an SMS gateway, all three served by the
+// harness and answering slowly, so that kills land mid-call.
+//
+// A scenario runs in three phases:
+//
+//  1. Faults, while Prime's webhooks arrive: every couple of seconds a random
+//     process of a random kind (a service or a NATS node) gets kill -9 and is
+//     started again a moment later, as a supervisor would; the database is
+//     held locked for a while (and services are restarted into the lock);
+//     Prime answers 5xx and then 429 for a while, and OptimoRoute fails
+//     calls. The webhooks are a realistic mix (a job's status, its
+//     appointment, allocations — a Make Safe for jobs created after hours —,
+//     a site form, an estimate, a reschedule, a second status change), sent
+//     the way Prime sends them: again and again until one is answered 2xx.
+//  2. Settling: every process up, no faults, until the invariants hold or
+//     the settle budget runs out.
+//  3. Checking (check.go): every accepted webhook stored and processed; the
+//     new-job pipeline once a job; one phone call a make-safe job created
+//     after hours, and its SMS; one order an appointment, at its current
+//     date; every date planned after its last order write; no capped rows;
+//     no process exited on its own.
+//
+// Each scenario ends with a summary line (Summary.String).
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Scenario is one run of the harness.
+type Scenario struct {
+	Name string
+	// NATSNodes is 1 (a single server) or 3 (a cluster whose streams have
+	// three replicas, NATS_STREAM_REPLICAS=3).
+	NATSNodes int
+	// Kills is how many kill -9 the fault phase deals; one comes every
+	// KillEvery (a random time between the two).
+	Kills     int
+	KillEvery [2]time.Duration
+	// Jobs is how many Prime jobs the webhooks are about (about six
+	// webhooks a job).
+	Jobs int
+	// DBLock is how long the database is held locked, once, a third of the
+	// way through the fault phase; zero does not lock it.
+	DBLock time.Duration
+	// Storms are Prime's 5xx and 429 storms and OptimoRoute's errors.
+	Storms bool
+	// Settle bounds the wait for the invariants once the faults stop.
+	Settle time.Duration
+}
+
+// Full is `make chaos`: a single node and a 3-node cluster, about 100 kills
+// each.
+func Full() []Scenario {
+	s := Scenario{Kills: 100, KillEvery: [2]time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond},
+		Jobs: 30, DBLock: 30 * time.Second, Storms: true, Settle: 5 * time.Minute}
+	single, cluster := s, s
+	single.Name, single.NATSNodes = "single", 1
+	cluster.Name, cluster.NATSNodes = "cluster", 3
+	return []Scenario{single, cluster}
+}
+
+// Short is the profile `make test` runs: one scenario (the cluster, whose
+// failovers find the most), a few kills, a short lock and every storm.
+func Short() []Scenario {
+	return []Scenario{{Name: "cluster-short", NATSNodes: 3, Kills: 6,
+		KillEvery: [2]time.Duration{2 * time.Second, 4 * time.Second}, Jobs: 6,
+		DBLock: 12 * time.Second, Storms: true, Settle: 3 * time.Minute}}
+}
+
+// Options say where the binaries are and where the run keeps its data.
+type Options struct {
+	// Bin holds the services' binaries and primectl (make build's bin/).
+	Bin string
+	// NATSServer is the nats-server binary.
+	NATSServer string
+	// Dir is where each scenario keeps its database, JetStream stores and
+	// one log a process (Dir/<scenario>/).
+	Dir string
+	// Log receives the progress lines.
+	Log io.Writer
+	// Seed makes the choice of faults repeatable (the processes' timing is
+	// not); zero picks one, which the first progress line gives.
+	Seed uint64
+}
+
+// Summary is what a scenario found.
+type Summary struct {
+	Scenario string
+	Seed     uint64
+	// Kills is the kill -9 dealt, by process kind in ByKind.
+	Kills  int
+	ByKind map[string]int
+	// Webhooks is how many webhooks Prime had accepted; Posts how many
+	// posts that took (a retry after a lost answer or an error is a post).
+	Webhooks, Posts int
+	// Lost are accepted webhooks whose row is missing; Duplicated are
+	// effects done twice (a pipeline run, a phone call, an SMS, an order);
+	// Unprocessed are rows not processed at the end, Capped those of them
+	// at the attempt cap.
+	Lost, Duplicated, Unprocessed, Capped int
+	// Exits are processes that exited on their own.
+	Exits int
+	// Resent are SMS the gateway received more than once under the same
+	// Idempotency-Key: at-least-once delivery, not a duplicate (README).
+	Resent int
+	// Violations say which invariant failed and how; none is a pass.
+	Violations []string
+	Elapsed    time.Duration
+	// Dir holds the scenario's logs.
+	Dir string
+}
+
+// String is the summary line.
+func (s Summary) String() string {
+	verdict := "PASS"
+	if len(s.Violations) > 0 {
+		verdict = fmt.Sprintf("FAIL (%d violations)", len(s.Violations))
+	}
+	return fmt.Sprintf("chaos %s: kills=%d webhooks=%d posts=%d lost=%d duplicated=%d unprocessed=%d capped=%d exits=%d sms_resent=%d elapsed=%s seed=%d: %s",
+		s.Scenario, s.Kills, s.Webhooks, s.Posts, s.Lost, s.Duplicated, s.Unprocessed, s.Capped, s.Exits, s.Resent,
+		s.Elapsed.Round(time.Second), s.Seed, verdict)
+}
+
+// Run runs the scenarios one after the other and returns their summaries.
+// An error is the harness failing (a binary missing, a port refused), not
+// an invariant: those are in the summaries.
+func Run(ctx context.Context, opts Options, scenarios []Scenario) ([]Summary, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Seed == 0 {
+		opts.Seed = rand.Uint64()
+	}
+	var out []Summary
+	for i, sc := range scenarios {
+		dir := filepath.Join(opts.Dir, sc.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return out, err
+		}
+		s, err := runScenario(ctx, opts, sc, dir, opts.Seed+uint64(i))
+		if err != nil {
+			return out, fmt.Errorf("chaos %s: %w", sc.Name, err)
+		}
+		fmt.Fprintln(opts.Log, s.String())
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, s.ByKind[k]))
+		}
+		fmt.Fprintf(opts.Log, "  kills by kind: %s\n", strings.Join(kinds, ", "))
+		for _, v := range s.Violations {
+			fmt.Fprintln(opts.Log, "  violation:", v)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func runScenario(ctx context.Context, opts Options, sc Scenario, dir string, seed uint64) (Summary, error) {
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(seed, seed^0x5deece66d))
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(opts.Log, "%s %s: %s\n", time.Now().Format("15:04:05.000"), sc.Name, fmt.Sprintf(format, args...))
+	}
+	logf("seed %d, logs in %s", seed, dir)
+
+	ext, err := startExternals(dir, seed)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer ext.close()
+	st, err := startStack(ctx, opts, sc, dir, ext, logf)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer st.stop(logf)
+
+	pr := newPrime(ext, st.webhookURL(), st.webhookKey)
+	phase := time.Duration(sc.Kills) * (sc.KillEvery[0] + sc.KillEvery[1]) / 2
+	w := newWorkload(pr, rng, sc.Jobs)
+	workDone := make(chan struct{})
+	go func() {
+		defer close(workDone)
+		w.run(ctx, phase*7/10, logf)
+	}()
+	f := &faults{st: st, ext: ext, rng: rng, logf: logf, byKind: map[string]int{}}
+	f.run(ctx, sc, phase)
+	<-workDone
+	logf("faults over: %d kills; %d webhooks accepted in %d posts; settling", f.kills, pr.acceptedCount(), pr.postCount())
+	if err := st.upAll(ctx, logf); err != nil {
+		return Summary{}, err
+	}
+	ext.calm()
+
+	s := Summary{Scenario: sc.Name, Seed: seed, Kills: f.kills, ByKind: f.byKind, Dir: dir}
+	deadline := time.Now().Add(sc.Settle)
+	var r report
+	for {
+		r, err = check(ctx, st, ext, pr, w)
+		if err != nil {
+			return s, err
+		}
+		if r.settled() || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	logf("settled: %s", strings.Join(r.waitingFor(), "; "))
+	r.exits = st.exits()
+	s.Webhooks, s.Posts = pr.acceptedCount(), pr.postCount()
+	s.Lost, s.Duplicated, s.Unprocessed, s.Capped = r.lost, r.duplicated, r.unprocessed, r.capped
+	s.Exits, s.Resent = len(r.exits), r.resent
+	s.Violations = r.violations()
+	s.Elapsed = time.Since(start)
+	return s, nil
+}

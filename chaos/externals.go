@@ -1,0 +1,115 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/optimosim"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/sms"
+)
+
+// Latencies of the outside world: long enough that a kill often lands while
+// a call is in flight.
+const (
+	primeLatency   = 150 * time.Millisecond
+	optimoLatency  = 200 * time.Millisecond
+	gatewayLatency = 300 * time.Millisecond
+)
+
+// externals are what the pipeline talks to outside itself, served by the
+// harness on one address: Prime (/prime), OptimoRoute (/optimoroute) and the
+// SMS gateway (/sms). They are never killed.
+type externals struct {
+	prime  *primesim.Sim
+	optimo *optimosim.Sim
+	sms    *gateway
+	url    string
+	srv    *http.Server
+}
+
+func startExternals(dir string, seed uint64) (*externals, error) {
+	ps, err := primesim.New(primesim.Options{Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	e := &externals{prime: ps, optimo: optimosim.New(optimosim.Options{PlanningDuration: time.Second}),
+		sms: &gateway{posts: map[string]int{}}}
+	e.calm()
+	mux := http.NewServeMux()
+	mux.Handle("/prime/", http.StripPrefix("/prime", e.prime))
+	mux.Handle("/optimoroute/", http.StripPrefix("/optimoroute", e.optimo))
+	mux.Handle("/sms", e.sms)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e.url = "http://" + ln.Addr().String()
+	e.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go e.srv.Serve(ln)
+	return e, nil
+}
+
+// calm takes every fault back: only the latencies stay.
+func (e *externals) calm() {
+	e.prime.SetFaults(primesim.Faults{Latency: primeLatency})
+	e.optimo.ClearFaults()
+	e.optimo.SetLatency("", optimoLatency)
+}
+
+func (e *externals) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.srv.Shutdown(ctx)
+}
+
+// gateway is the SMS gateway makesafe posts to. It counts the posts that
+// reach it by Idempotency-Key, before it answers (slowly): a post whose
+// answer a kill cuts off still reached it.
+type gateway struct {
+	mu    sync.Mutex
+	posts map[string]int
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	var p sms.Payload
+	if err == nil {
+		err = json.Unmarshal(body, &p)
+	}
+	key := r.Header.Get(sms.IdempotencyKeyHeader)
+	if err == nil && key == "" {
+		err = errors.New("no " + sms.IdempotencyKeyHeader)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	g.mu.Lock()
+	g.posts[key]++
+	g.mu.Unlock()
+	select {
+	case <-time.After(gatewayLatency):
+	case <-r.Context().Done():
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"accepted":true}`))
+}
+
+// received is the posts by Idempotency-Key.
+func (g *gateway) received() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]int, len(g.posts))
+	for k, n := range g.posts {
+		out[k] = n
+	}
+	return out
+}
