@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 
@@ -218,7 +219,7 @@ func (w *workload) script(ctx context.Context, j *job) error {
 			return nil
 		}
 	}
-	if err := w.pr.send(ctx, primesim.ActionChangeJobStatus, pj.ID); err != nil {
+	if err := w.pr.send(ctx, events.ActionChangeJobStatus, pj.ID); err != nil {
 		return err
 	}
 	if err := pause(); err != nil {
@@ -232,7 +233,7 @@ func (w *workload) script(ctx context.Context, j *job) error {
 	j.mu.Lock()
 	j.appointment, j.date = appt.ID, start.Format(time.DateOnly)
 	j.mu.Unlock()
-	if err := w.pr.send(ctx, primesim.ActionCreateAppointment, appt.ID); err != nil {
+	if err := w.pr.send(ctx, events.ActionCreateAppointment, appt.ID); err != nil {
 		return err
 	}
 	if err := pause(); err != nil {
@@ -242,19 +243,19 @@ func (w *workload) script(ctx context.Context, j *job) error {
 	if j.afterHours {
 		alloc = sim.NewMakeSafeAllocation(pj.ID)
 	}
-	if err := w.pr.send(ctx, primesim.ActionCreateAllocation, alloc.ID); err != nil {
+	if err := w.pr.send(ctx, events.ActionCreateAllocation, alloc.ID); err != nil {
 		return err
 	}
 	if err := pause(); err != nil {
 		return err
 	}
-	if err := w.pr.send(ctx, primesim.ActionChangeCustomFormStatus, sim.NewSiteForm(pj.ID).ID); err != nil {
+	if err := w.pr.send(ctx, events.ActionChangeCustomFormStatus, sim.NewSiteForm(pj.ID).ID); err != nil {
 		return err
 	}
 	if err := pause(); err != nil {
 		return err
 	}
-	if err := w.pr.send(ctx, primesim.ActionCreateEstimate, sim.NewEstimate(pj.ID).ID); err != nil {
+	if err := w.pr.send(ctx, events.ActionCreateEstimate, sim.NewEstimate(pj.ID).ID); err != nil {
 		return err
 	}
 	if j.reschedule {
@@ -271,7 +272,7 @@ func (w *workload) script(ctx context.Context, j *job) error {
 		j.mu.Lock()
 		j.date = moved.Format(time.DateOnly)
 		j.mu.Unlock()
-		if err := w.pr.send(ctx, primesim.ActionCreateAppointment, appt.ID); err != nil {
+		if err := w.pr.send(ctx, events.ActionCreateAppointment, appt.ID); err != nil {
 			return err
 		}
 	}
@@ -285,7 +286,7 @@ func (w *workload) script(ctx context.Context, j *job) error {
 	if err := sim.PutJob(changed); err != nil {
 		return err
 	}
-	return w.pr.send(ctx, primesim.ActionChangeJobStatus, pj.ID)
+	return w.pr.send(ctx, events.ActionChangeJobStatus, pj.ID)
 }
 
 // afterHours is the last 22:30 in Melbourne before now.

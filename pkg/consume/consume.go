@@ -184,8 +184,7 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 // no quorum), each wait logged. A configuration JetStream refuses (400) is
 // returned at once, as is ctx's end.
 func createConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, log *slog.Logger) (jetstream.Consumer, error) {
-	pause := 250 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		cons, err := js.CreateOrUpdateConsumer(cctx, stream, cfg)
 		cancel()
@@ -197,15 +196,18 @@ func createConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 		if ctx.Err() != nil || errors.As(err, &api) && api.Code == 400 {
 			return nil, err
 		}
+		pause := createRetry.After(attempt)
 		log.Warn("JetStream did not create the consumer; trying again", "consumer", cfg.Durable, "stream", stream, "in", pause, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, errors.Join(ctx.Err(), err)
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, 10*time.Second)
 	}
 }
+
+// createRetry paces the attempts to create a consumer.
+var createRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second}
 
 func withDefaults(s Spec) Spec {
 	if s.Workers <= 0 {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -200,15 +201,16 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logg
 }
 
 // bindAttempt bounds one attempt of bind.
-const bindAttempt = 10 * time.Second
+const bindAttempt = 5 * time.Second
 
 // bind binds the locks bucket and reads its status, trying again with
 // backoff while JetStream does not answer (a failover at start-up), each
-// wait logged; a bucket that does not exist, or a request JetStream refuses
-// (400), is returned at once, as is ctx's end.
+// wait logged; a request JetStream refuses (400) is returned at once, as is
+// ctx's end. A bucket said not to exist is waited for too: the service has
+// just applied it (service.Connect), and a node without a leader may say so
+// of a stream it holds.
 func bind(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (jetstream.KeyValue, jetstream.KeyValueStatus, error) {
-	pause := retryFirst
-	for {
+	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, bindAttempt)
 		kv, err := js.KeyValue(actx, events.BucketLocks)
 		var st jetstream.KeyValueStatus
@@ -221,25 +223,22 @@ func bind(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (jetstr
 		}
 		err = fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
 		var api *jetstream.APIError
-		if ctx.Err() != nil || errors.Is(err, jetstream.ErrBucketNotFound) || errors.As(err, &api) && api.Code == 400 {
+		if ctx.Err() != nil || errors.As(err, &api) && api.Code == 400 {
 			return nil, nil, err
 		}
+		pause := natsRetry.After(attempt)
 		log.Warn("lock bucket not reachable; trying again", "bucket", events.BucketLocks, "in", pause, "err", err)
 		if serr := sleep(ctx, pause); serr != nil {
 			return nil, nil, errors.Join(serr, err)
 		}
-		pause = min(2*pause, retryMax)
 	}
 }
 
-// Retries of a NATS failure (a failover's "no response from stream", a
-// timeout) while taking or releasing a lock: the first after retryFirst,
-// each after twice the one before, at most retryMax apart. A connection
-// closed for good (the process going down) is not tried again.
-const (
-	retryFirst = 250 * time.Millisecond
-	retryMax   = 5 * time.Second
-)
+// natsRetry paces the retries of a NATS failure (a failover's "no response
+// from stream", a timeout) while binding the bucket, taking or releasing a
+// lock, by attempt. A connection closed for good (the process going down)
+// is not tried again.
+var natsRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}
 
 // Take takes the lock for key, waiting up to the configured budget while
 // someone else holds it. Waiting watches the key; it does not poll. A NATS
@@ -256,8 +255,7 @@ func (l *Locker) Take(ctx context.Context, key string) (*Lock, error) {
 		return nil, fmt.Errorf("take lock %s: %w", key, err)
 	}
 	t := &taking{key: key, h: Holder{ID: rand.Text(), Host: l.host, PID: os.Getpid()}}
-	pause := retryFirst
-	for {
+	for attempt := 1; ; attempt++ {
 		lk, err := l.create(ctx, t)
 		if errors.Is(err, errTaken) {
 			lk, err = l.wait(ctx, t)
@@ -265,11 +263,11 @@ func (l *Locker) Take(ctx context.Context, key string) (*Lock, error) {
 		if err == nil || errors.Is(err, ErrBusy) || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
 			return lk, err
 		}
+		pause := natsRetry.After(attempt)
 		l.log.Warn("taking the lock failed; trying again", "key", key, "in", pause, "err", err)
 		if serr := sleep(ctx, pause); serr != nil {
 			return nil, fmt.Errorf("take lock %s: %w", key, errors.Join(serr, err))
 		}
-		pause = min(2*pause, retryMax)
 	}
 }
 
@@ -615,8 +613,8 @@ func (lk *Lock) Release(ctx context.Context) error {
 	if lk.released {
 		return fmt.Errorf("release lock %s: %w", lk.key, ErrReleased)
 	}
-	pause, failed := retryFirst, false
-	for {
+	failed := false
+	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, releaseAttempt)
 		err := lk.l.kv.Purge(actx, lk.key, jetstream.LastRevision(lk.rev))
 		cancel()
@@ -655,10 +653,10 @@ func (lk *Lock) Release(ctx context.Context) error {
 			return fmt.Errorf("release lock %s: %w", lk.key, err) // for good: the lock expires by its TTL
 		}
 		failed = true
+		pause := natsRetry.After(attempt)
 		lk.l.log.Warn("releasing the lock failed; trying again", "key", lk.key, "in", pause, "err", err)
 		if serr := sleep(ctx, pause); serr != nil {
 			return fmt.Errorf("release lock %s: %w", lk.key, errors.Join(serr, err))
 		}
-		pause = min(2*pause, retryMax)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -254,30 +255,25 @@ func (r *Runner) Ask(ctx context.Context, subject string, v any) error {
 	if err != nil {
 		return err
 	}
-	pause := askFirst
-	for {
+	for attempt := 1; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err = r.js.Publish(pctx, subject, data)
 		cancel()
 		if err == nil || ctx.Err() != nil || outbox.FailureReason(err) == outbox.ReasonRejected {
 			return err
 		}
+		pause := askRetry.After(attempt)
 		r.log.Warn("asking another service failed; trying again", "subject", subject, "in", pause, "err", err)
 		select {
 		case <-ctx.Done():
 			return errors.Join(ctx.Err(), err)
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, askMax)
 	}
 }
 
-// Retries of Ask: the first after askFirst, each after twice the one
-// before, at most askMax apart.
-const (
-	askFirst = 250 * time.Millisecond
-	askMax   = 5 * time.Second
-)
+// askRetry paces Ask's publishes while NATS is unavailable.
+var askRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}
 
 // Main runs a service as a process of its own: it reads the OptimoRoute
 // client's configuration from getenv, builds the client (its collectors in

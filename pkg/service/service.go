@@ -20,6 +20,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
 	"github.com/gorilla/mux"
@@ -215,21 +216,23 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 // Server not answering), each wait logged; any other failure is returned at
 // once, as the configuration's.
 func OpenStore(ctx context.Context, url, dataDir string, log *slog.Logger) (store.Store, error) {
-	pause := time.Second
-	for {
+	for attempt := 1; ; attempt++ {
 		st, err := database.Open(ctx, url, dataDir)
 		if err == nil || !database.Transient(err) {
 			return st, err
 		}
+		pause := openRetry.After(attempt)
 		log.Warn("database not ready; waiting", "in", pause, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("open the database: %w", errors.Join(ctx.Err(), err))
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, 30*time.Second)
 	}
 }
+
+// openRetry paces OpenStore's attempts.
+var openRetry = retry.Backoff{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second}
 
 // Open reads the shared configuration and makes the Deps of a process named
 // name, logging to stderr; close releases them.
