@@ -194,7 +194,7 @@ func TestNewRidesOutALostQuorum(t *testing.T) {
 	ctx := testContext(t)
 	c := natstest.NewCluster(t, 3)
 	_, js := c.Connect(t)
-	keep := c.Follower(js, "KV_"+events.BucketLocks) // the one left cannot answer for the bucket
+	keep := c.Follower(js, events.StreamLocks) // the one left cannot answer for the bucket
 	var stopped []int
 	for i := range c.Nodes {
 		if i != keep {
