@@ -73,7 +73,10 @@ func (s *Sim) handleFaults() http.Handler {
 
 func (s *Sim) handleReset() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		s.Reset()
+		if err := s.Reset(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 }

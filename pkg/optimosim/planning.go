@@ -46,10 +46,10 @@ func (s *Sim) stateLocked(p *plan) (optimoroute.PlanningStatusCode, int) {
 }
 
 func (s *Sim) planLocked(id int64) *plan {
-	if id < 1 || id > int64(len(s.plans)) {
+	if id <= s.planBase || id > s.planBase+int64(len(s.plans)) {
 		return nil
 	}
-	return s.plans[id-1]
+	return s.plans[id-s.planBase-1]
 }
 
 // finishedLocked returns the latest run for date that finished, or nil.
@@ -112,7 +112,7 @@ func (s *Sim) handleStartPlanning(r *http.Request, ev *Event) (any, *apiError) {
 		}
 	}
 	p := &plan{
-		id:       int64(len(s.plans) + 1),
+		id:       s.planBase + int64(len(s.plans)) + 1,
 		date:     in.Date,
 		start:    s.opts.Now(),
 		mode:     s.planningMode,

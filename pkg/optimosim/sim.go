@@ -4,7 +4,8 @@
 //
 // A *Sim is an http.Handler: mount it at a URL and point the OptimoRoute
 // client's OPTIMOROUTE_API_URL at it (under a prefix with http.StripPrefix).
-// It checks the key query parameter, keeps orders in memory, plans a date
+// It checks the key query parameter, keeps orders in memory (made by Open,
+// in a state file too, across restarts), plans a date
 // N → R → F over Options.PlanningDuration of Options.Now's time, and builds
 // routes that carry every order of the date. Faults, latency and planning
 // outcomes are injected through the Go API or the control endpoints:
@@ -130,7 +131,9 @@ type Sim struct {
 	mu           sync.Mutex
 	orders       map[string]*order
 	plans        []*plan
+	planBase     int64 // the id of plans[0] less one: runs forgotten by a Reset keep their ids
 	nextOrderID  int
+	stateFile    string // Open's
 	faults       []Fault
 	latency      map[string]time.Duration
 	planningMode PlanningMode
@@ -251,18 +254,23 @@ func (s *Sim) Stats() Stats {
 }
 
 // Reset forgets orders, plans, faults, latency, the planning mode, stats and
-// events.
-func (s *Sim) Reset() {
+// events; a Sim made by Open goes on counting ids where it was, and fails
+// only when its state file cannot be written.
+func (s *Sim) Reset() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetLocked()
 	s.broadcastLocked()
+	return s.saveLocked()
 }
 
 func (s *Sim) resetLocked() {
 	s.orders = make(map[string]*order)
+	s.planBase += int64(len(s.plans))
 	s.plans = nil
-	s.nextOrderID = 0
+	if s.stateFile == "" {
+		s.nextOrderID, s.planBase = 0, 0
+	}
 	s.faults = nil
 	s.latency = make(map[string]time.Duration)
 	s.planningMode = PlanningFinishes
@@ -430,6 +438,11 @@ func (s *Sim) api(op string, h handlerFunc) http.Handler {
 		s.mu.Lock()
 		var ev Event
 		body, aerr := h(r, &ev)
+		if aerr == nil && changes[op] {
+			if err := s.saveLocked(); err != nil {
+				body, aerr = nil, failf(optimoroute.ErrInternal, "%v", err)
+			}
+		}
 		s.mu.Unlock()
 		s.answer(w, op, ev, body, aerr)
 	})

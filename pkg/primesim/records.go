@@ -29,6 +29,7 @@ func (s *Sim) putLocked(k Kind, r Record) error {
 		return err
 	}
 	s.nextRef = max(s.nextRef, r.NumericReference)
+	s.saveLocked()
 	return nil
 }
 
@@ -57,7 +58,11 @@ func (s *Sim) getLocked(k Kind, id string) (Record, bool) {
 func (s *Sim) Delete(k Kind, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.store.delete(k, id)
+	if !s.store.delete(k, id) {
+		return false
+	}
+	s.saveLocked()
+	return true
 }
 
 // Patch sets some attributes of a record, keeping the others.

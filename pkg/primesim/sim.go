@@ -2,7 +2,8 @@
 // all-in-one process: the OAuth2 token endpoint, the JSON:API endpoints that
 // pkg/prime calls, Prime's rate limits, injectable faults, call counting,
 // and Prime's webhooks. Records live in memory, loaded from a fixture and
-// changed through the Go API or the HTTP control API under /_sim/.
+// changed through the Go API or the HTTP control API under /_sim/; with
+// Options.StateFile they are kept in a file across restarts too.
 //
 // A Sim is an http.Handler; mount it under a prefix with http.StripPrefix.
 //
@@ -75,6 +76,14 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger logs control actions (default: discard).
 	Logger *slog.Logger
+	// StateFile, when set, keeps the records in this file (datadir.WriteFile)
+	// across restarts: New loads it, when it exists, instead of Fixture,
+	// and every change rewrites it. The generators' random source and the
+	// counters of numeric references and job numbers are kept with the
+	// records and go on through Reset, so a Sim with a state file never
+	// makes an id, a reference or a job number twice. Faults, rate limits,
+	// tokens and stats are not kept.
+	StateFile string
 }
 
 // Sim is a simulated Prime. It is safe for concurrent use.
@@ -89,6 +98,7 @@ type Sim struct {
 	store    *store
 	nextRef  int64
 	nextJob  int64
+	src      *rand.PCG // rng's source, kept in the state file
 	rng      *rand.Rand
 	rngMu    sync.Mutex
 	tokensMu sync.Mutex
@@ -135,6 +145,17 @@ func New(opts Options) (*Sim, error) {
 	if err := s.Reset(); err != nil {
 		return nil, err
 	}
+	if opts.StateFile != "" {
+		restored, err := s.restore()
+		if err != nil {
+			return nil, err
+		}
+		if !restored {
+			s.mu.Lock()
+			s.saveLocked()
+			s.mu.Unlock()
+		}
+	}
 	s.mux = s.routes()
 	return s, nil
 }
@@ -143,22 +164,35 @@ func New(opts Options) (*Sim, error) {
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Reset puts the simulator back as New left it: the fixture's records only,
-// no faults, the configured rate limit, no tokens, zero stats.
+// no faults, the configured rate limit, no tokens, zero stats. With a state
+// file the generators and counters go on where they were (Options.StateFile).
 func (s *Sim) Reset() error {
 	st := newStore()
 	if err := st.load(s.opts.Fixture); err != nil {
 		return err
 	}
 	s.mu.Lock()
+	// New's own Reset (no store yet) neither keeps nor saves: New restores
+	// the state file, or saves the fixture's state when there is none.
+	started := s.store != nil
+	keep := s.opts.StateFile != "" && started
 	s.store = st
-	s.nextRef, s.nextJob = 2400000, 12000
+	if !keep {
+		s.nextRef, s.nextJob = 2400000, 12000
+	}
 	for ref := range st.refs {
 		s.nextRef = max(s.nextRef, ref)
 	}
-	s.mu.Unlock()
 	s.rngMu.Lock()
-	s.rng = rand.New(rand.NewPCG(s.opts.Seed, s.opts.Seed^0x9e3779b97f4a7c15))
+	if !keep {
+		s.src = rand.NewPCG(s.opts.Seed, s.opts.Seed^0x9e3779b97f4a7c15)
+		s.rng = rand.New(s.src)
+	}
 	s.rngMu.Unlock()
+	if started {
+		s.saveLocked()
+	}
+	s.mu.Unlock()
 	s.tokensMu.Lock()
 	s.tokens = make(map[string]time.Time)
 	s.tokensMu.Unlock()
@@ -182,6 +216,7 @@ func (s *Sim) Load(f Fixture) error {
 	for ref := range st.refs {
 		s.nextRef = max(s.nextRef, ref)
 	}
+	s.saveLocked()
 	s.mu.Unlock()
 	return nil
 }
