@@ -170,3 +170,45 @@ func TestRunEndsWithContext(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+// With a window, requests that come one by one, each after the one before
+// would have had a run of its own, share one run: 20 plan requests in a
+// third of a second are one run even when a run takes less than the gap.
+func TestWindowCoalescesABurst(t *testing.T) {
+	is := is.New(t)
+	r := newRecorder()
+	l := coalesce.New(r.job, nil, coalesce.Window(time.Second))
+	windows := make(chan chan time.Time, 4) // the windows the loop opened, ended by the test
+	l.SetAfter(func(time.Duration) <-chan time.Time {
+		end := make(chan time.Time, 1)
+		windows <- end
+		return end
+	})
+	start(t, l)
+
+	r.request(l)
+	end := waitWindow(t, windows) // the first request opens the window; no run yet
+	for range 19 {
+		r.request(l)
+	}
+	end <- time.Now()
+	wait(t, r.running, "the run after the window")
+	r.release <- struct{}{}
+
+	r.request(l) // after the run: a window and a run of its own
+	waitWindow(t, windows) <- time.Now()
+	wait(t, r.running, "the next run")
+	r.release <- struct{}{}
+	is.Equal(r.runs(), []int{20, 21}) // the burst of 20 was one run; the next request another
+}
+
+func waitWindow(t *testing.T, windows <-chan chan time.Time) chan time.Time {
+	t.Helper()
+	select {
+	case end := <-windows:
+		return end
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for the loop to open a window")
+		return nil
+	}
+}
