@@ -51,7 +51,9 @@ type running struct {
 // to the configured budget; giving up is an error matching lock.ErrBusy,
 // logged and counted, that leaves the lock alone (§8.3). Whatever happens
 // after the lock is taken, the lock is released before Plan returns (§8.2);
-// only a run that finished asks for the SMS queue to be sent.
+// only a run that finished and had dates to plan or read back asks for the
+// SMS queue to be sent: a run with nothing queued leaves the queue to its
+// own schedule (an SMS request after each of them filled the SMS stream).
 func (p *Planner) Plan(ctx context.Context) (Result, error) {
 	var res Result
 	err := p.runs.Locked(ctx, func(ctx context.Context) error {
@@ -65,8 +67,17 @@ func (p *Planner) Plan(ctx context.Context) (Result, error) {
 	case err != nil:
 		return res, fmt.Errorf("optimo-plan: %w", err)
 	}
-	p.requestSMS(ctx)
+	if !res.Empty() {
+		p.requestSMS(ctx)
+	}
 	return res, nil
+}
+
+// Empty reports whether the run found nothing to do: no date to start,
+// poll or read back, no order to refresh.
+func (r Result) Empty() bool {
+	return len(r.Started) == 0 && len(r.Failed) == 0 && len(r.Deferred) == 0 && len(r.Finished) == 0 &&
+		len(r.Routed) == 0 && r.Refreshed == 0
 }
 
 // result names a run's result for the runs counter: poll_limit, besides

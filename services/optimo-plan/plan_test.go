@@ -60,6 +60,11 @@ func TestPlanRun(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(res.Started), 0) // nothing is left to plan
 	is.Equal(e.starts(dayOne), 1) // and nothing is planned twice
+	info, err := p.js.Stream(e.ctx, events.StreamSMS)
+	is.NoErr(err)
+	si, err := info.Info(e.ctx, jetstream.WithSubjectFilter(events.SubjectSMSSend))
+	is.NoErr(err)
+	is.Equal(si.State.Subjects[events.SubjectSMSSend], uint64(1)) // the empty run asked for no SMS drain
 }
 
 // The §8.4 race, step by step: an order created for D while D is Planning
