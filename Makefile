@@ -18,17 +18,31 @@ PROMTOOL := $(PROM_DIR)/usr/bin/promtool
 TEST_TOOLS = NATS_CLI=$(NATS_CLI) NATS_SERVER=$(NATS_SERVER) PROMETHEUS=$(PROMETHEUS) PROMTOOL=$(PROMTOOL)
 # Every module of the workspace (go test ./... does not work across go.work).
 PKGS = $(shell $(GO) list -m -f '{{.Path}}/...')
+# Where make build puts the binaries.
+BIN ?= bin
+# Stamped into every binary (pkg/version, --version): the release git
+# describes from a v-tag (1.4.0, 1.4.0-3-g9c7147a; 0.0.0-dev with none),
+# the commit (-dirty when tracked files had changes), the build time.
+VERSION ?= $(or $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//'),0.0.0-dev)
+COMMIT ?= $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) || c=unknown; \
+	[ $$c = unknown ] || git diff --quiet HEAD 2>/dev/null || c=$$c-dirty; echo $$c)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := github.com/ethosbuilding/primeflow/pkg/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(BUILD_DATE)
+# What bin/primeflow keeps (make clean-data removes it).
+DATA_DIR ?= data
 
-.PHONY: build run test race bench chaos fuzz vet fmt tidy tools rules clean
+.PHONY: build run test race bench chaos fuzz vet fmt tidy tools rules clean clean-data
 
-## build: one binary per service in bin/, plus bin/primeflow (all-in-one) and bin/primectl
+## build: one binary per service in bin/, plus bin/primeflow (all-in-one) and bin/primectl,
+## each stamped with the version, commit and build date (--version)
 build:
-	@mkdir -p bin
-	@for s in $(SERVICES); do $(GO) build -o bin/$$s ./services/$$s/cmd/$$s || exit 1; done
+	@mkdir -p $(BIN)
+	@for s in $(SERVICES); do $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
 
 ## run: the whole pipeline in one process with embedded NATS, SQLite and simulators
 run: build
-	bin/primeflow
+	$(BIN)/primeflow
 
 ## tools: the nats CLI, used by the tests that prove streams/ works with it; nats-server, for the
 ## chaos harness; prometheus and promtool, used by the tests of the alert rules and the dashboards (compose/)
@@ -64,7 +78,7 @@ bench:
 
 ## chaos: the fault-injection harness, full profile (README, "Proving it under faults"); a scenario alone with CHAOS_FLAGS=-scenario=cluster
 chaos: build tools
-	$(GO) run ./chaos/cmd/chaos -bin bin -nats-server $(NATS_SERVER) $(CHAOS_FLAGS)
+	$(GO) run ./chaos/cmd/chaos -bin $(BIN) -nats-server $(NATS_SERVER) $(CHAOS_FLAGS)
 
 ## fuzz: every Fuzz target in turn for FUZZTIME (1,000,000 executions each; FUZZTIME=5m for a time instead)
 FUZZTIME ?= 1000000x
@@ -86,5 +100,19 @@ fmt:
 tidy:
 	@for m in $$($(GO) list -m -f "{{.Dir}}"); do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
 
+## clean: the build outputs (bin/); the data is make clean-data's
 clean:
-	rm -rf bin data
+	rm -rf $(BIN)
+
+## clean-data: remove DATA_DIR (./data: the webhook log, which is the system of record, JetStream,
+## the generated credentials, the simulators' state); refuses while bin/primeflow runs on it, and asks first
+clean-data:
+	@d='$(DATA_DIR)'; lock="$$d/primeflow.lock"; \
+	if [ ! -e "$$d" ]; then echo "$$d: not there, nothing to remove"; exit 0; fi; \
+	if [ -e "$$lock" ] && ! flock -n "$$lock" true; then \
+		pid=$$(cat "$$lock" 2>/dev/null); \
+		echo "$$d is in use: bin/primeflow runs on it$${pid:+ (pid $$pid)}; stop it first. Nothing removed." >&2; exit 1; fi; \
+	read -r -p "Remove $$d and everything in it: the webhook log (the system of record), JetStream, the credentials? [y/N] " answer; \
+	case "$$answer" in y|Y|yes|YES) ;; *) echo "Nothing removed."; exit 0;; esac; \
+	touch "$$lock"; flock -n -E 75 "$$lock" rm -rf -- "$$d"; rc=$$?; \
+	case $$rc in 0) echo "Removed $$d.";; 75) echo "$$d: bin/primeflow started meanwhile; nothing removed." >&2; exit 1;; *) exit $$rc;; esac

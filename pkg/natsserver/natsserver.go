@@ -39,9 +39,37 @@ const MaxPayload int32 = 4 << 20
 // Start runs a server and waits until it accepts connections. The caller
 // stops it with Shutdown and WaitForShutdown.
 func Start(cfg Config) (*server.Server, error) {
+	opts, err := cfg.options()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("nats server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("nats server on %s: not ready for connections after 10s", cfg.Listen)
+	}
+	return srv, nil
+}
+
+// Free checks that the server could listen where cfg says, without
+// starting it or writing anything (Start checks again): bin/primeflow asks
+// before it makes its data folder, so that a port in use stops it naming
+// NATS_LISTEN or NATS_MONITOR_LISTEN with nothing written.
+func (cfg Config) Free() error {
+	_, err := cfg.options()
+	return err
+}
+
+// options are the server's options, once its addresses are checked and
+// found free.
+func (cfg Config) options() (*server.Options, error) {
 	host, port, err := hostPort(cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("nats listen address %q: %w", cfg.Listen, err)
+		return nil, fmt.Errorf("nats listen address %q (NATS_LISTEN): %w", cfg.Listen, err)
 	}
 	opts := &server.Options{
 		ServerName: cfg.ServerName,
@@ -71,16 +99,7 @@ func Start(cfg Config) (*server.Server, error) {
 		}
 		opts.HTTPHost, opts.HTTPPort = host, port
 	}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		return nil, fmt.Errorf("nats server: %w", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
-		return nil, fmt.Errorf("nats server on %s: not ready for connections after 10s", cfg.Listen)
-	}
-	return srv, nil
+	return opts, nil
 }
 
 func hostPort(addr string) (string, int, error) {

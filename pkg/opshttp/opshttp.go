@@ -1,6 +1,6 @@
 // Package opshttp holds what every primeflow HTTP surface shares: Basic auth
-// for everything but Prime's webhook (§10.1), /healthz and /metrics (the
-// registry's, metrics.NewRegistry).
+// for everything but Prime's webhook and /livez (§10.1), /healthz and
+// /metrics (the registry's, metrics.NewRegistry).
 package opshttp
 
 import (
@@ -53,25 +53,57 @@ func BasicAuth(c Credentials, next http.Handler) http.Handler {
 // Check is one health check; nil means healthy.
 type Check func(ctx context.Context) error
 
-// Healthz answers 200 {"status":"ok"} when every check passes within 2s, and
-// 503 naming the failing checks otherwise.
-func Healthz(checks map[string]Check) http.Handler {
+// About is what /healthz says of the process answering it.
+type About struct {
+	Service string `json:"service"`
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
+// Health is /healthz's answer: "ok" or "unhealthy", the process, and each
+// check's outcome ("ok" or its error); Failed names the failing checks.
+type Health struct {
+	Status string `json:"status"`
+	About
+	Checks map[string]string `json:"checks"`
+	Failed map[string]string `json:"failed,omitempty"`
+}
+
+// Healthz answers 200 when every check passes within 2s, and 503 naming the
+// failing checks otherwise, with a Health: the details are for those who
+// may see them (it goes behind Basic auth; Livez is for probes).
+func Healthz(about About, checks map[string]Check) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		failed := map[string]string{}
+		h := Health{Status: "ok", About: about, Checks: map[string]string{}}
 		for name, check := range checks {
+			h.Checks[name] = "ok"
 			if err := check(ctx); err != nil {
-				failed[name] = err.Error()
+				h.Checks[name] = err.Error()
+				if h.Failed == nil {
+					h.Failed = map[string]string{}
+				}
+				h.Failed[name] = err.Error()
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if len(failed) > 0 {
+		if len(h.Failed) > 0 {
+			h.Status = "unhealthy"
 			w.WriteHeader(http.StatusServiceUnavailable)
-			json.NewEncoder(w).Encode(map[string]any{"status": "unhealthy", "failed": failed})
-			return
 		}
-		json.NewEncoder(w).Encode(map[string]string{"status": "ok"})
+		json.NewEncoder(w).Encode(h)
+	})
+}
+
+// Livez answers 200 with an empty body to anyone: the process is up and
+// serving HTTP. It says nothing more, so it needs no credentials, which
+// load balancers and Kubernetes probes handle badly; Healthz has the
+// details.
+func Livez() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
 	})
 }
 

@@ -114,3 +114,18 @@ func Refuse(w http.ResponseWriter, status int, msg string) {
 	http.Error(w, msg, status)
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // not every ResponseWriter has one (a test's recorder)
 }
+
+// LocalURL is the URL a client on this machine reaches a server listening
+// on addr at: http://127.0.0.1:8080 for ":8080" or "0.0.0.0:8080", the
+// host itself for any other. primectl's INGEST_URL defaults to it.
+func LocalURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	switch host {
+	case "", "0.0.0.0", "::":
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}

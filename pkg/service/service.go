@@ -1,7 +1,8 @@
 // Package service is what every primeflow service process shares: its
-// configuration, its connections (NATS with the streams applied, the store),
-// its HTTP surface (/healthz and /metrics behind Basic auth) and the way it
-// runs and shuts down.
+// configuration, its command line (--help, --version: Command), its
+// connections (NATS with the streams applied, the store), its HTTP surface
+// (/healthz and /metrics behind Basic auth, /livez for probes) and the way
+// it runs and shuts down.
 package service
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
+	"github.com/ethosbuilding/primeflow/pkg/version"
 	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -64,6 +66,8 @@ func (c Config) Validate() error { return c.HTTP.Validate() }
 // Deps are the shared things a service is built from. In the all-in-one
 // process every service gets the same Deps.
 type Deps struct {
+	// Name is the process's: the service's, or primeflow's (bin/primeflow).
+	Name    string
 	Log     *slog.Logger
 	NC      *nats.Conn
 	JS      jetstream.JetStream
@@ -95,7 +99,8 @@ func NewRouter(admin opshttp.Credentials) *Router {
 func (r *Router) Public() *mux.Router { return r.public }
 
 // Handler finishes the router for one port: /healthz and /metrics for d on
-// Admin, and Admin behind Basic auth for everything Public does not take.
+// Admin, and Admin behind Basic auth for everything Public does not take
+// but /livez, which answers probes without it.
 // Call it, or Split, once, after every route is added.
 func (r *Router) Handler(d Deps) http.Handler {
 	r.public.PathPrefix("/").Handler(r.ops(d))
@@ -105,7 +110,8 @@ func (r *Router) Handler(d Deps) http.Handler {
 // Split finishes the router for two ports: public serves the public routes
 // alone (anything else is 404 and the connection closed), ops serves
 // /healthz, /metrics and the Admin routes behind Basic auth, where every
-// request without it is 401 before it can be a 404 or 405 (§10.1).
+// request without it is 401 before it can be a 404 or 405 (§10.1), and
+// /livez, for probes, without it.
 func (r *Router) Split(d Deps) (public, ops http.Handler) {
 	notFound := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		opshttp.Refuse(w, http.StatusNotFound, "not found")
@@ -115,9 +121,10 @@ func (r *Router) Split(d Deps) (public, ops http.Handler) {
 	return r.public, r.ops(d)
 }
 
-// ops is Admin with /healthz and /metrics for d, behind Basic auth.
+// ops is Admin with /healthz and /metrics for d, behind Basic auth, and
+// /livez without it.
 func (r *Router) ops(d Deps) http.Handler {
-	r.Admin.Handle("/healthz", opshttp.Healthz(map[string]opshttp.Check{
+	r.Admin.Handle("/healthz", opshttp.Healthz(opshttp.About{Service: d.Name, Version: version.Version, Commit: version.Commit}, map[string]opshttp.Check{
 		"nats": func(context.Context) error {
 			if !d.NC.IsConnected() {
 				return errors.New("not connected")
@@ -127,7 +134,10 @@ func (r *Router) ops(d Deps) http.Handler {
 		"store": d.Store.Ping,
 	})).Methods(http.MethodGet)
 	r.Admin.Handle("/metrics", opshttp.Metrics(d.Metrics)).Methods(http.MethodGet)
-	return opshttp.BasicAuth(r.creds, r.Admin)
+	m := http.NewServeMux()
+	m.Handle("GET /livez", opshttp.Livez())
+	m.Handle("/", opshttp.BasicAuth(r.creds, r.Admin))
+	return m
 }
 
 // NATS is how a process reaches NATS.
@@ -271,7 +281,7 @@ func OpenLog(ctx context.Context, name string, cfg Config, log *slog.Logger) (d 
 		return d, nil, err
 	}
 	grouped := groupcommit.New(st, sizes)
-	d = Deps{Log: log, NC: nc, JS: js, Store: grouped, Metrics: reg}
+	d = Deps{Name: name, Log: log, NC: nc, JS: js, Store: grouped, Metrics: reg}
 	return d, func() { nc.Drain(); grouped.Close() }, nil
 }
 
@@ -285,6 +295,11 @@ func Main(ctx context.Context, name string, getenv func(string) string, stderr i
 	if err != nil {
 		return err
 	}
+	bound, err := Bind(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr)
+	if err != nil {
+		return err
+	}
+	defer bound.Close()
 	d, closeDeps, err := Open(ctx, name, cfg, stderr)
 	if err != nil {
 		return err
@@ -295,39 +310,59 @@ func Main(ctx context.Context, name string, getenv func(string) string, stderr i
 	if err != nil {
 		return err
 	}
-	srv, ln, runners, err := Listen(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr, r, d)
-	if err != nil {
-		return err
-	}
-	d.Log.Info("started", "http", ln.Addr().String(), "ops", cfg.OpsAddr, "nats", d.NC.ConnectedUrlRedacted())
+	srv, ln, runners := bound.Serve(r, d)
+	d.Log.Info("started", "version", version.Version, "commit", version.Commit, "http", ln.Addr().String(), "ops", cfg.OpsAddr, "nats", d.NC.ConnectedUrlRedacted())
 	err = Run(ctx, srv, ln, append(runners, svc)...)
 	d.Log.Info("stopped", "err", err)
 	return err
 }
 
-// Listen finishes r and listens for it: the server of httpAddr, and, when
-// opsAddr is set, the ops port's server as a runner to run beside the
-// service (it stops after the public server has drained, so /healthz and
-// /metrics answer while it does).
-func Listen(c opshttp.ServerConfig, httpAddr, opsAddr string, r *Router, d Deps) (*http.Server, net.Listener, []Runner, error) {
-	if opsAddr == "" {
-		ln, err := c.Listen(httpAddr, "HTTP_ADDR")
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return c.Server(r.Handler(d)), ln, nil, nil
-	}
-	public, ops := r.Split(d)
+// Bound is a process's HTTP ports, listened on before it connects or
+// writes anything (Bind) and served once its routes are made (Serve).
+type Bound struct {
+	c         opshttp.ServerConfig
+	ln, opsLn net.Listener
+}
+
+// Bind listens on httpAddr and, when it is set, opsAddr, first thing: a
+// port that cannot be had stops the start naming its variable, before
+// anything is connected to or written (a data folder, a database).
+func Bind(c opshttp.ServerConfig, httpAddr, opsAddr string) (*Bound, error) {
 	ln, err := c.Listen(httpAddr, "HTTP_ADDR")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	opsLn, err := c.Listen(opsAddr, "OPS_ADDR")
-	if err != nil {
-		ln.Close()
-		return nil, nil, nil, err
+	b := &Bound{c: c, ln: ln}
+	if opsAddr != "" {
+		if b.opsLn, err = c.Listen(opsAddr, "OPS_ADDR"); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
-	return c.Server(public), ln, []Runner{Serving(c.Server(ops), opsLn)}, nil
+	return b, nil
+}
+
+// Addr is HTTP_ADDR's address as bound (its port when HTTP_ADDR gave 0).
+func (b *Bound) Addr() net.Addr { return b.ln.Addr() }
+
+// Close closes the listeners; after Serve, serving closes them anyway.
+func (b *Bound) Close() {
+	b.ln.Close()
+	if b.opsLn != nil {
+		b.opsLn.Close()
+	}
+}
+
+// Serve finishes r and returns HTTP_ADDR's server and listener, for Run,
+// and, with OPS_ADDR, the ops port's server as a runner to run beside the
+// service (it stops after the public server has drained, so /healthz and
+// /metrics answer while it does).
+func (b *Bound) Serve(r *Router, d Deps) (*http.Server, net.Listener, []Runner) {
+	if b.opsLn == nil {
+		return b.c.Server(r.Handler(d)), b.ln, nil
+	}
+	public, ops := r.Split(d)
+	return b.c.Server(public), b.ln, []Runner{Serving(b.c.Server(ops), b.opsLn)}
 }
 
 // Serving is a Runner that serves srv on ln until its context ends, then

@@ -234,6 +234,13 @@ func message(subject, msgID string, body any) (store.OutboxMessage, error) {
 	return outbox.Message(subject, msgID, b), nil
 }
 
+// Help is what bin/child-mirror --help prints: what it is and the variables its
+// Main reads.
+func Help() service.Help {
+	return service.Help{Name: "child-mirror", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}},
+		Summary: "mirrors the records that hang off a Prime job (appointments, site forms, estimates, allocations, contacts: §5.2–§5.5) and serves the appointment sweep (§8.1, NATS micro \"child-mirror\")."}
+}
+
 // Main runs child-mirror as a process of its own, with its own Prime client
 // (prime.Config from PRIME_*) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {

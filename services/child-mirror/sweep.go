@@ -12,6 +12,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/version"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -36,7 +37,7 @@ const defaultSweepTimeout = 5 * time.Minute
 func (c *ChildMirror) serveSweep(ctx context.Context) (micro.Service, error) {
 	svc, err := micro.AddService(c.nc, micro.Config{
 		Name:        ServiceName,
-		Version:     "1.0.0",
+		Version:     version.Semver(), // every service the same: the build's (pkg/version)
 		Description: "Mirrors the records that hang off Prime jobs: sweep the appointments of a date range into the mirror (§8.1).",
 	})
 	if err != nil {

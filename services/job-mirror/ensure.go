@@ -12,6 +12,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/version"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -28,7 +29,7 @@ const EndpointEnsure = "ensure"
 func (m *Mirror) serve(ctx context.Context) (micro.Service, error) {
 	svc, err := micro.AddService(m.nc, micro.Config{
 		Name:        ServiceName,
-		Version:     "1.0.0",
+		Version:     version.Semver(), // every service the same: the build's (pkg/version)
 		Description: "Mirrors Prime jobs: ensure a job is in primeJobs before a child row is written (§4.3); sweep the jobs updated since the last sweep (the backstop, §7).",
 	})
 	if err != nil {

@@ -183,6 +183,13 @@ func (m *Mirror) Run(ctx context.Context) error {
 	})
 }
 
+// Help is what bin/job-mirror --help prints: what it is and the variables its
+// Main reads.
+func Help() service.Help {
+	return service.Help{Name: "job-mirror", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}},
+		Summary: "mirrors Prime's jobs (change-job-status, §5.1), answers ensure-job requests (§4.3, NATS micro \"job-mirror\") and hands each job seen for the first time to the new-job pipeline."}
+}
+
 // Main runs job-mirror as a process of its own, with its own Prime client
 // (prime.Config from PRIME_*) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {

@@ -249,6 +249,13 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 // guidRE is a job's GUID; anything else can never be detected and is dropped.
 var guidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
+// Help is what bin/makesafe --help prints: what it is and the variables its
+// Main reads.
+func Help() service.Help {
+	return service.Help{Name: "makesafe", README: []string{"Production"}, Configs: []any{Config{}, dryrun.Config{}, service.Config{}, prime.Config{}},
+		Summary: "make-safe detection (§5.5, §6): a job that needs a Make Safe and was created out of hours gets one phone call and an SMS within minutes, with re-checks at +1/+4/+10/+15 minutes; it also sends the SMS queue."}
+}
+
 // Main runs makesafe as a process of its own, with its own Prime client
 // (PRIME_*), the HTTP SMS sender (SMS_SEND_URL, required here unless
 // SEND_DRY_RUN records the SMS instead) and an outbox sweeper.

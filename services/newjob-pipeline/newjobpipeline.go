@@ -158,6 +158,13 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 	return r.Ran, r.Queued, nil
 }
 
+// Help is what bin/newjob-pipeline --help prints: what it is and the variables its
+// Main reads.
+func Help() service.Help {
+	return service.Help{Name: "newjob-pipeline", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}},
+		Summary: "runs the new-job pipeline (§6) once for each job seen for the first time: queues its missing objects into ethSyncQueue and asks for make-safe detection."}
+}
+
 // Main runs the pipeline as a process of its own, with an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := config.Load[Config](getenv)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
@@ -182,6 +183,13 @@ func (c *Creator) scheduled(ctx context.Context) error {
 		c.log.Error("order run failed", "err", err, "written", res.Written, "deleted", res.Deleted, "refused", res.Refused)
 	}
 	return err
+}
+
+// Help is what bin/optimo-create --help prints: what it is and the variables its
+// Main reads.
+func Help() service.Help {
+	return service.Help{Name: "optimo-create", README: []string{"Production"}, Configs: []any{Config{}, optimoroute.Config{}, dryrun.Config{}, service.Config{}},
+		Summary: "writes OptimoRoute orders from the appointment and work-order queues (§5.2, §8.1), on optimo.create.requested and on §8.1's schedule (the appointment sweep first, M–F 15:00–16:59), then asks optimo-plan to plan."}
 }
 
 // Main runs optimo-create as a process of its own.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/coalesce"
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
@@ -141,6 +142,13 @@ func (p *Planner) scheduled(ctx context.Context) error {
 			"finished", res.Finished)
 	}
 	return err
+}
+
+// Help is what bin/optimo-plan --help prints: what it is and the variables its
+// Main reads.
+func Help() service.Help {
+	return service.Help{Name: "optimo-plan", README: []string{"Production"}, Configs: []any{Config{}, optimoroute.Config{}, dryrun.Config{}, service.Config{}},
+		Summary: "plans OptimoRoute's days (§8.2–§8.4): on optimo.plan.requested (coalesced) and every OPTIMO_PLAN_EVERY it starts planning every NotPlanned date, polls the plans, reads the routes back and asks for the SMS queue to be sent."}
 }
 
 // Main runs optimo-plan as a process of its own.

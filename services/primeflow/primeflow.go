@@ -6,11 +6,14 @@
 package primeflow
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -18,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/datadir"
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/graph"
 	"github.com/ethosbuilding/primeflow/pkg/graphsim"
@@ -32,6 +36,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/version"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
@@ -112,6 +117,15 @@ func (c Config) validate(dry dryrun.Config) error {
 	return nil
 }
 
+// Help is what bin/primeflow --help prints: what it is and the variables
+// its Main reads.
+func Help() service.Help {
+	return service.Help{Name: "primeflow", README: []string{"A tour with `make run`", "Operating it"}, Configs: []any{Config{}, dryrun.Config{}},
+		Summary: "the whole pipeline in one process (make run): every service over an embedded nats-server (or NATS_URL's), " +
+			"SQLite under DATA_DIR (or DATABASE_URL's), and the Prime and OptimoRoute simulators at SIM_ADDR where no credentials " +
+			"of theirs are given. A webhook key and an admin password left unset are made on the first run and kept under DATA_DIR."}
+}
+
 // Main runs the pipeline until ctx ends.
 func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg Config
@@ -132,13 +146,47 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	natsURL := cfg.NATSURL
-	if natsURL == "" {
+
+	// Every port first, then the data folder: a port in use, or another
+	// bin/primeflow on the same folder, stops the start naming its variable
+	// before anything is written.
+	primeSim, optimoSim, graphSim := !cfg.Prime.Enabled(), cfg.OptimoRoute.APIKey == "" && !dry.OptimoRoute, !cfg.MailIntake.Graph.Enabled()
+	bound, err := service.Bind(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr)
+	if err != nil {
+		return err
+	}
+	defer bound.Close()
+	var simLn net.Listener
+	if primeSim || optimoSim || graphSim {
+		if simLn, err = cfg.HTTP.Listen(cfg.SimAddr, "SIM_ADDR: the simulators"); err != nil {
+			return err
+		}
+		defer simLn.Close()
+	}
+	var nsCfg natsserver.Config
+	if cfg.NATSURL == "" {
 		monitor := cfg.NATSMonitorListen
 		if monitor == "off" {
 			monitor = ""
 		}
-		ns, err := natsserver.Start(natsserver.Config{Listen: cfg.NATSListen, StoreDir: filepath.Join(cfg.DataDir, "jetstream"), ServerName: "primeflow", MonitorListen: monitor})
+		nsCfg = natsserver.Config{Listen: cfg.NATSListen, StoreDir: filepath.Join(cfg.DataDir, "jetstream"), ServerName: "primeflow", MonitorListen: monitor}
+		if err := nsCfg.Free(); err != nil {
+			return err
+		}
+	}
+	unlock, err := datadir.Lock(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("DATA_DIR %w: is another bin/primeflow running on it?", err)
+	}
+	defer unlock()
+	fmt.Fprintln(stdout, version.String("primeflow"))
+	if err := credentials(stdout, &cfg); err != nil {
+		return err
+	}
+
+	natsURL := cfg.NATSURL
+	if natsURL == "" {
+		ns, err := natsserver.Start(nsCfg)
 		if err != nil {
 			return err
 		}
@@ -148,7 +196,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		if a := ns.MonitorAddr(); a != nil {
 			monitoring = "http://" + a.String()
 		}
-		log.Info("embedded nats-server", "url", natsURL, "jetstream", filepath.Join(cfg.DataDir, "jetstream"), "monitoring", monitoring)
+		log.Info("embedded nats-server", "url", natsURL, "jetstream", nsCfg.StoreDir, "monitoring", monitoring)
 	} else {
 		// Said at once: a NATS_URL left exported in the shell is otherwise
 		// only a wait for streams on a server nobody meant.
@@ -165,9 +213,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	defer closeDeps()
 
 	sims := mux.NewRouter()
-	simulating := false
-	if !cfg.Prime.Enabled() {
-		sim, err := primeSimulator()
+	// The simulators keep what they hold under DATA_DIR, so a restart
+	// serves what the mirror already has and hands out no id twice.
+	states := filepath.Join(cfg.DataDir, "simulators")
+	if primeSim {
+		sim, err := primeSimulator(filepath.Join(states, "prime.json"), log)
 		if err != nil {
 			return err
 		}
@@ -177,26 +227,26 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		sc := sim.ClientConfig("http://" + cfg.SimAddr + "/prime")
 		cfg.Prime.URL, cfg.Prime.ClientID, cfg.Prime.ClientSecret = sc.URL, sc.ClientID, sc.ClientSecret
 		cfg.Prime.Username, cfg.Prime.Password = sc.Username, sc.Password
-		simulating = true
-		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL)
+		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL, "state", filepath.Join(states, "prime.json"))
 	}
-	if cfg.OptimoRoute.APIKey == "" && !dry.OptimoRoute {
-		sim := optimosim.New(optimosim.Options{})
+	if optimoSim {
+		sim, err := optimosim.Open(optimosim.Options{}, filepath.Join(states, "optimoroute.json"))
+		if err != nil {
+			return err
+		}
 		sims.PathPrefix("/optimoroute/").Handler(http.StripPrefix("/optimoroute", sim))
 		cfg.OptimoRoute.APIURL = "http://" + cfg.SimAddr + "/optimoroute"
 		cfg.OptimoRoute.APIKey = optimosim.DefaultAPIKey
-		simulating = true
-		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL)
+		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL,
+			"state", filepath.Join(states, "optimoroute.json"))
 	}
-	if !cfg.MailIntake.Graph.Enabled() {
+	if graphSim {
 		sim := graphsim.New(graphsim.Options{})
 		sims.PathPrefix("/graph/").Handler(http.StripPrefix("/graph", sim))
 		mailboxOfSimulator(&cfg.MailIntake, sim, "http://"+cfg.SimAddr+"/graph")
-		simulating = true
 		log.Info("GRAPH_TENANT_ID, GRAPH_CLIENT_ID and GRAPH_CLIENT_SECRET are not set: the mail intake reads the Graph simulator's mailbox",
 			"url", cfg.MailIntake.Graph.APIURL, "user", cfg.MailIntake.User, "folder", cfg.MailIntake.Folder)
 	}
-	generated(stdout, &cfg)
 
 	pc, err := prime.New(cfg.Prime, prime.WithLogger(log))
 	if err != nil {
@@ -217,19 +267,12 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 	runners = append(runners, in)
 
-	srv, ln, ops, err := service.Listen(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr, r, d)
-	if err != nil {
-		return err
-	}
+	srv, ln, ops := bound.Serve(r, d)
 	runners = append(runners, ops...)
-	if simulating {
-		simLn, err := cfg.HTTP.Listen(cfg.SimAddr, "SIM_ADDR: the simulators")
-		if err != nil {
-			return err
-		}
+	if simLn != nil {
 		runners = append(runners, service.Serving(cfg.HTTP.Server(sims), simLn))
 	}
-	log.Info("primeflow started", "http", ln.Addr().String(), "ops", cfg.OpsAddr, "webhook", "POST "+ingest.WebhookPath)
+	log.Info("primeflow started", "version", version.Version, "http", ln.Addr().String(), "ops", cfg.OpsAddr, "webhook", "POST "+ingest.WebhookPath)
 	err = service.Run(ctx, srv, ln, runners...)
 	if errors.Is(err, context.Canceled) {
 		err = nil
@@ -283,13 +326,13 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 }
 
 // primeSimulator is the Prime simulator the all-in-one process uses: the
-// fixture's jobs, Prime's own rate limits.
-func primeSimulator() (*primesim.Sim, error) {
+// fixture's jobs, Prime's own rate limits, its records kept in state.
+func primeSimulator(state string, log *slog.Logger) (*primesim.Sim, error) {
 	fx, err := primesim.DefaultFixture()
 	if err != nil {
 		return nil, err
 	}
-	return primesim.New(primesim.Options{Fixture: fx, RateLimit: primesim.PrimeRateLimit()})
+	return primesim.New(primesim.Options{Fixture: fx, RateLimit: primesim.PrimeRateLimit(), StateFile: state, Logger: log})
 }
 
 // mailboxOfSimulator points the mail intake at the Graph simulator served
@@ -310,17 +353,49 @@ func mailboxOfSimulator(c *mailintake.Config, sim *graphsim.Sim, baseURL string)
 	}
 }
 
-// generated fills secrets left blank for a local run, and prints them: the
-// webhook key Prime (or the simulator) must send, and the admin login.
-func generated(stdout io.Writer, cfg *Config) {
+// The files under DATA_DIR that keep the credentials a local run makes.
+const (
+	APIKeyFile        = "webhook-api-key"
+	AdminPasswordFile = "admin-password"
+)
+
+// credentials fills the webhook key and the admin login left unset for a
+// local run with the ones kept under DATA_DIR (datadir.Secret: made on the
+// first run, mode 0600, the same on every run after), and says where they
+// are: Prime's webhook, scripts and monitoring go on working across a
+// restart. The secrets themselves are never printed.
+func credentials(stdout io.Writer, cfg *Config) error {
 	if cfg.Ingest.APIKey == "" {
-		cfg.Ingest.APIKey = uuid.NewString()
-		fmt.Fprintf(stdout, "PRIME_WEBHOOK_API_KEY was not set; generated for this run: %s\n", cfg.Ingest.APIKey)
+		path := filepath.Join(cfg.DataDir, APIKeyFile)
+		key, made, err := datadir.Secret(path, uuid.NewString)
+		if err != nil {
+			return fmt.Errorf("PRIME_WEBHOOK_API_KEY is not set, and the key kept for it: %w", err)
+		}
+		cfg.Ingest.APIKey = key
+		fmt.Fprintf(stdout, "PRIME_WEBHOOK_API_KEY is not set: the webhook key is in %s (%s)\n", path, kept(made))
 	}
 	if cfg.Admin.User == "" && cfg.Admin.Password == "" {
-		cfg.Admin = opshttp.Credentials{User: "admin", Password: rand.Text()}
-		fmt.Fprintf(stdout, "ADMIN_USER/ADMIN_PASSWORD were not set; generated for this run: admin / %s\n", cfg.Admin.Password)
+		path := filepath.Join(cfg.DataDir, AdminPasswordFile)
+		password, made, err := datadir.Secret(path, rand.Text)
+		if err != nil {
+			return fmt.Errorf("ADMIN_USER and ADMIN_PASSWORD are not set, and the password kept for them: %w", err)
+		}
+		cfg.Admin = opshttp.Credentials{User: "admin", Password: password}
+		fmt.Fprintf(stdout, "ADMIN_USER/ADMIN_PASSWORD are not set: the login is admin, with the password in %s (%s)\n", path, kept(made))
+		fmt.Fprintf(stdout, "  curl -u admin:$(cat %s) %s/healthz\n", path, opshttp.LocalURL(cfg.opsAddr()))
+		fmt.Fprintf(stdout, "  export ADMIN_USER=admin ADMIN_PASSWORD_FILE=%s   # for bin/primectl replay --now\n", path)
 	}
+	return nil
+}
+
+// opsAddr is where /healthz, /metrics and the relay trigger are served.
+func (c Config) opsAddr() string { return cmp.Or(c.OpsAddr, c.HTTPAddr) }
+
+func kept(made bool) string {
+	if made {
+		return "made now, kept for the next runs"
+	}
+	return "kept from an earlier run"
 }
 
 type runnerFunc func(ctx context.Context) error

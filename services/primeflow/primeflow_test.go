@@ -3,9 +3,11 @@ package primeflow_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,9 +24,11 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
+	"github.com/ethosbuilding/primeflow/pkg/version"
 	"github.com/ethosbuilding/primeflow/services/primeflow"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 )
 
 const (
@@ -126,6 +130,17 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	var sweep events.SweepReply
 	is.NoErr(json.Unmarshal(msg.Data, &sweep))
 	is.Equal(sweep.Error, "") // having swept
+
+	// Every NATS micro service reports the build's version.
+	for _, name := range []string{"job-mirror", "child-mirror"} {
+		subject, err := micro.ControlSubject(micro.InfoVerb, name, "")
+		is.NoErr(err)
+		msg, err := nc.Request(subject, nil, 10*time.Second)
+		is.NoErr(err) // the service answers $SRV.INFO
+		var info micro.Info
+		is.NoErr(json.Unmarshal(msg.Data, &info))
+		is.Equal(info.Version, version.Semver()) // name: the one version
+	}
 
 	// Stream lag as prometheus-nats-exporter reads it: the embedded
 	// server's /jsz on NATS_MONITOR_LISTEN, every consumer with its pending
@@ -269,18 +284,69 @@ func metric(t *testing.T, httpAddr, series string) string {
 	return ""
 }
 
-// TestMakeRunGeneratesSecrets: with no key or admin login configured, a
-// local run makes them up and prints them, so the demo works.
-func TestMakeRunGeneratesSecrets(t *testing.T) {
+// TestMakeRunKeepsItsCredentials: with no key or admin login configured, a
+// local run makes them up once and keeps them under DATA_DIR (mode 0600),
+// saying where, never what; a restart uses the same ones, so Prime's
+// webhook, scripts and monitoring keep working.
+func TestMakeRunKeepsItsCredentials(t *testing.T) {
 	is := is.New(t)
+	dir := t.TempDir()
+	httpAddr := flowtest.FreeAddr(t)
 	env := map[string]string{
-		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
+		"DATA_DIR": dir, "HTTP_ADDR": httpAddr, "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
 		"NATS_MONITOR_LISTEN": "off",
 	}
+	keyFile, passwordFile := filepath.Join(dir, primeflow.APIKeyFile), filepath.Join(dir, primeflow.AdminPasswordFile)
 	stdout, logs := startAndStop(t, env)
-	is.True(strings.Contains(stdout, "PRIME_WEBHOOK_API_KEY was not set; generated for this run: ")) // a key printed
-	is.True(strings.Contains(stdout, "generated for this run: admin / "))                            // and a login
-	is.True(strings.Contains(logs, "monitoring=off"))                                                // NATS_MONITOR_LISTEN=off: no monitoring port
+	is.True(strings.Contains(stdout, "the webhook key is in "+keyFile+" (made now"))                         // where the key is
+	is.True(strings.Contains(stdout, "the login is admin, with the password in "+passwordFile+" (made now")) // and the password
+	is.True(strings.Contains(logs, "monitoring=off"))                                                        // NATS_MONITOR_LISTEN=off: no monitoring port
+	key, password := secretIn(t, keyFile), secretIn(t, passwordFile)
+	is.True(!strings.Contains(stdout+logs, key))      // the key itself is not printed
+	is.True(!strings.Contains(stdout+logs, password)) // nor the password
+
+	// A restart: the same key and login, which the process answers to.
+	var out, errs flowtest.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- primeflow.Main(ctx, func(k string) string { return env[k] }, &out, &errs) }()
+	defer func() { cancel(); is.NoErr(<-done) }()
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "healthy, with the kept login", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/healthz", nil)
+		req.SetBasicAuth("admin", password)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	req, _ := http.NewRequest(http.MethodPost, "http://"+httpAddr+"/api/prime/webhook",
+		strings.NewReader(`{"eventAction":"change-job-status","jobId":2402073,"jobStatusId":"`+fixtureJob+`"}`))
+	req.Header.Set("API-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	res.Body.Close()
+	is.Equal(res.StatusCode, http.StatusOK)                                       // the first run's key is the webhook's still
+	is.True(strings.Contains(out.String(), keyFile+" (kept from an earlier run")) // said so
+	is.Equal(secretIn(t, keyFile), key)                                           // and unchanged
+}
+
+// secretIn is the secret kept in path, which only its owner may read.
+func secretIn(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: mode %v, want 0600", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // TestNATSMonitorListenRefused: a monitoring address that cannot be served
@@ -407,4 +473,49 @@ func TestShadowRunSendsNothing(t *testing.T) {
 	is.True(ops["create_or_update_orders"] >= 1) // the order recorded
 	is.True(ops["start_planning"] >= 1)          // and the planning
 	is.Equal(reached.Load(), int64(0))           // nothing left the process
+}
+
+// A port in use stops the start naming its variable, and nothing is
+// written first: no data folder, no database, no JetStream store.
+func TestPortInUseStopsTheStartBeforeAnythingIsWritten(t *testing.T) {
+	for _, variable := range []string{"HTTP_ADDR", "OPS_ADDR", "SIM_ADDR", "NATS_LISTEN", "NATS_MONITOR_LISTEN"} {
+		t.Run(variable, func(t *testing.T) {
+			is := is.New(t)
+			taken, err := net.Listen("tcp", "127.0.0.1:0")
+			is.NoErr(err)
+			defer taken.Close()
+			dir := filepath.Join(t.TempDir(), "data")
+			env := map[string]string{
+				"DATA_DIR": dir, "HTTP_ADDR": flowtest.FreeAddr(t), "OPS_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t),
+				"SIM_ADDR": flowtest.FreeAddr(t), "NATS_MONITOR_LISTEN": flowtest.FreeAddr(t),
+			}
+			env[variable] = taken.Addr().String()
+			var stdout, stderr flowtest.Buffer
+			err = primeflow.Main(context.Background(), func(k string) string { return env[k] }, &stdout, &stderr)
+			is.True(err != nil)                              // refused
+			is.True(strings.Contains(err.Error(), variable)) // naming the variable
+			_, statErr := os.Stat(dir)
+			is.True(errors.Is(statErr, os.ErrNotExist)) // with nothing written
+		})
+	}
+}
+
+// Two bin/primeflow on one DATA_DIR would share a SQLite file and a
+// JetStream store: the second refuses to start, naming the first.
+func TestSecondPrimeflowOnOneDataDirIsRefused(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	env := func() map[string]string {
+		return map[string]string{
+			"DATA_DIR": dir, "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": flowtest.FreeAddr(t),
+			"NATS_MONITOR_LISTEN": "off", "PRIME_WEBHOOK_API_KEY": apiKey, "ADMIN_USER": admin, "ADMIN_PASSWORD": password,
+		}
+	}
+	first := env()
+	running(t, first)
+	second := env()
+	var stdout, stderr flowtest.Buffer
+	err := primeflow.Main(context.Background(), func(k string) string { return second[k] }, &stdout, &stderr)
+	is.True(err != nil)                                                                         // refused
+	is.True(strings.Contains(err.Error(), "DATA_DIR "+dir+": in use by another process (pid ")) // naming the holder
 }

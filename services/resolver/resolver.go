@@ -96,6 +96,13 @@ func (r *Resolver) Run(ctx context.Context) error {
 	}, r.log, r.reg, r.handle)
 }
 
+// Help is what bin/resolver --help prints: what it is and the variables its
+// Main reads.
+func Help() service.Help {
+	return service.Help{Name: "resolver", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}},
+		Summary: "works out what each webhook event refers to (§4) and hands it to the stage of its action on prime.resolved.<action>, one lane a job; it retries failed events with backoff up to 5 attempts."}
+}
+
 // Main runs the resolver as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := config.Load[Config](getenv)
