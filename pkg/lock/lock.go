@@ -591,6 +591,26 @@ func (l *Locker) current(ctx context.Context, key string) (Holder, uint64, error
 	return decodeHolder(resp.Message.Data), resp.Message.Seq, nil
 }
 
+// Held reads who holds the lock of key now, as `nats kv get locks <key>`
+// does; found is false when nobody does. It neither takes nor changes a
+// lock: primectl status and the status page read the locks with it. (A
+// replica may answer; for a look at the locks that is close enough.)
+func Held(ctx context.Context, js jetstream.JetStream, key string) (h Holder, found bool, err error) {
+	kv, err := js.KeyValue(ctx, events.BucketLocks)
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
+	}
+	e, err := kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return Holder{}, false, nil
+	case err != nil:
+		return Holder{}, false, err
+	}
+	h = decodeHolder(e.Value())
+	return h, h.ID != "", nil
+}
+
 // kvOperationHeader marks a KV delete or purge.
 const kvOperationHeader = "KV-Operation"
 

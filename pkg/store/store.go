@@ -38,6 +38,7 @@ type Store interface {
 	EmailReceipts
 	Coverage
 	Sweeps
+	Status
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it

@@ -80,6 +80,8 @@ type LogFilter struct {
 	// Unpublished selects rows the relay has still to publish.
 	Unpublished bool
 	Limit       int // rows returned by ListWebhookLog, oldest first; 0 means 100
+	// Newest makes ListWebhookLog return the newest rows, newest first.
+	Newest bool
 }
 
 // WebhookLog is the log of received webhooks, which is also the work queue (§3).
@@ -123,7 +125,8 @@ type WebhookLog interface {
 	// ResetWebhookLog queues the selected rows again for replay: not processed,
 	// no attempts, not published, ReplayCount + 1. It returns how many rows it reset.
 	ResetWebhookLog(ctx context.Context, f LogFilter) (int, error)
-	// ListWebhookLog returns the selected rows, oldest first, at most f.Limit.
+	// ListWebhookLog returns the selected rows, oldest first (newest first
+	// with f.Newest), at most f.Limit.
 	ListWebhookLog(ctx context.Context, f LogFilter) ([]WebhookLogRow, error)
 	// CountWebhookLog counts the selected rows.
 	CountWebhookLog(ctx context.Context, f LogFilter) (int, error)

@@ -33,7 +33,7 @@ func (c *cli) compare(ctx context.Context, args []string) error {
 	since := fs.String("since", "24h", "from T (UTC, or a duration before now)")
 	until := fs.String("until", "", "to T, not included (default now)")
 	ahead := fs.Int("days-ahead", 14, "orders and plan dates: the period's days and this many days after it")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -52,10 +52,10 @@ func (c *cli) compare(ctx context.Context, args []string) error {
 		}
 	}
 	if !p.from.Before(p.to) {
-		return errors.New("primectl compare: --since must come before --until")
+		return errors.New("compare: --since must come before --until")
 	}
 	if *ahead < 0 {
-		return errors.New("primectl compare: --days-ahead cannot be negative")
+		return errors.New("compare: --days-ahead cannot be negative")
 	}
 	p.lastDay = p.to.Add(-time.Millisecond).AddDate(0, 0, *ahead)
 	ours, err := openSide(ctx, "primeflow", c.cfg.DatabaseURL, c.cfg.DataDir)

@@ -171,7 +171,7 @@ func (c *cli) coverage(ctx context.Context, args []string) error {
 	fs := c.flags("coverage")
 	sinceFlag := fs.String("since", "7d", "the jobs Prime created at or after T")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 	planOnly := fs.Bool("plan", false, "say what a migration would do, object by object, and change nothing")
 	adopt := fs.String("adopt", "", "comma-separated live objects primeflow does not own that the migration may alter (SQL Server)")
 	captureDir := fs.String("capture", "capture", "where the definitions of adopted objects are written before they are altered")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 			return fmt.Errorf("DATABASE_URL %q: no file after sqlite:", c.cfg.DatabaseURL)
 		}
 		if len(adopted) > 0 {
-			return errors.New("primectl migrate: --adopt is for SQL Server: a SQLite file is primeflow's own")
+			return errors.New("migrate: --adopt is for SQL Server: a SQLite file is primeflow's own")
 		}
 		if *planOnly {
 			plan, err := sqlite.Plan(ctx, path, settings)

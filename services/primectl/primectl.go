@@ -9,6 +9,7 @@ package primectl
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/version"
 )
 
 // Config is what primectl reads from the environment.
@@ -37,36 +39,78 @@ type Config struct {
 	// (sqlserver:// only).
 	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
 	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
-	// IngestURL is ingest's base URL, for replay --now.
-	IngestURL string `env:"INGEST_URL" envDefault:"http://127.0.0.1:8080"`
+	// IngestURL is ingest's base URL, for replay --now; unset, it is where
+	// OPS_ADDR, or else HTTP_ADDR, is reached from this machine
+	// (opshttp.LocalURL), the ports bin/primeflow read from the same
+	// environment.
+	IngestURL string `env:"INGEST_URL"`
+	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
+	OpsAddr   string `env:"OPS_ADDR"`
 	Admin     opshttp.Credentials
+	// NATS is where status reads the consumers, the locks and the Prime
+	// budget (the operators' NATS user, in a deployment with users).
+	NATSURL      string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
+	NATSUser     string `env:"NATS_USER"`
+	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
 	// MakesafeSMSTo is what migrate writes as the default make-safe SMS
 	// recipient (the setting MakesafeSMSRecipient).
 	MakesafeSMSTo string `env:"MAKESAFE_SMS_TO"`
+}
+
+// ingestURL is INGEST_URL, or where OPS_ADDR or HTTP_ADDR is reached.
+func (c Config) ingestURL() string {
+	if c.IngestURL != "" {
+		return strings.TrimSuffix(c.IngestURL, "/")
+	}
+	return opshttp.LocalURL(cmp.Or(c.OpsAddr, c.HTTPAddr))
 }
 
 // ErrUsage is returned for a command line primectl does not understand; the
 // usage has been printed.
 var ErrUsage = errors.New("usage")
 
-const usage = `primectl — look after primeflow's webhook log
+// errHelped: a command's -h printed its help; nothing else is to be done.
+var errHelped = errors.New("help shown")
 
-Usage:
-  primectl list [--state unprocessed|capped|processed|all] [--action A] [--job GUID]
-                [--since T] [--until T] [--limit N]
-  primectl show ID
-  primectl replay ID… [--yes] [--now]
-  primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]
-  primectl firstseen [--failed | --all] [--limit N]
-  primectl coverage [--since T] [--json]
-  primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]
-  primectl compare --live DSN [--since T] [--until T] [--days-ahead N]
+// commands are primectl's commands and their usage lines, in the order
+// --help lists them.
+var commands = []struct{ name, usage string }{
+	{"status", "primectl status [--json]"},
+	{"list", `primectl list [--state unprocessed|capped|processed|all] [--action A] [--job GUID]
+                [--since T] [--until T] [--limit N] [--oldest]`},
+	{"show", "primectl show ID"},
+	{"replay", `primectl replay ID… [--yes] [--now]
+  primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]`},
+	{"firstseen", "primectl firstseen [--failed | --all] [--limit N]"},
+	{"coverage", "primectl coverage [--since T] [--json]"},
+	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
+	{"compare", "primectl compare --live DSN [--since T] [--until T] [--days-ahead N]"},
+	{"version", "primectl --version"},
+}
 
-T is a time in UTC (2026-11-30, "2026-11-30 14:05:00", RFC 3339) or a duration
-before now (90m, 24h, 7d). replay shows how many rows it would reset and asks
-before it does; --yes skips the question, --all allows a replay of every row,
---now asks ingest (INGEST_URL, ADMIN_USER/ADMIN_PASSWORD) to publish the reset
-rows at once instead of at its relay's next tick. coverage compares the paths
+// commandUsage is a command's usage lines.
+func commandUsage(name string) string {
+	for _, c := range commands {
+		if c.name == name {
+			return "  " + c.usage
+		}
+	}
+	return ""
+}
+
+const about = `primectl — look after primeflow: its state at a glance, the webhook log
+(list, show, replay), the new-job pipeline, migrations and shadow runs`
+
+const explained = `status shows the pipeline at a glance: the log's rows by state, the consumers'
+lag, the outbox, the locks, failed SMS and invites, plan dates, Prime's budget and
+each stage's last error; --json gives the same as JSON.
+
+list shows the newest rows first (--oldest: the oldest first). T is a time in UTC
+(2026-11-30, "2026-11-30 14:05:00", RFC 3339) or a duration before now (90m, 24h, 7d).
+replay shows how many rows it would reset and asks before it does; --yes skips
+the question, --all allows a replay of every row, --now asks ingest (INGEST_URL,
+ADMIN_USER/ADMIN_PASSWORD) to publish the reset rows at once instead of at its
+relay's next tick, and makes sure first that it can. coverage compares the paths
 new jobs came by (webhook, email, backstop) over the jobs Prime created since T
 (default 7d), and prints §7.1's coverage query by action.
 
@@ -76,15 +120,48 @@ do; migrate applies, refusing to alter a live object primeflow does not own
 unless --adopt names it (its definition is captured under --capture first),
 and writes MAKESAFE_SMS_TO as the default make-safe SMS recipient. compare
 diffs this database (a shadow run's) against the live one for a period.
-
-Environment: DATABASE_URL (sqlite:<path> or sqlserver://…), DATABASE_PASSWORD,
-DATA_DIR, MAKESAFE_SMS_TO; a secret (DATABASE_URL, DATABASE_PASSWORD,
-ADMIN_PASSWORD) may be given as a file with _FILE.
 `
+
+// writeUsage writes primectl's help: the commands, what they do and the
+// environment, listed from Config's tags.
+func writeUsage(w io.Writer) error {
+	fmt.Fprintf(w, "%s\n\nUsage:\n", about)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %s\n", c.usage)
+	}
+	fmt.Fprintf(w, "\n%s\nEnvironment:\n\n", explained)
+	vars, err := config.Variables(Config{})
+	if err != nil {
+		return err
+	}
+	if err := config.WriteVariables(w, vars); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nINGEST_URL unset is where OPS_ADDR, or HTTP_ADDR, is reached on this machine.\n"+
+		"How to use it: README.md, section \"Operating it\".\n\n%s\n", version.String("primectl"))
+	return nil
+}
 
 // Run runs one primectl command: args are the command line without the
 // program name; stdin answers the replay question.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			return writeUsage(stdout)
+		case "version", "-version", "--version":
+			fmt.Fprintln(stdout, version.String("primectl"))
+			return nil
+		}
+	}
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "%s\n\nUsage:\n", about)
+		for _, c := range commands {
+			fmt.Fprintf(stderr, "  %s\n", c.usage)
+		}
+		fmt.Fprintln(stderr, "\nprimectl --help says more, and lists the environment.")
+		return ErrUsage
+	}
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
@@ -93,33 +170,33 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if cfg.DatabaseURL, err = database.WithPassword(cfg.DatabaseURL, cfg.DatabasePassword); err != nil {
 		return err
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, usage)
-		if len(args) == 0 {
-			return ErrUsage
-		}
-		return nil
-	}
 	c := &cli{cfg: cfg, stdin: bufio.NewReader(stdin), stdout: stdout, stderr: stderr, now: time.Now}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
+	case "status":
+		err = c.status(ctx, rest)
 	case "list":
-		return c.list(ctx, rest)
+		err = c.list(ctx, rest)
 	case "show":
-		return c.show(ctx, rest)
+		err = c.show(ctx, rest)
 	case "replay":
-		return c.replay(ctx, rest)
+		err = c.replay(ctx, rest)
 	case "firstseen":
-		return c.firstSeen(ctx, rest)
+		err = c.firstSeen(ctx, rest)
 	case "coverage":
-		return c.coverage(ctx, rest)
+		err = c.coverage(ctx, rest)
 	case "migrate":
-		return c.migrate(ctx, rest)
+		err = c.migrate(ctx, rest)
 	case "compare":
-		return c.compare(ctx, rest)
+		err = c.compare(ctx, rest)
+	default:
+		fmt.Fprintf(stderr, "primectl: unknown command %q (primectl --help lists them)\n", cmd)
+		return ErrUsage
 	}
-	fmt.Fprintf(stderr, "primectl: unknown command %q\n\n%s", cmd, usage)
-	return ErrUsage
+	if errors.Is(err, errHelped) {
+		return nil
+	}
+	return err
 }
 
 type cli struct {
@@ -135,19 +212,30 @@ func (c *cli) open(ctx context.Context) (store.Store, error) {
 	return database.OpenExisting(ctx, c.cfg.DatabaseURL, c.cfg.DataDir)
 }
 
-// flags makes a flag set that reports its errors on stderr.
+// flags makes a flag set for a command; c.parse reports its errors.
 func (c *cli) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("primectl "+name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
+	fs.Usage = func() {} // c.parse writes the command's own usage, not the flag package's list
 	return fs
 }
 
 // parse parses flags that may come before, between or after the positional
-// arguments, and returns the positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// arguments, and returns the positional ones. A flag it does not know, or a
+// value it cannot read, is said on stderr with the command's usage
+// (ErrUsage); -h writes the usage and the flags on stdout (errHelped).
+func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	name := strings.TrimPrefix(fs.Name(), "primectl ")
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		switch err := fs.Parse(args); {
+		case errors.Is(err, flag.ErrHelp):
+			fmt.Fprintf(c.stdout, "usage:\n%s\n\n", commandUsage(name))
+			fs.SetOutput(c.stdout)
+			fs.PrintDefaults()
+			return nil, errHelped
+		case err != nil:
+			fmt.Fprintf(c.stderr, "usage:\n%s\n(primectl %s -h explains its flags; primectl --help lists every command)\n", commandUsage(name), name)
 			return nil, ErrUsage
 		}
 		args = fs.Args()
@@ -246,8 +334,9 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	fs := c.flags("list")
 	var ff filterFlags
 	ff.add(fs, "unprocessed")
-	limit := fs.Int("limit", 100, "at most this many rows, oldest first")
-	pos, err := parse(fs, args)
+	limit := fs.Int("limit", 100, "at most this many rows")
+	oldest := fs.Bool("oldest", false, "the oldest rows first (by default the newest first)")
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -259,7 +348,7 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	f.Limit = *limit
+	f.Limit, f.Newest = *limit, !*oldest
 	st, err := c.open(ctx)
 	if err != nil {
 		return err
@@ -282,8 +371,20 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%d of %d rows\n", len(rows), total)
+	order := "newest first"
+	if *oldest {
+		order = "oldest first"
+	}
+	fmt.Fprintf(c.stdout, "%d of %s, %s\n", len(rows), count(total, "row"), order)
 	return nil
+}
+
+// count is n with its noun: "1 row", "2 rows".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func state(r store.WebhookLogRow) string {
@@ -319,7 +420,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	}
 	id, err := strconv.ParseInt(args[0], 10, 64)
 	if err != nil || id <= 0 {
-		return fmt.Errorf("primectl show: %q is not a row id", args[0])
+		return fmt.Errorf("show: %q is not a row id", args[0])
 	}
 	st, err := c.open(ctx)
 	if err != nil {
@@ -380,7 +481,7 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	all := fs.Bool("all", false, "allow a replay with no filter: every row of the log")
 	yes := fs.Bool("yes", false, "do not ask before resetting")
 	now := fs.Bool("now", false, "ask ingest to publish the reset rows now")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -391,7 +492,7 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	for _, p := range pos {
 		id, err := strconv.ParseInt(p, 10, 64)
 		if err != nil || id <= 0 {
-			return fmt.Errorf("primectl replay: %q is not a row id", p)
+			return fmt.Errorf("replay: %q is not a row id", p)
 		}
 		f.IDs = append(f.IDs, id)
 	}
@@ -411,12 +512,19 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%d rows would be reset for replay\n", n)
+	fmt.Fprintf(c.stdout, "%s would be reset for replay\n", count(n, "row"))
 	if n == 0 {
 		return nil
 	}
+	if *now {
+		// Before anything is reset: a replay that asks ingest for what it
+		// cannot have leaves rows reset and no one to publish them now.
+		if err := c.reachIngest(ctx); err != nil {
+			return fmt.Errorf("%w; nothing reset", err)
+		}
+	}
 	if !*yes {
-		fmt.Fprintf(c.stdout, "Reset %d rows? [y/N] ", n)
+		fmt.Fprintf(c.stdout, "Reset %s? [y/N] ", count(n, "row"))
 		answer, err := c.stdin.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return err
@@ -430,7 +538,7 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%d rows reset: ingest's relay publishes them again\n", reset)
+	fmt.Fprintf(c.stdout, "%s reset: ingest's relay publishes them again\n", count(reset, "row"))
 	if *now {
 		return c.processNow(ctx)
 	}
@@ -458,7 +566,42 @@ func missingRows(ctx context.Context, st store.Store, ids []int64) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("primectl replay: no row %s in the log; nothing reset", strings.Join(missing, ", "))
+		return fmt.Errorf("replay: no row %s in the log; nothing reset", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ingestProcessPath is ingest's relay trigger (ingest.ProcessPath).
+const ingestProcessPath = "/api/prime/webhooklog/process"
+
+// reachIngest makes sure replay --now can ask ingest to publish: ingest's
+// /healthz, asked with ADMIN_USER/ADMIN_PASSWORD, answers, takes the login
+// and is ingest's (or bin/primeflow's, which runs ingest).
+func (c *cli) reachIngest(ctx context.Context) error {
+	base := c.cfg.ingestURL()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		return fmt.Errorf("INGEST_URL %s: %w", base, err)
+	}
+	req.SetBasicAuth(c.cfg.Admin.User, c.cfg.Admin.Password)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // the error without the URL
+		}
+		return fmt.Errorf("replay --now: ingest does not answer at %s (INGEST_URL, or OPS_ADDR/HTTP_ADDR when it is unset): %w", base, err)
+	}
+	defer resp.Body.Close()
+	var h opshttp.Health
+	decodeErr := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&h)
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("replay --now: %s refused ADMIN_USER/ADMIN_PASSWORD", base)
+	case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable, decodeErr != nil:
+		return fmt.Errorf("replay --now: %s/healthz answered %s, not a primeflow process's health", base, resp.Status)
+	case h.Service != "ingest" && h.Service != "primeflow":
+		return fmt.Errorf("replay --now: %s is %s, not ingest (INGEST_URL names ingest's port, OPS_ADDR's where it has one)", base, Printable(cmp.Or(h.Service, "a process that does not say")))
 	}
 	return nil
 }
@@ -466,10 +609,10 @@ func missingRows(ctx context.Context, st store.Store, ids []int64) error {
 // processNow asks ingest to run its relay now (POST
 // /api/prime/webhooklog/process), so the reset rows go out at once.
 func (c *cli) processNow(ctx context.Context) error {
-	target := strings.TrimSuffix(c.cfg.IngestURL, "/") + "/api/prime/webhooklog/process"
+	target := c.cfg.ingestURL() + ingestProcessPath
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, nil)
 	if err != nil {
-		return fmt.Errorf("INGEST_URL: %w", err)
+		return fmt.Errorf("INGEST_URL %s: %w", c.cfg.ingestURL(), err)
 	}
 	req.SetBasicAuth(c.cfg.Admin.User, c.cfg.Admin.Password)
 	hc := &http.Client{Timeout: time.Minute}
@@ -501,7 +644,7 @@ func (c *cli) firstSeen(ctx context.Context, args []string) error {
 	failed := fs.Bool("failed", false, "only jobs whose pipeline has failed and not completed since")
 	all := fs.Bool("all", false, "completed jobs too")
 	limit := fs.Int("limit", 100, "at most this many jobs, oldest first")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -545,6 +688,6 @@ func (c *cli) firstSeen(ctx context.Context, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%d jobs\n", len(rows))
+	fmt.Fprintln(c.stdout, count(len(rows), "job"))
 	return nil
 }

@@ -7,13 +7,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
+	"github.com/ethosbuilding/primeflow/pkg/version"
 	"github.com/ethosbuilding/primeflow/services/primectl"
 	"github.com/matryer/is"
 )
@@ -130,7 +134,9 @@ func TestList(t *testing.T) {
 		{"by action", []string{"--state", "all", "--action", "change-job-status"}, []string{"queued", "done"}},
 		{"by job", []string{"--state", "all", "--job", strings.ToUpper(jobB)}, []string{"capped"}},
 		{"by time", []string{"--state", "all", "--since", "2026-11-30 10:00", "--until", "2026-11-30T12:00:00Z"}, []string{"capped", "done"}},
-		{"limit", []string{"--state", "all", "--limit", "1"}, []string{"queued"}},
+		{"limit", []string{"--state", "all", "--limit", "1"}, []string{"other"}},
+		{"oldest first", []string{"--state", "all", "--oldest"}, []string{"queued", "capped", "done", "other"}},
+		{"oldest first, limit", []string{"--state", "all", "--limit", "1", "--oldest"}, []string{"queued"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
@@ -140,7 +146,10 @@ func TestList(t *testing.T) {
 			for _, n := range tc.want {
 				want = append(want, id(w, n))
 			}
-			is.Equal(listed(out), want)                                                   // the rows selected, oldest first
+			if !slices.Contains(tc.args, "--oldest") && !slices.Contains(tc.args, "--limit") {
+				slices.Reverse(want) // the newest first, but for --oldest
+			}
+			is.Equal(listed(out), want)                                                   // the rows selected, newest first (--oldest: oldest)
 			is.True(strings.HasPrefix(out, "ID"))                                         // under a header
 			is.True(strings.Contains(out, "ACTION") && strings.Contains(out, "ATTEMPTS")) // with the columns asked for
 		})
@@ -154,7 +163,7 @@ func TestList(t *testing.T) {
 		is.True(strings.Contains(out, jobB))                              // job
 		is.True(strings.Contains(out, " capped "))                        // state
 		is.True(strings.Contains(out, "payload fault UnknownIdentifier")) // and last error
-		is.True(strings.Contains(out, "1 of 1 rows"))                     // and how many there are
+		is.True(strings.Contains(out, "1 of 1 row, newest first"))        // and how many there are
 	})
 
 	t.Run("bad filters", func(t *testing.T) {
@@ -192,9 +201,9 @@ func TestReplay(t *testing.T) {
 		w := newWorld(t)
 		out, _, err := w.run("y\n", "replay", id(w, "capped"))
 		is.NoErr(err)
-		is.True(strings.Contains(out, "1 rows would be reset")) // the count first
-		is.True(strings.Contains(out, "Reset 1 rows? [y/N]"))   // then the question
-		is.True(strings.Contains(out, "1 rows reset"))
+		is.True(strings.Contains(out, "1 row would be reset")) // the count first
+		is.True(strings.Contains(out, "Reset 1 row? [y/N]"))   // then the question
+		is.True(strings.Contains(out, "1 row reset"))
 		r := w.row("capped")
 		is.Equal(r.ProcessAttempts, 0)           // attempts reset
 		is.True(r.PublishedUTC.IsZero())         // queued for the relay
@@ -220,7 +229,7 @@ func TestReplay(t *testing.T) {
 		w := newWorld(t)
 		out, _, err := w.run("", "replay", "--job", jobA, "--state", "processed", "--yes")
 		is.NoErr(err)
-		is.True(strings.Contains(out, "1 rows reset"))
+		is.True(strings.Contains(out, "1 row reset"))
 		is.Equal(w.row("done").ReplayCount, 1)   // the processed row of the job
 		is.True(!w.row("done").Processed())      // queued again
 		is.Equal(w.row("queued").ReplayCount, 0) // not the job's unprocessed one
@@ -250,10 +259,15 @@ func TestReplay(t *testing.T) {
 	t.Run("--now asks ingest to publish", func(t *testing.T) {
 		is := is.New(t)
 		w := newWorld(t)
-		var gotPath, gotUser, gotPass string
+		var asked []string
+		var gotUser, gotPass string
 		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-			gotPath = r.Method + " " + r.URL.Path
+			asked = append(asked, r.Method+" "+r.URL.Path)
 			gotUser, gotPass, _ = r.BasicAuth()
+			if r.URL.Path == "/healthz" {
+				rw.Write([]byte(`{"status":"ok","service":"ingest"}`))
+				return
+			}
 			rw.Write([]byte(`{"published":1}`))
 		}))
 		defer srv.Close()
@@ -262,26 +276,72 @@ func TestReplay(t *testing.T) {
 		w.env["ADMIN_PASSWORD"] = "s3cret"
 		out, _, err := w.run("", "replay", id(w, "capped"), "--yes", "--now")
 		is.NoErr(err)
-		is.Equal(gotPath, "POST /api/prime/webhooklog/process") // the relay trigger
-		is.Equal(gotUser, "ops")                                // with the admin login
+		is.Equal(asked, []string{"GET /healthz", "POST /api/prime/webhooklog/process"}) // ingest checked first, then the relay trigger
+		is.Equal(gotUser, "ops")                                                        // with the admin login
 		is.Equal(gotPass, "s3cret")
 		is.True(strings.Contains(out, `{"published":1}`)) // and what ingest said
 		is.True(!strings.Contains(out, "s3cret"))         // never the password
+		is.Equal(w.row("capped").ReplayCount, 1)          // the row reset
 	})
 
-	t.Run("--now with a refused login", func(t *testing.T) {
-		is := is.New(t)
-		w := newWorld(t)
-		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-			rw.WriteHeader(http.StatusUnauthorized)
-		}))
-		defer srv.Close()
-		w.env["INGEST_URL"] = srv.URL
-		w.env["ADMIN_PASSWORD"] = "wrong-password"
-		_, _, err := w.run("", "replay", id(w, "capped"), "--yes", "--now")
-		is.True(err != nil)                                       // reported
-		is.True(!strings.Contains(err.Error(), "wrong-password")) // without the secret
-		is.Equal(w.row("capped").ReplayCount, 1)                  // the reset itself stands
+	// replay --now makes sure it can ask ingest before it resets anything:
+	// an ingest that does not answer, refuses the login or is not ingest
+	// leaves every row as it was.
+	for _, tc := range []struct {
+		name   string
+		ingest http.HandlerFunc // nil: nothing listens at INGEST_URL
+		says   string
+	}{
+		{"unreachable", nil, "ingest does not answer at"},
+		{"a refused login", func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusUnauthorized) }, "refused ADMIN_USER/ADMIN_PASSWORD"},
+		{"another service", func(rw http.ResponseWriter, _ *http.Request) {
+			rw.Write([]byte(`{"status":"ok","service":"job-mirror"}`))
+		}, "is job-mirror, not ingest"},
+		{"not primeflow", func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusNotFound) }, "not a primeflow process"},
+	} {
+		t.Run("--now with "+tc.name+" resets nothing", func(t *testing.T) {
+			is := is.New(t)
+			w := newWorld(t)
+			posted := false
+			if tc.ingest != nil {
+				srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+					posted = posted || r.Method == http.MethodPost
+					tc.ingest(rw, r)
+				}))
+				defer srv.Close()
+				w.env["INGEST_URL"] = srv.URL
+			} else {
+				w.env["INGEST_URL"] = "http://" + flowtest.FreeAddr(t)
+			}
+			w.env["ADMIN_PASSWORD"] = "wrong-password"
+			_, _, err := w.run("", "replay", id(w, "capped"), "--yes", "--now")
+			is.True(err != nil)                                       // refused
+			is.True(strings.Contains(err.Error(), tc.says))           // saying why
+			is.True(strings.Contains(err.Error(), "nothing reset"))   // and that nothing changed
+			is.True(!strings.Contains(err.Error(), "wrong-password")) // without the secret
+			is.Equal(w.row("capped").ReplayCount, 0)                  // the row is as it was
+			is.True(!posted)                                          // and the relay was not asked
+		})
+	}
+
+	// Unset, INGEST_URL is where OPS_ADDR, or HTTP_ADDR, is reached.
+	t.Run("--now follows OPS_ADDR and HTTP_ADDR", func(t *testing.T) {
+		for _, variable := range []string{"HTTP_ADDR", "OPS_ADDR"} {
+			t.Run(variable, func(t *testing.T) {
+				is := is.New(t)
+				w := newWorld(t)
+				srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+					rw.Write([]byte(`{"status":"ok","service":"primeflow"}`))
+				}))
+				defer srv.Close()
+				port := srv.URL[strings.LastIndex(srv.URL, ":"):]
+				w.env["HTTP_ADDR"] = "127.0.0.1:1" // nothing there
+				w.env[variable] = port             // ":<port>", as bin/primeflow reads it
+				_, _, err := w.run("", "replay", id(w, "capped"), "--yes", "--now")
+				is.NoErr(err) // ingest found there
+				is.Equal(w.row("capped").ReplayCount, 1)
+			})
+		}
 	})
 
 	t.Run("bad row id", func(t *testing.T) {
@@ -350,13 +410,46 @@ func TestMigrateAndUsage(t *testing.T) {
 	is.NoErr(err)
 	is.True(strings.Contains(out, "Nothing to apply.")) // the store migrated itself
 
-	out, _, err = w.run("")
+	_, stderr, err := w.run("")
 	is.True(errors.Is(err, primectl.ErrUsage)) // no command
-	is.True(strings.Contains(out, "Usage:"))
-	_, stderr, err := w.run("", "frobnicate")
+	is.True(strings.Contains(stderr, "Usage:"))
+	_, stderr, err = w.run("", "frobnicate")
 	is.True(errors.Is(err, primectl.ErrUsage)) // an unknown command
 	is.True(strings.Contains(stderr, "unknown command"))
-	out, _, err = w.run("", "help")
+	for _, help := range []string{"help", "--help", "-h"} {
+		out, _, err = w.run("", help)
+		is.NoErr(err)
+		is.True(strings.Contains(out, "primectl replay")) // every command
+		vars, err := config.Variables(primectl.Config{})
+		is.NoErr(err)
+		for _, v := range vars {
+			is.True(strings.Contains(out, "  "+v.Name+" ")) // and every variable it reads, v.Name
+		}
+		is.True(strings.Contains(out, version.String("primectl"))) // and its version
+	}
+	out, _, err = w.run("", "--version")
 	is.NoErr(err)
-	is.True(strings.Contains(out, "primectl replay"))
+	is.Equal(out, version.String("primectl")+"\n") // the version, commit and build date
+}
+
+// A flag a command does not know, or a value it cannot read, is said with
+// the command's own usage, not the flag package's list; -h explains the
+// command's flags on stdout.
+func TestFlagErrorsShowTheCommandsUsage(t *testing.T) {
+	w := newWorld(t)
+	for _, args := range [][]string{{"list", "--stat"}, {"list", "--limit", "x"}, {"replay", "1", "--nope"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			is := is.New(t)
+			_, stderr, err := w.run("", args...)
+			is.True(errors.Is(err, primectl.ErrUsage))                       // refused
+			is.True(strings.Contains(stderr, "usage:\n  primectl "+args[0])) // with the command's usage
+			is.True(!strings.Contains(stderr, "Usage of"))                   // not the flag package's
+			is.True(!strings.Contains(stderr, "-action string"))             // nor its list of flags
+		})
+	}
+	is := is.New(t)
+	out, _, err := w.run("", "list", "-h")
+	is.NoErr(err) // help is no error
+	is.True(strings.Contains(out, "usage:\n  primectl list"))
+	is.True(strings.Contains(out, "-oldest")) // the flags explained
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/ethosbuilding/primeflow/pkg/version"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
@@ -183,6 +184,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err := credentials(stdout, &cfg); err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "status page: %s/ (the admin login); bin/primectl status says the same\n", opshttp.LocalURL(cfg.opsAddr()))
 
 	natsURL := cfg.NATSURL
 	if natsURL == "" {
@@ -257,6 +259,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 
 	r := service.NewRouter(cfg.Admin)
+	// The status page: the one process that holds every part of the
+	// pipeline may read every part (a service's NATS user may not).
+	r.Admin.Handle("/", status.Page(func(ctx context.Context) (status.Report, error) {
+		return status.Gather(ctx, status.Sources{Store: d.Store, JS: d.JS, Budget: status.FromRegistry(d.Metrics)})
+	})).Methods(http.MethodGet, http.MethodHead)
 	in, err := ingest.New(cfg.Ingest, d, r)
 	if err != nil {
 		return err

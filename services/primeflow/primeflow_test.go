@@ -81,14 +81,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	}
 	stderr := running(t, env)
 	drive(t, simAddr, httpAddr)
-
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
-	is.NoErr(err)
-	defer st.Close()
-	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "three webhooks processed", func() bool {
-		n, err := st.CountWebhookLog(context.Background(), store.LogFilter{State: store.Processed})
-		return err == nil && n == 3
-	})
+	st := driven(t, dir)
 	job, found, err := st.GetJob(context.Background(), fixtureJob)
 	is.NoErr(err)
 	is.True(found)                     // the job is mirrored
@@ -263,6 +256,22 @@ func drive(t *testing.T, simAddr, httpAddr string) string {
 	fire("create-appointment", appt["id"].(string))
 	fire("create-allocation", fixtureAllocation)
 	return tomorrow
+}
+
+// driven opens the database of the process drive drove, once the three
+// webhooks are processed.
+func driven(t *testing.T, dir string) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "primeflow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "three webhooks processed", func() bool {
+		n, err := st.CountWebhookLog(context.Background(), store.LogFilter{State: store.Processed})
+		return err == nil && n == 3
+	})
+	return st
 }
 
 // metric is the value /metrics shows for a series, "" when it shows none.

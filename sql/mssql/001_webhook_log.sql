@@ -339,7 +339,8 @@ RETURN
            OR (@State = 3 AND l.processedUTC IS NOT NULL));
 GO
 
--- spPrimeflowListWebhookLog: the selected rows, oldest first, at most @Top.
+-- spPrimeflowListWebhookLog: the selected rows, oldest first (@Newest = 1:
+-- the newest, newest first), at most @Top.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowListWebhookLog
     @IDs         dbo.primeflowIdList READONLY,
     @EventAction NVARCHAR(100)    = NULL,
@@ -349,7 +350,8 @@ CREATE OR ALTER PROCEDURE dbo.spPrimeflowListWebhookLog
     @State       TINYINT          = 0,
     @MaxAttempts INT              = 5,
     @Unpublished BIT              = 0,
-    @Top         INT              = 100
+    @Top         INT              = 100,
+    @Newest      BIT              = 0
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -358,7 +360,7 @@ BEGIN
         f.id, f.receivedUTC, f.eventAction, f.jobId, f.payload, f.headers, f.remoteIP, f.isAuthenticated,
         f.processedUTC, f.processAttempts, f.processStatus, f.publishedUTC, f.replayCount
     FROM dbo.fnPrimeflowWebhookLogFilter(@IDs, @EventAction, @JobId, @FromUTC, @ToUTC, @State, @MaxAttempts, @Unpublished) AS f
-    ORDER BY f.id
+    ORDER BY CASE WHEN @Newest = 1 THEN -f.id ELSE f.id END
     OPTION (RECOMPILE);
 END;
 GO

@@ -132,3 +132,12 @@ func TestFunctionCallsHaveEveryArgument(t *testing.T) {
 	}
 	is.True(n > 0) // there are calls to check
 }
+
+// The status overview calls 070_status.sql's procedure as it is declared.
+func TestStatusOverviewCallsItsProcedure(t *testing.T) {
+	is := is.New(t)
+	s, rec := recording(t)
+	_, err := s.StatusOverview(context.Background())
+	is.True(errors.Is(err, errRecorded))                                           // the method reached the database
+	is.Equal(checkCalls(t, rec, scriptModules(t, "070_status.sql"), fits, nil), 1) // the script's one procedure
+}

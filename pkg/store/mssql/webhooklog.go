@@ -368,7 +368,7 @@ func (s *Store) ListWebhookLog(ctx context.Context, f store.LogFilter) ([]store.
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	return s.queryLogs(ctx, "list webhook log", procListWebhookLog, append(args, sql.Named("Top", limit))...)
+	return s.queryLogs(ctx, "list webhook log", procListWebhookLog, append(args, sql.Named("Top", limit), sql.Named("Newest", f.Newest))...)
 }
 
 // CountWebhookLog counts the selected rows.

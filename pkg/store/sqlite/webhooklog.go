@@ -221,7 +221,11 @@ func (s *Store) ListWebhookLog(ctx context.Context, f store.LogFilter) ([]store.
 	if limit <= 0 {
 		limit = 100
 	}
-	return s.queryLogs(ctx, "list webhook log", `SELECT `+logColumns+` FROM ethPrimeWebhookLog`+where+` ORDER BY id LIMIT ?`, append(args, limit)...)
+	order := " ORDER BY id"
+	if f.Newest {
+		order = " ORDER BY id DESC"
+	}
+	return s.queryLogs(ctx, "list webhook log", `SELECT `+logColumns+` FROM ethPrimeWebhookLog`+where+order+` LIMIT ?`, append(args, limit)...)
 }
 
 // CountWebhookLog counts the selected rows.

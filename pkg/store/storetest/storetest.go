@@ -36,4 +36,5 @@ func Run(t *testing.T, open Opener) {
 	t.Run("NewJobPath", func(t *testing.T) { testNewJobPath(t, open) })
 	t.Run("EmailReceipts", func(t *testing.T) { testEmailReceipts(t, open) })
 	t.Run("Coverage", func(t *testing.T) { testCoverage(t, open) })
+	t.Run("Status", func(t *testing.T) { testStatus(t, open) })
 }

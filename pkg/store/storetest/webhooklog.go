@@ -323,13 +323,15 @@ func testWebhookLog(t *testing.T, open Opener) {
 			{"processed", store.LogFilter{State: store.Processed}, []int64{a}},
 			{"ids and action", store.LogFilter{IDs: []int64{a, b}, Action: "create-appointment"}, []int64{b}},
 			{"limit", store.LogFilter{Limit: 2}, []int64{a, b}},
+			{"newest first", store.LogFilter{Limit: 2, Newest: true}, []int64{c, b}},
+			{"newest of a filter", store.LogFilter{Action: "change-job-status", Newest: true}, []int64{c, a}},
 			{"unpublished", store.LogFilter{Unpublished: true, Action: "change-job-status"}, []int64{c}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				is := is.New(t)
 				rows, err := s.ListWebhookLog(ctx, tc.f)
 				is.NoErr(err)
-				is.Equal(ids(rows), tc.want) // the selected rows, oldest first
+				is.Equal(ids(rows), tc.want) // the selected rows, oldest first (Newest: newest first)
 				if tc.f.Limit == 0 {
 					n, err := s.CountWebhookLog(ctx, tc.f)
 					is.NoErr(err)

@@ -1,0 +1,88 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// remainingMetric is what the Prime client serves of Prime's budget: the
+// last x-ratelimit-<window>-remaining Prime sent (pkg/prime).
+const remainingMetric = "prime_client_ratelimit_remaining"
+
+// budgetFrom reads the budget from a process's metric families.
+func budgetFrom(source string, families map[string]*dto.MetricFamily) *Budget {
+	b := &Budget{Source: source}
+	mf := families[remainingMetric]
+	if mf == nil {
+		return b
+	}
+	for _, m := range mf.GetMetric() {
+		v := m.GetGauge().GetValue()
+		for _, l := range m.GetLabel() {
+			if l.GetName() != "window" {
+				continue
+			}
+			switch l.GetValue() {
+			case "minute":
+				b.Minute = &v
+			case "day":
+				b.Day = &v
+			}
+		}
+	}
+	return b
+}
+
+// FromRegistry reads the Prime budget from the process's own metrics (the
+// status page of bin/primeflow, whose Prime client is registered there).
+func FromRegistry(g prometheus.Gatherer) func(context.Context) (*Budget, error) {
+	return func(context.Context) (*Budget, error) {
+		mfs, err := g.Gather()
+		if err != nil {
+			return nil, err
+		}
+		byName := make(map[string]*dto.MetricFamily, len(mfs))
+		for _, mf := range mfs {
+			byName[mf.GetName()] = mf
+		}
+		return budgetFrom("this process's Prime client ("+remainingMetric+")", byName), nil
+	}
+}
+
+// FromMetricsURL reads the Prime budget from a process's /metrics at base,
+// with the admin login (primectl status, from INGEST_URL: bin/primeflow's,
+// or any process with a Prime client).
+func FromMetricsURL(base string, admin opshttp.Credentials) func(context.Context) (*Budget, error) {
+	return func(ctx context.Context) (*Budget, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+		if err != nil {
+			return nil, err
+		}
+		req.SetBasicAuth(admin.User, admin.Password)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s/metrics answered %s", base, res.Status)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mfs, err := parser.TextToMetricFamilies(io.LimitReader(res.Body, 32<<20))
+		if err != nil {
+			return nil, fmt.Errorf("%s/metrics: %w", base, err)
+		}
+		return budgetFrom(base+"/metrics ("+remainingMetric+")", mfs), nil
+	}
+}

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Overview is the database's part of the pipeline's state at a glance
+// (primectl status, bin/primeflow's page): what an operator looks at
+// first, each figure one query.
+type Overview struct {
+	// The webhook log's rows by state (LogFilter's): queued under the
+	// attempt cap, capped, processed; and those the relay has still to
+	// publish.
+	Unprocessed, Capped, Processed, Unpublished int
+	// OldestUnprocessed is the oldest queued row (its ID, ReceivedUTC,
+	// EventAction, ProcessAttempts); ID 0 when none is queued.
+	OldestUnprocessed WebhookLogRow
+	// Failing is, for each eventAction, the newest unprocessed row with a
+	// failed attempt (ID, ReceivedUTC, EventAction, ProcessAttempts and
+	// ProcessStatus, its last error), by action.
+	Failing []WebhookLogRow
+	// The outbox's hand-offs not published yet, and when the oldest was
+	// written.
+	OutboxUnpublished int
+	OutboxOldestUTC   time.Time
+	// SMS counts smsQueue by state; SMSLastError is the newest error a
+	// send recorded (with its message's UpdatedUTC), "" when none.
+	SMS             map[SMSState]int
+	SMSLastError    string
+	SMSLastErrorUTC time.Time
+	// FirstSeenFailing counts the jobs whose new-job pipeline has failed
+	// and not completed since; FirstSeenLastError is the newest of their
+	// errors, of the job FirstSeenLastErrorJob.
+	FirstSeenFailing      int
+	FirstSeenLastError    string
+	FirstSeenLastErrorJob string
+	// InvitesPending counts the triage invites queued and not sent.
+	InvitesPending int
+	// PlanDates counts optimoRoutePlan's dates by PlanStatus.
+	PlanDates []PlanDates
+	// OrdersFailing counts the orders whose last write OptimoRoute refused
+	// (ErrorText); OrderLastError is the newest refusal, of OrderLastErrorNo.
+	OrdersFailing    int
+	OrderLastError   string
+	OrderLastErrorNo string
+	// PlanLastError is the newest ErrorText of a plan date, of
+	// PlanLastErrorDate ("" when none).
+	PlanLastError     string
+	PlanLastErrorDate string
+}
+
+// PlanDates is how many dates are in one PlanStatus, and the earliest.
+type PlanDates struct {
+	Status   string
+	Dates    int
+	Earliest string
+}
+
+// Status reads the Overview.
+type Status interface {
+	// StatusOverview reads every figure of the Overview. It only reads.
+	StatusOverview(ctx context.Context) (Overview, error)
+}

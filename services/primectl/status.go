@@ -1,0 +1,181 @@
+package primectl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/status"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// status prints the pipeline's state at a glance (pkg/status): from the
+// database, from NATS (NATS_URL: consumers and locks) and from the Prime
+// client's metrics of the process at INGEST_URL (the budget). What cannot
+// be reached is said, and the rest still printed. --json gives the Report.
+func (c *cli) status(ctx context.Context, args []string) error {
+	fs := c.flags("status")
+	asJSON := fs.Bool("json", false, "the same as JSON")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(c.stderr, "primectl status: unexpected argument %q\n", pos[0])
+		return ErrUsage
+	}
+	st, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	src := status.Sources{Store: st, Budget: status.FromMetricsURL(c.cfg.ingestURL(), c.cfg.Admin), Now: c.now}
+	nc, err := c.connectNATS()
+	if err != nil {
+		src.JSErr = err
+	} else {
+		defer nc.Close()
+		if src.JS, err = jetstream.New(nc); err != nil {
+			src.JS, src.JSErr = nil, err
+		}
+	}
+	rep, err := status.Gather(ctx, src)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeStatus(c.stdout, rep)
+}
+
+// connectNATS connects to NATS_URL once, without waiting for a server
+// that is not there: status says so and goes on.
+func (c *cli) connectNATS() (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name("primectl"), nats.Timeout(3 * time.Second), nats.MaxReconnects(0)}
+	if c.cfg.NATSUser != "" {
+		opts = append(opts, nats.UserInfo(c.cfg.NATSUser, c.cfg.NATSPassword))
+	}
+	nc, err := nats.Connect(c.cfg.NATSURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("NATS_URL does not answer: %w", err) // the URL may hold a password: not echoed
+	}
+	return nc, nil
+}
+
+// writeStatus prints the report as text, every stored text Printable.
+func writeStatus(w io.Writer, r status.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(label string, fields ...string) { writeRow(tw, append([]string{label}, fields...)...) }
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05") + " UTC (" + r.At.Sub(*t).Round(time.Second).String() + " ago)"
+	}
+	fmt.Fprintf(tw, "primeflow at %s UTC\n\n", r.At.Format("2006-01-02 15:04:05"))
+
+	line("webhook log", fmt.Sprintf("%d unprocessed, %d capped, %d processed, %d unpublished",
+		r.Log.Unprocessed, r.Log.Capped, r.Log.Processed, r.Log.Unpublished))
+	if o := r.Log.OldestUnprocessed; o != nil {
+		line("", fmt.Sprintf("oldest unprocessed: row %d (%s), received %s, %s", o.ID, dash(o.Action), at(&o.ReceivedUTC), count(o.Attempts, "attempt")))
+	}
+	line("outbox", fmt.Sprintf("%s not published", count(r.Outbox.Unpublished, "hand-off")), oldest(at, r.Outbox.OldestUTC))
+	for i, l := range r.Locks {
+		label := ""
+		if i == 0 {
+			label = "locks"
+		}
+		if l.Held {
+			line(label, l.Key+": held by "+l.Holder)
+		} else {
+			line(label, l.Key+": free")
+		}
+	}
+	line("sms", smsStates(r.SMS.ByState))
+	line("triage invites", fmt.Sprintf("%d pending", r.Invites.Pending))
+	var dates []string
+	for _, p := range r.PlanDates {
+		dates = append(dates, fmt.Sprintf("%s %d (from %s)", p.Status, p.Dates, p.Earliest))
+	}
+	line("plan dates", dashJoin(dates))
+	if b := r.PrimeBudget; b != nil {
+		line("prime budget", fmt.Sprintf("%s calls left this minute, %s today", known(b.Minute), known(b.Day)), "from "+b.Source)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\nconsumer lag")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	writeRow(tw, "  STAGE", "CONSUMER", "PENDING", "UNACKED", "REDELIVERED")
+	for _, cs := range r.Consumers {
+		if cs.Missing {
+			writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, "missing: the service has not started")
+			continue
+		}
+		writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, strconv.FormatUint(cs.Pending, 10), strconv.Itoa(cs.AckPending), strconv.Itoa(cs.Redelivered))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\nlast error of each stage")
+	if len(r.LastErrors) == 0 {
+		fmt.Fprintln(w, "  none standing")
+	} else {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		writeRow(tw, "  STAGE", "WHERE", "ERROR")
+		for _, e := range r.LastErrors {
+			writeRow(tw, "  "+e.Stage, e.What, cut(e.Error, 100))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if p := r.Problems(); len(p) > 0 {
+		fmt.Fprintln(w, "\nneeds a person")
+		for _, s := range p {
+			fmt.Fprintln(w, "  "+Printable(s))
+		}
+	}
+	return nil
+}
+
+func oldest(at func(*time.Time) string, t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return "oldest written " + at(t)
+}
+
+func known(f *float64) string {
+	if f == nil {
+		return "not known yet"
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
+}
+
+func smsStates(by map[string]int) string {
+	states := make([]string, 0, len(by))
+	for s := range by {
+		states = append(states, s)
+	}
+	sort.Strings(states)
+	var parts []string
+	for _, s := range states {
+		parts = append(parts, fmt.Sprintf("%s %d", s, by[s]))
+	}
+	return dashJoin(parts)
+}
+
+func dashJoin(parts []string) string { return dash(strings.Join(parts, ", ")) }
