@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -227,6 +228,11 @@ type SweepRequest struct {
 	TimeoutMS int64 `json:"timeoutMs,omitempty"`
 	// Source says who asked, for the logs.
 	Source string `json:"source,omitempty"`
+	// OrderRun asks child-mirror to ask for an order run
+	// (SubjectOptimoCreate) once the sweep is over, so that what it saved
+	// becomes OptimoRoute orders now: what a sweep by hand wants.
+	// optimo-create's own sweep, which its run drains after, leaves it off.
+	OrderRun bool `json:"orderRun,omitempty"`
 }
 
 // SweepReply says what a sweep did. Error is set when it stopped before the
@@ -249,6 +255,25 @@ type SweepReply struct {
 	Failed       int    `json:"failed"`
 	Error        string `json:"error,omitempty"`
 	RetryAfterMS int64  `json:"retryAfterMs,omitempty"`
+	// OrderRunRequested: the sweep asked for an order run (OrderRun).
+	OrderRunRequested bool `json:"orderRunRequested,omitempty"`
+}
+
+// LogValue logs a reply as its counts, and its error and wait only when it
+// has them, rather than as a Go struct.
+func (r SweepReply) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Int("listed", r.Listed), slog.Int("saved", r.Saved), slog.Int("unchanged", r.Unchanged),
+		slog.Int("jobsEnsured", r.JobsEnsured), slog.Int("contactJobs", r.ContactJobs), slog.Int("failed", r.Failed)}
+	if r.Error != "" {
+		attrs = append(attrs, slog.String("error", r.Error))
+	}
+	if r.RetryAfterMS > 0 {
+		attrs = append(attrs, slog.Duration("retryAfter", time.Duration(r.RetryAfterMS)*time.Millisecond))
+	}
+	if r.OrderRunRequested {
+		attrs = append(attrs, slog.Bool("orderRunRequested", true))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // SubjectSweepJobs is the request/reply endpoint of job-mirror's jobs-by-date

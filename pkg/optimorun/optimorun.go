@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/coalesce"
@@ -57,6 +58,10 @@ type Spec struct {
 	// OnStart requests a run when Run starts, for requests acked before a
 	// crash.
 	OnStart bool
+	// Window is how long a run waits after the request that owed it, so
+	// that a burst of requests is one run even when a run is quicker than
+	// the gap between them (coalesce.Window); zero starts it at once.
+	Window time.Duration
 	// Result names the result of a run that ended with err, for the runs
 	// counter; nil is DefaultResult.
 	Result func(err error) string
@@ -129,6 +134,7 @@ type Runner struct {
 	// to the loop's goroutine.
 	failingSince time.Time
 	retry        *time.Timer
+	asked        atomic.Int64 // requests since the last run started
 }
 
 // A failed run is run again after as long as the runs have been failing,
@@ -158,7 +164,7 @@ func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Co
 		return nil, fmt.Errorf("%s: %w", spec.Name, err)
 	}
 	r := &Runner{spec: spec, js: d.JS, log: d.Log, reg: d.Metrics, locks: locks, metrics: spec.Metrics, job: job}
-	r.loop = coalesce.New(r.run, spec.Schedule)
+	r.loop = coalesce.New(r.run, spec.Schedule, coalesce.Window(spec.Window))
 	r.retry = time.AfterFunc(time.Hour, r.loop.Request)
 	r.retry.Stop()
 	return r, nil
@@ -166,6 +172,8 @@ func New(ctx context.Context, spec Spec, d service.Deps, job func(ctx context.Co
 
 // run is one run of the job, and the retry a failure asks for.
 func (r *Runner) run(ctx context.Context) {
+	// How many requests this run serves: a burst coalesced shows here.
+	r.log.Info(r.spec.Name+" run started", "requests", r.asked.Swap(0))
 	err := r.job(ctx)
 	if err == nil || errors.Is(err, lock.ErrBusy) || ctx.Err() != nil {
 		r.failingSince = time.Time{}
@@ -175,7 +183,8 @@ func (r *Runner) run(ctx context.Context) {
 		r.failingSince = time.Now()
 	}
 	wait := min(max(r.spec.Retry, time.Since(r.failingSince)), retryMax)
-	r.log.Warn(r.spec.Name+" run failed; running again", "in", wait, "failingSince", r.failingSince)
+	r.log.Warn(r.spec.Name+" run failed; running again", "err", err, "in", wait, "at", time.Now().Add(wait).UTC().Format(time.RFC3339),
+		"failingSince", r.failingSince)
 	r.retry.Reset(wait)
 }
 
@@ -212,6 +221,7 @@ func (r *Runner) request(_ context.Context, msg jetstream.Msg) error {
 	}
 	r.metrics.Requests.Inc()
 	r.log.Debug("run requested", "source", req.Source, "reason", req.Reason)
+	r.asked.Add(1)
 	r.loop.Request()
 	return nil
 }

@@ -38,7 +38,9 @@ var ErrPayload = errors.New("payload fault")
 // PayloadFault is PrimeWebhookPayloadException: the payload's shape is not
 // what the parser expects. It fails the event like any error, but is logged
 // with the payload and apart from other failures, because the fix is a
-// parser change followed by a replay of the stored row (§4.2, §9).
+// parser change followed by a replay of the stored row (§4.2, §9) — but for
+// UnknownIdentifier, which is logged as what it most often is: a record
+// Prime does not have (yet, or any more), not a fault of the parser.
 type PayloadFault struct {
 	Kind   FaultKind
 	Action string

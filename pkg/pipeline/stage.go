@@ -188,17 +188,14 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 // written, so the message is redelivered rather than lost.
 func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error) (events.Done, error) {
 	log := s.Log.With("logId", logID)
+	// The row as it was before this attempt: its payload, for a payload
+	// fault (§9), and how many attempts it had.
+	var payload string
+	before := -1
 	if errors.Is(cause, ErrPayload) {
-		// §9: logged with the payload — in full on the row's first fault,
-		// then by size and hash, so a row that keeps failing does not log
-		// its payload at every attempt (logging.Payload).
-		payload, first := "", true
 		if row, err := s.Store.GetWebhookLog(ctx, logID); err == nil {
-			payload, first = row.Payload, row.ProcessAttempts == 0
+			payload, before = row.Payload, row.ProcessAttempts
 		}
-		log.Error("payload fault: fix the parser, then replay the row", "err", cause, logging.Payload(payload, first))
-	} else {
-		log.Warn("event failed", "err", cause)
 	}
 	attempts, err := s.Store.IncrementWebhookLogAttempt(context.WithoutCancel(ctx), logID, jobID, cause.Error())
 	if errors.Is(err, store.ErrAlreadyProcessed) {
@@ -210,8 +207,23 @@ func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error
 	if err != nil {
 		return events.Done{}, fmt.Errorf("record failed attempt of row %d: %w (after: %v)", logID, err, cause)
 	}
+	log = log.With("attempt", attempts, "of", store.MaxAttempts, "err", cause)
+	var fault *PayloadFault
+	switch {
+	case errors.As(cause, &fault) && fault.Kind == UnknownIdentifier:
+		// Not the parser's: the payload names a record neither the mirror
+		// nor Prime has (yet, or any more). Logged with the payload (in
+		// full the first time, then by size and hash: logging.Payload).
+		log.Warn("the record the payload names is not in the mirror or in Prime: it may not exist yet, or was deleted; the event is retried",
+			logging.Payload(payload, before <= 0))
+	case fault != nil:
+		// §9: the parser's, logged with the payload.
+		log.Error("payload fault: fix the parser, then replay the row", logging.Payload(payload, before <= 0))
+	case attempts < store.MaxAttempts:
+		log.Warn("event failed")
+	}
 	if attempts >= store.MaxAttempts {
-		log.Error("event failed its last attempt: it stays unprocessed for a person to look at", "attempts", attempts, "err", cause)
+		log.Error("event failed its last attempt: it stays unprocessed for a person to look at (primectl list --state capped)")
 	}
 	d := events.Done{LogID: logID, Outcome: events.OutcomeFailed, Attempts: attempts, Error: cause.Error()}
 	s.Announce(d)

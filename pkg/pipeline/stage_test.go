@@ -292,32 +292,49 @@ func TestAFailureIsAnAttempt(t *testing.T) {
 	is.Equal(e.Row(id).ProcessAttempts, 1)    // and recorded on the row
 }
 
-// TestAPayloadFaultIsLoggedWithItsPayload: a payload fault is logged as an
-// error with the row's payload, apart from other failures, so the parser can
-// be fixed from the log (§9: "logged with the payload").
+// TestAPayloadFaultIsLoggedWithItsPayload: a payload fault is logged with
+// the row's payload, apart from other failures, so the parser can be fixed
+// from the log (§9: "logged with the payload"); a record neither the
+// mirror nor Prime has (UnknownIdentifier) is said to be that, a warning,
+// and not blamed on the parser. Each line names its attempt.
 func TestAPayloadFaultIsLoggedWithItsPayload(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	id := e.row()
-	e.consume(func(context.Context, events.Resolved) (pipeline.Finish, error) {
-		return pipeline.Finish{}, pipeline.Fault(pipeline.UnknownIdentifier, action, "no job")
-	})
-	e.dispatch(id, 1)
-	is.Equal(e.announced().Outcome, events.OutcomeFailed) // an attempt, like any failure
-	e.dispatch(id, 2)
-	is.Equal(e.announced().Attempts, 2) // and another
-	var lines []string
-	for l := range strings.Lines(e.Logs.String()) {
-		if strings.Contains(l, "payload fault: fix the parser") {
-			lines = append(lines, l)
-		}
+	for _, tc := range []struct {
+		kind         pipeline.FaultKind
+		says, level  string
+		blamesParser bool
+	}{
+		{pipeline.MissingIdentifier, "payload fault: fix the parser, then replay the row", "level=ERROR", true},
+		{pipeline.WrongEntityType, "payload fault: fix the parser, then replay the row", "level=ERROR", true},
+		{pipeline.UnknownIdentifier, "is not in the mirror or in Prime", "level=WARN", false},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t)
+			id := e.row()
+			e.consume(func(context.Context, events.Resolved) (pipeline.Finish, error) {
+				return pipeline.Finish{}, pipeline.Fault(tc.kind, action, "no job")
+			})
+			e.dispatch(id, 1)
+			is.Equal(e.announced().Outcome, events.OutcomeFailed) // an attempt, like any failure
+			e.dispatch(id, 2)
+			is.Equal(e.announced().Attempts, 2) // and another
+			var lines []string
+			for l := range strings.Lines(e.Logs.String()) {
+				if strings.Contains(l, tc.says) {
+					lines = append(lines, l)
+				}
+			}
+			is.Equal(len(lines), 2)                                                        // each fault logged
+			is.True(strings.Contains(lines[0], tc.level))                                  // at its level
+			is.True(strings.Contains(lines[0], "attempt=1 of=5"))                          // naming its attempt
+			is.True(strings.Contains(lines[1], "attempt=2 of=5"))                          // each
+			is.True(strings.Contains(lines[0], `eventAction\":`))                          // the first with the payload, which the error does not hold
+			is.True(!strings.Contains(lines[1], "eventAction"))                            // the next without it, it is in the log already
+			is.True(strings.Contains(lines[1], "payload.bytes="))                          // but its size
+			is.True(strings.Contains(lines[1], "payload.sha256="))                         // and hash, to tell it is the same payload
+			is.Equal(strings.Contains(e.Logs.String(), "fix the parser"), tc.blamesParser) // the parser blamed only for its own faults
+		})
 	}
-	is.Equal(len(lines), 2)                                // each fault logged
-	is.True(strings.Contains(lines[0], "level=ERROR"))     // as an error
-	is.True(strings.Contains(lines[0], `eventAction\":`))  // the first with the payload, which the error does not hold
-	is.True(!strings.Contains(lines[1], "eventAction"))    // the next without it, it is in the log already
-	is.True(strings.Contains(lines[1], "payload.bytes="))  // but its size
-	is.True(strings.Contains(lines[1], "payload.sha256=")) // and hash, to tell it is the same payload
 }
 
 // TestAnUnavailableServiceMakesTheEventWait: work that could not reach a

@@ -205,7 +205,8 @@ func (d *Drainer) send(ctx context.Context, m store.SMSMessage) {
 		return
 	}
 	d.m.retries.Inc()
-	log.Warn("sms not sent; retrying", "err", err, "at", retryAt)
+	log.Warn("sms not sent; it is retried", "attempt", m.Attempts, "of", d.cfg.MaxAttempts, "err", err,
+		"next", retryAt.Sub(now).Round(time.Millisecond), "nextAt", retryAt.UTC().Format(time.RFC3339))
 }
 
 // sent records a message the sender accepted.

@@ -1,6 +1,7 @@
 package childmirror
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,6 +77,9 @@ func (c *ChildMirror) handleSweep(ctx context.Context, req micro.Request) {
 	defer cancel()
 	reply, result := c.sweep(ctx, r)
 	c.metrics.sweeps.WithLabelValues(result).Inc()
+	if r.OrderRun {
+		reply.OrderRunRequested = c.askOrderRun(ctx, r)
+	}
 	body, _ := json.Marshal(reply) // a struct of strings and numbers always marshals
 	var err error
 	switch result {
@@ -89,6 +93,22 @@ func (c *ChildMirror) handleSweep(ctx context.Context, req micro.Request) {
 	if err != nil {
 		c.log.Warn("sweep: answering", "err", err)
 	}
+}
+
+// askOrderRun asks optimo-create for an order run after a sweep that asked
+// for one (events.SweepRequest.OrderRun), so the appointments it saved
+// become orders now rather than at the next scheduled run. It reports
+// whether the request was stored; a failure is logged.
+func (c *ChildMirror) askOrderRun(ctx context.Context, r events.SweepRequest) bool {
+	body, _ := json.Marshal(events.CreateRequested{Source: sweepAction, Reason: "sweep asked for by " + cmp.Or(r.Source, "an unnamed caller")})
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := c.js.Publish(pctx, events.SubjectOptimoCreate, body); err != nil {
+		c.log.Warn("sweep: the order run it was asked for could not be requested; the next scheduled run makes the orders", "err", err)
+		return false
+	}
+	c.log.Info("sweep: order run requested", "source", r.Source)
+	return true
 }
 
 // sweep is the parent flow's "Prime Sync Appointments by Date" and "Prime

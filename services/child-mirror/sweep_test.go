@@ -23,7 +23,12 @@ import (
 // does, and returns its reply (a failure's body is the reply too).
 func (e *env) sweep(from, to time.Time) events.SweepReply {
 	e.T.Helper()
-	body, err := json.Marshal(events.SweepRequest{FromUTC: from, ToUTC: to, TimeoutMS: 30_000, Source: "test"})
+	return e.sweepAsked(events.SweepRequest{FromUTC: from, ToUTC: to, TimeoutMS: 30_000, Source: "test"})
+}
+
+func (e *env) sweepAsked(req events.SweepRequest) events.SweepReply {
+	e.T.Helper()
+	body, err := json.Marshal(req)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -83,13 +88,17 @@ func TestSweepMirrorsWhatTheMirrorLacks(t *testing.T) {
 	writes := len(e.store.writes())
 	reply := e.sweep(now, now.Add(48*time.Hour))
 
-	is.Equal(reply.Error, "")      // the sweep went through the list
-	is.Equal(reply.Listed, 3)      // the three appointments in range
-	is.Equal(reply.Saved, 1)       // the missed one written
-	is.Equal(reply.Unchanged, 1)   // the one held at its version left alone
-	is.Equal(reply.Failed, 1)      // the orphan counted
-	is.Equal(reply.JobsEnsured, 1) // one job made sure of
-	is.Equal(reply.ContactJobs, 1) // and its contacts synced
+	is.Equal(reply.Error, "")         // the sweep went through the list
+	is.Equal(reply.Listed, 3)         // the three appointments in range
+	is.Equal(reply.Saved, 1)          // the missed one written
+	is.Equal(reply.Unchanged, 1)      // the one held at its version left alone
+	is.Equal(reply.Failed, 1)         // the orphan counted
+	is.Equal(reply.JobsEnsured, 1)    // one job made sure of
+	is.Equal(reply.ContactJobs, 1)    // and its contacts synced
+	is.True(!reply.OrderRunRequested) // no order run asked for: optimo-create's run drains after its sweep
+	flowtest.Eventually(t, "the sweep logged", func() bool { return strings.Contains(e.Logs.String(), "sweep finished") })
+	is.True(strings.Contains(e.Logs.String(), "reply.listed=3 reply.saved=1")) // what it did, as text
+	is.True(!strings.Contains(e.Logs.String(), "{Listed:"))                    // not a Go struct
 
 	got := e.appointment(missed.ID)
 	is.Equal(got.JobID, unseen.ID)        // the missed appointment mirrored under its job
@@ -188,10 +197,29 @@ func TestSweepCommandLine(t *testing.T) {
 	missed := e.Sim.NewAppointment(e.Sim.NewJob().ID)
 	from := time.Now().UTC().Truncate(time.Hour)
 	body := fmt.Sprintf(`{"fromUTC":%q,"toUTC":%q,"source":"ops"}`, from.Format(time.RFC3339), from.Add(8*24*time.Hour).Format(time.RFC3339))
-	out, err := exec.Command(cli, "--server", e.NATS.ClientURL(), "req", events.SubjectSweepAppointments, body).CombinedOutput()
+	out, err := exec.Command(cli, "--server", e.NATS.ClientURL(), "req", "--timeout", "6m", events.SubjectSweepAppointments, body).CombinedOutput() // as the README asks
 	is.NoErr(err)                                              // the CLI asked and child-mirror answered
 	is.True(strings.Contains(string(out), `"saved":1`))        // with what the sweep did
 	is.Equal(e.appointment(missed.ID).Version, missed.Version) // the appointment is mirrored
+}
+
+// A sweep by hand can ask for the order run, so what it saves becomes
+// orders now: child-mirror asks optimo-create once the sweep is over.
+func TestSweepCanAskForTheOrderRun(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	e.Sim.NewAppointment(e.Sim.NewJob().ID)
+	from := time.Now().UTC().Truncate(time.Hour)
+	reply := e.sweepAsked(events.SweepRequest{FromUTC: from, ToUTC: from.Add(8 * 24 * time.Hour), Source: "ops", OrderRun: true})
+	is.Equal(reply.Saved, 1)         // swept
+	is.True(reply.OrderRunRequested) // and the order run asked for
+	stream, err := e.JS.Stream(context.Background(), events.StreamOptimo)
+	is.NoErr(err)
+	msg, err := stream.GetLastMsgForSubject(context.Background(), events.SubjectOptimoCreate)
+	is.NoErr(err) // on optimo.create.requested
+	var req events.CreateRequested
+	is.NoErr(json.Unmarshal(msg.Data, &req))
+	is.True(strings.Contains(req.Reason, "ops")) // saying who asked
 }
 
 // A request that names no range is refused.

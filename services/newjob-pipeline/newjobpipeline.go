@@ -120,7 +120,8 @@ func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 			return err
 		}
 		wait := p.cfg.Backoff.After(attempts)
-		log.Warn("new-job pipeline failed; it is retried with backoff", "attempts", attempts, "in", wait, "err", err)
+		log.Warn("new-job pipeline failed; it is retried with backoff", "attempt", attempts, "err", err,
+			"next", wait, "nextAt", time.Now().Add(wait).UTC().Format(time.RFC3339))
 		return consume.Retry(err, wait)
 	case !ran:
 		p.metrics.runs.WithLabelValues("skipped").Inc()

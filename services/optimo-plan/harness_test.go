@@ -97,6 +97,7 @@ func testConfig() optimoplan.Config {
 	cfg.Lock = lock.Config{TTL: 12 * time.Minute, Wait: time.Minute}
 	cfg.PollInterval, cfg.MaxPolls = time.Millisecond, 100000
 	cfg.Every, cfg.OnStart = 0, false // runs only on request
+	cfg.Debounce = 0                  // at once: the tests that coalesce say so
 	return cfg
 }
 

@@ -6,13 +6,16 @@
 // optimoRouteOrder, refreshes the orders the routes left out, releases the
 // lock and asks for the queued SMS messages to be sent (§8.2).
 //
-// Requests coalesce: a burst causes one run, and requests that arrive during
-// a run cause one more, which starts after them.
+// Requests coalesce: a run starts OPTIMO_PLAN_DEBOUNCE after the request
+// that owed it, so a burst causes one run even when each run would end
+// before the next request came, and requests that arrive during a run
+// cause one more, which starts after them.
 package optimoplan
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -52,6 +55,11 @@ type Config struct {
 	// OnStart runs a plan when the service starts, for requests acked
 	// before a crash.
 	OnStart bool `env:"OPTIMO_PLAN_ON_START" envDefault:"true"`
+	// Debounce is how long a plan run waits after the request that owed
+	// it: the requests of a burst (a portal's bookings, an order run's
+	// dates) share one run even when a run with nothing queued ends before
+	// the next request comes. Zero starts a run at once.
+	Debounce time.Duration `env:"OPTIMO_PLAN_DEBOUNCE" envDefault:"1s"`
 	// TimeZone is the OptimoRoute account's: routes give local times.
 	TimeZone string `env:"OPTIMO_TIMEZONE" envDefault:"Australia/Melbourne"`
 }
@@ -64,6 +72,9 @@ const lockPrefix = "OPTIMO_PLAN_"
 func (c Config) Validate() error {
 	if c.PollInterval <= 0 || c.MaxPolls <= 0 {
 		return errors.New("optimo-plan: OPTIMO_PLAN_POLL_INTERVAL and OPTIMO_PLAN_MAX_POLLS must be above zero")
+	}
+	if c.Debounce < 0 || c.Debounce > time.Minute {
+		return fmt.Errorf("optimo-plan: OPTIMO_PLAN_DEBOUNCE=%s: from 0 (a run at once) to 1m", c.Debounce)
 	}
 	if _, err := optimorun.Zone("optimo-plan", c.TimeZone); err != nil {
 		return err
@@ -115,6 +126,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 		Busy:     "plan run gave up waiting for the lock; the dates stay NotPlanned for the next run",
 		Schedule: coalesce.Every(cfg.Every),
 		OnStart:  cfg.OnStart,
+		Window:   cfg.Debounce,
 		Result:   result,
 		Metrics:  m.run,
 	}, d, p.scheduled)

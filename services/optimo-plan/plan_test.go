@@ -541,6 +541,39 @@ func TestBurstCoalesces(t *testing.T) {
 	is.Equal(e.plan(dayTwo).PlanStatus, store.PlanRoutesCompleted)
 }
 
+// A burst of plan requests with nothing queued — 20 in a fraction of a
+// second, each run quicker than the gap between two of them — is one run
+// over OPTIMO_PLAN_DEBOUNCE, not twenty (nor twenty SMS drains).
+func TestBurstOverTheDebounceIsOneRun(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, false)
+	cfg := testConfig()
+	cfg.Debounce = 5 * time.Second // far longer than the burst takes to publish
+	p := e.planner(cfg)
+	ctx, stop := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	for i := range 20 {
+		data, _ := json.Marshal(events.PlanRequested{Source: "AdminPortal", Reason: fmt.Sprint("booking ", i)})
+		if _, err := p.js.Publish(e.ctx, events.SubjectOptimoPlan, data); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+	e.waitFor("every request received", func() bool { return p.requests() == 20 })
+	e.waitFor("the run", func() bool { return p.runs("ok") >= 1 })
+	stop()
+	is.NoErr(<-done)
+	is.Equal(p.runs("ok"), 1) // one run for the burst
+	var started []string
+	for line := range strings.Lines(e.logs.String()) {
+		if strings.Contains(line, "optimo-plan run started") {
+			started = append(started, line)
+		}
+	}
+	is.Equal(len(started), 1)                            // started once
+	is.True(strings.Contains(started[0], "requests=20")) // for all twenty requests
+}
+
 // smsSub collects sms.send.requested messages.
 type smsSub struct {
 	cons jetstream.Consumer

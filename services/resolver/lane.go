@@ -95,13 +95,22 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 		switch d.Outcome {
 		case events.OutcomeProcessed:
 			r.metrics.laneSeconds.Observe(time.Since(start).Seconds())
+			if row.ProcessAttempts > 0 || row.ReplayCount > 0 {
+				// Said once: the row is processed once, and a retry or a
+				// replay that failed said so when it did.
+				r.log.Info("event processed, after failed attempts or a replay", "logId", logID, "action", row.EventAction,
+					"failedAttempts", row.ProcessAttempts, "replay", row.ReplayCount)
+			}
 			return nil
 		case events.OutcomeFailed:
 			if d.Attempts >= store.MaxAttempts {
 				r.metrics.events.WithLabelValues(action, "capped").Inc()
 				return consume.Drop(fmt.Errorf("log row %d failed its last attempt (%d): %s", logID, d.Attempts, d.Error))
 			}
-			return consume.Retry(errors.New(d.Error), r.cfg.Backoff.After(d.Attempts))
+			wait := r.cfg.Backoff.After(d.Attempts)
+			r.log.Warn("event failed; it is retried", "logId", logID, "action", row.EventAction, "attempt", d.Attempts, "of", store.MaxAttempts,
+				"err", d.Error, "next", wait, "nextAt", time.Now().Add(wait).UTC().Format(time.RFC3339))
+			return consume.Retry(errors.New(d.Error), wait)
 		case events.OutcomeWait:
 			// Prime asked us to slow down, or a service the stage needs
 			// did not answer (pipeline.UnavailableError, §9): the lane
@@ -166,8 +175,10 @@ func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jet
 		d, err = r.dispatch(ctx, row, md, out.ev, try)
 		if errors.Is(err, errLaneTimeout) {
 			r.metrics.events.WithLabelValues(action, "lane_timeout").Inc()
-			r.log.Warn("no stage finished the row in time: handing the event back", "logId", row.ID, "action", row.EventAction, "waited", r.cfg.LaneWait)
-			return events.Done{}, consume.Retry(err, r.cfg.Backoff.After(1))
+			wait := r.cfg.Backoff.After(1)
+			r.log.Warn("no stage finished the row in time: handing the event back; it is tried again, no attempt counted", "logId", row.ID,
+				"action", row.EventAction, "waited", r.cfg.LaneWait, "next", wait, "nextAt", time.Now().Add(wait).UTC().Format(time.RFC3339))
+			return events.Done{}, consume.Retry(err, wait)
 		}
 	}
 	switch {

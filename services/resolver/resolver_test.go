@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,6 +331,30 @@ func TestStageFailureIsRetriedThroughTheLane(t *testing.T) {
 	is.Equal(row.ProcessAttempts, 2)                            // two failed attempts recorded
 	is.Equal(row.JobID, "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10") // jobId backfilled
 	is.Equal(len(e.resolved(id)), 3)                            // resolved afresh each time
+
+	// Each retry names its attempt, its error and when the next comes; the
+	// success after them says so, once.
+	logs := e.Logs.String()
+	for _, attempt := range []string{"attempt=1 of=5", "attempt=2 of=5"} {
+		line := logLine(logs, "event failed; it is retried", attempt)
+		is.True(line != "")                                         // attempt logged
+		is.True(strings.Contains(line, `err="prime answered 503"`)) // with its error
+		is.True(strings.Contains(line, "next=20ms nextAt="))        // and when the next comes
+	}
+	flowtest.Eventually(t, "the success said", func() bool {
+		return strings.Count(e.Logs.String(), "event processed, after failed attempts or a replay") == 1
+	})
+	is.True(logLine(e.Logs.String(), "event processed, after failed attempts", "failedAttempts=2") != "") // how many it took
+}
+
+// logLine is the first line of logs holding every part, or "".
+func logLine(logs string, parts ...string) string {
+	for line := range strings.Lines(logs) {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+			return line
+		}
+	}
+	return ""
 }
 
 func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
@@ -433,6 +458,10 @@ func TestReplayOfAProcessedRowIsHandledAgain(t *testing.T) {
 	is.True(!row.PublishedUTC.IsZero())    // the operator's message is its publication: the relay sends no second copy
 	is.Equal(e.outcomes("replayed"), 1.0)  // counted
 	is.Equal(e.outcomes("duplicate"), 0.0) // not taken for a copy of ingest's
+	flowtest.Eventually(t, "the replay's success said", func() bool {
+		return logLine(e.Logs.String(), "event processed, after failed attempts or a replay", "replay=1") != ""
+	})
+	is.Equal(strings.Count(e.Logs.String(), "event processed, after failed attempts or a replay"), 1) // once
 }
 
 // An operator's replay whose first delivery fails before it has queued the
