@@ -198,9 +198,9 @@ func TestSweepCommandLine(t *testing.T) {
 	from := time.Now().UTC().Truncate(time.Hour)
 	body := fmt.Sprintf(`{"fromUTC":%q,"toUTC":%q,"source":"ops"}`, from.Format(time.RFC3339), from.Add(8*24*time.Hour).Format(time.RFC3339))
 	out, err := exec.Command(cli, "--server", e.NATS.ClientURL(), "req", "--timeout", "6m", events.SubjectSweepAppointments, body).CombinedOutput() // as the README asks
-	is.NoErr(err)                                              // the CLI asked and child-mirror answered
-	is.True(strings.Contains(string(out), `"saved":1`))        // with what the sweep did
-	is.Equal(e.appointment(missed.ID).Version, missed.Version) // the appointment is mirrored
+	is.NoErr(err)                                                                                                                                   // the CLI asked and child-mirror answered
+	is.True(strings.Contains(string(out), `"saved":1`))                                                                                             // with what the sweep did
+	is.Equal(e.appointment(missed.ID).Version, missed.Version)                                                                                      // the appointment is mirrored
 }
 
 // A sweep by hand can ask for the order run, so what it saves becomes
