@@ -197,6 +197,13 @@ func (in *Intake) resolve(ctx context.Context) error {
 	return nil
 }
 
+// Help is what bin/mail-intake --help prints: what it is and the variables
+// its Main reads.
+func Help() service.Help {
+	return service.Help{Name: "mail-intake", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}},
+		Summary: "reads Prime's new-job emails from a mailbox through Microsoft Graph (§7) and puts each job through the new-job path, moving each email to the processed or failed folder."}
+}
+
 // Main runs the intake as a process of its own: Graph from GRAPH_*, NATS
 // and the database as every service has them.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {

@@ -19,6 +19,7 @@ import (
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	"github.com/ethosbuilding/primeflow/services/ingest"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
+	mailintake "github.com/ethosbuilding/primeflow/services/mail-intake"
 	"github.com/ethosbuilding/primeflow/services/makesafe"
 	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
 	optimocreate "github.com/ethosbuilding/primeflow/services/optimo-create"
@@ -41,6 +42,7 @@ var binaries = []struct {
 	{makesafe.Help, makesafe.Main},
 	{optimocreate.Help, optimocreate.Main},
 	{optimoplan.Help, optimoplan.Main},
+	{mailintake.Help, mailintake.Main},
 	{primeflow.Help, func(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 		return primeflow.Main(ctx, getenv, io.Discard, stderr)
 	}},
@@ -58,6 +60,8 @@ func TestHelpListsWhatMainReads(t *testing.T) {
 				"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_URL": "nats://127.0.0.1:1",
 				"MAKESAFE_SMS_TO": "+61400000000", "SMS_SEND_URL": "http://127.0.0.1:1/sms",
 				"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
+				"GRAPH_TENANT_ID":                       "tenant", "GRAPH_CLIENT_ID": "client", "GRAPH_CLIENT_SECRET": "secret", "MAIL_USER": "jobs@example.com",
+				"MAIL_FOLDER": "Inbox/Prime Jobs", "MAIL_PROCESSED_FOLDER": "Inbox/Prime Jobs/Processed", "MAIL_FAILED_FOLDER": "Inbox/Prime Jobs/Failed",
 			}
 			var mu sync.Mutex
 			asked := map[string]bool{}
@@ -72,7 +76,9 @@ func TestHelpListsWhatMainReads(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			err := b.main(ctx, getenv, io.Discard)
-			is.True(err != nil && strings.Contains(err.Error(), "context canceled")) // Main got as far as connecting
+			if err == nil || !strings.Contains(err.Error(), "context canceled") {
+				t.Fatalf("Main did not get as far as connecting: %v", err)
+			}
 			vars, err := h.Variables()
 			is.NoErr(err)
 			var listed []string

@@ -9,10 +9,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ethosbuilding/primeflow/pkg/service"
 	mailintake "github.com/ethosbuilding/primeflow/services/mail-intake"
 )
 
 func main() {
+	if done, code := service.Command(os.Args[1:], os.Stdout, os.Stderr, mailintake.Help()); done {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := mailintake.Main(ctx, os.Getenv, os.Stderr); err != nil {
