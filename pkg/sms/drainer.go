@@ -18,6 +18,7 @@ import (
 type Queue interface {
 	ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]store.SMSMessage, error)
 	SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error
+	SetSMSLogged(ctx context.Context, id int64, attempt int, at time.Time) error
 	SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error
 	ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error
 	NextSMSDue(ctx context.Context) (at time.Time, ok bool, err error)
@@ -211,14 +212,14 @@ func (d *Drainer) send(ctx context.Context, m store.SMSMessage) {
 
 // sent records a message the sender accepted.
 func (d *Drainer) sent(ctx context.Context, log *slog.Logger, m store.SMSMessage, at time.Time) {
-	what := "sms sent"
+	what, record := "sms sent", d.q.SetSMSSent
 	if d.logOnly {
-		what = "sms logged (not sent: no SMS_SEND_URL)"
+		what, record = "sms logged (not sent: no SMS_SEND_URL)", d.q.SetSMSLogged
 		d.m.logged.Inc()
 	} else {
 		d.m.sent.Inc()
 	}
-	if err := d.q.SetSMSSent(ctx, m.ID, m.Attempts, at); err != nil {
+	if err := record(ctx, m.ID, m.Attempts, at); err != nil {
 		if errors.Is(err, store.ErrSMSClaimLost) {
 			log.Error(what+" but not recorded: its claim lapsed during the post (SMS_CLAIM_LEASE)", "lease", d.cfg.Lease)
 			return
@@ -269,7 +270,7 @@ func newMetrics(reg prometheus.Registerer, q Queue) (*collectors, error) {
 type queueCollector struct{ q Queue }
 
 var queueDesc = prometheus.NewDesc("primeflow_sms_queue_messages",
-	"Messages in smsQueue by state: Queued, Sending, Sent, Failed (Failed waits for a person).",
+	"Messages in smsQueue by state: Queued, Sending, Sent, Logged (handed to the log, never sent: no SMS_SEND_URL), Failed (Failed waits for a person).",
 	[]string{"state"}, nil)
 
 func (c queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- queueDesc }

@@ -317,12 +317,14 @@ func TestTheLogSendersMessagesAreLoggedNotSent(t *testing.T) {
 	is.NoErr(d.Drain(context.Background()))
 	m, err := r.store.GetSMS(context.Background(), id)
 	is.NoErr(err)
-	is.Equal(m.State, store.SMSSent)                                  // done with: never handed over again
-	is.True(r.logs.waitFor("sms logged (not sent: no SMS_SEND_URL)")) // the drainer says it was logged
-	is.True(!strings.Contains(r.logs.String(), "sms sent"))           // not sent
-	is.Equal(metric(t, reg, "primeflow_sms_logged_total", ""), 1.0)   // counted logged
-	is.Equal(metric(t, reg, "primeflow_sms_sent_total", ""), 0.0)     // not sent
-	is.Equal(len(r.ep.got()), 0)                                      // and nothing was posted
+	is.Equal(m.State, store.SMSLogged)                                      // done with, never handed over again, and never Sent
+	is.True(r.logs.waitFor("sms logged (not sent: no SMS_SEND_URL)"))       // the drainer says it was logged
+	is.True(!strings.Contains(r.logs.String(), "sms sent"))                 // not sent
+	is.Equal(metric(t, reg, "primeflow_sms_logged_total", ""), 1.0)         // counted logged
+	is.Equal(metric(t, reg, "primeflow_sms_sent_total", ""), 0.0)           // not sent
+	is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Logged"), 1.0) // the queue tells it from a sent one
+	is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Sent"), 0.0)
+	is.Equal(len(r.ep.got()), 0) // and nothing was posted
 }
 
 func mustServer(t *testing.T, h http.Handler) string {

@@ -17,13 +17,16 @@ const (
 	SMSSending SMSState = "Sending"
 	// SMSSent was accepted by the SMS endpoint (a 2xx).
 	SMSSent SMSState = "Sent"
+	// SMSLogged was written to the log instead of sent: there is no SMS
+	// endpoint (bin/primeflow on the Prime simulator). Done, never sent.
+	SMSLogged SMSState = "Logged"
 	// SMSFailed gave up: it used up its attempts or was refused for good. It
 	// stays for a person to look at.
 	SMSFailed SMSState = "Failed"
 )
 
 // SMSStates lists every state, for counting.
-func SMSStates() []SMSState { return []SMSState{SMSQueued, SMSSending, SMSSent, SMSFailed} }
+func SMSStates() []SMSState { return []SMSState{SMSQueued, SMSSending, SMSSent, SMSLogged, SMSFailed} }
 
 // SMSMessage is a row of smsQueue: one text message and its sending state.
 type SMSMessage struct {
@@ -88,6 +91,9 @@ type SMSQueue interface {
 	// names (its Attempts as ClaimSMS returned it). It returns ErrNotFound
 	// for an unknown id and ErrSMSClaimLost when the claim is gone.
 	SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error
+	// SetSMSLogged marks a message Logged, as SetSMSSent marks one Sent: a
+	// sender that only logs handed it on, and it was never sent.
+	SetSMSLogged(ctx context.Context, id int64, attempt int, at time.Time) error
 	// SetSMSFailed records a failed send and its error (cut to
 	// MaxStatusLen) against the claim attempt names, as SetSMSSent does:
 	// the message is Queued again from retryAt, or Failed when retryAt is

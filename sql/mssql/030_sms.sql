@@ -117,17 +117,21 @@ GO
 -- later claim's work. Each returns rowsUpdated (0: the claim is gone or the
 -- row does not exist).
 
--- spSmsQueueSetSent: the endpoint accepted the message.
+-- spSmsQueueSetSent: the endpoint accepted the message; with @State =
+-- 'Logged', a sender that only logs (no SMS endpoint) handed it on, and it
+-- was never sent.
 CREATE OR ALTER PROCEDURE dbo.spSmsQueueSetSent
     @ID      BIGINT,
     @Attempt INT,
-    @SentUTC DATETIME2(3)
+    @SentUTC DATETIME2(3),
+    @State   NVARCHAR(20) = N'Sent'
 AS
 BEGIN
     SET NOCOUNT ON;
 
     UPDATE dbo.smsQueue
-    SET State = N'Sent', SentUTC = @SentUTC, UpdatedUTC = @SentUTC, ClaimedUntilUTC = NULL
+    SET State = CASE WHEN @State = N'Logged' THEN N'Logged' ELSE N'Sent' END,
+        SentUTC = @SentUTC, UpdatedUTC = @SentUTC, ClaimedUntilUTC = NULL
     WHERE ID = @ID AND State = N'Sending' AND Attempts = @Attempt;
 
     SELECT @@ROWCOUNT AS rowsUpdated;

@@ -44,6 +44,7 @@ func TestMakesafeAndSMSCallsMatchTheProcedures(t *testing.T) {
 	_, err = s.ClaimSMS(ctx, now, time.Minute, 5, 10)
 	try(err)
 	try(s.SetSMSSent(ctx, 1, 1, now))
+	try(s.SetSMSLogged(ctx, 1, 1, now))
 	try(s.SetSMSFailed(ctx, 1, 1, "boom", now.Add(time.Minute), now))
 	try(s.SetSMSFailed(ctx, 1, 1, "boom", time.Time{}, now))
 	try(s.ReleaseSMS(ctx, 1, 1, now))

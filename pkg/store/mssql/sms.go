@@ -66,6 +66,13 @@ func (s *Store) SetSMSSent(ctx context.Context, id int64, attempt int, at time.T
 		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("SentUTC", sqlTime(at)))
 }
 
+// SetSMSLogged marks a message Logged, if it still holds the claim
+// (spSmsQueueSetSent @State = 'Logged').
+func (s *Store) SetSMSLogged(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.updateSMSClaim(ctx, "set sms logged", id, attempt, procSMSSetSent,
+		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("SentUTC", sqlTime(at)), sql.Named("State", string(store.SMSLogged)))
+}
+
 // SetSMSFailed records a failed send against its claim (spSmsQueueSetFailed).
 func (s *Store) SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error {
 	return s.updateSMSClaim(ctx, "set sms failed", id, attempt, procSMSSetFailed,

@@ -110,10 +110,20 @@ func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration
 
 // SetSMSSent marks a message Sent, if it still holds the claim.
 func (s *Store) SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.setSMSDone(ctx, "set sms sent", id, attempt, store.SMSSent, at)
+}
+
+// SetSMSLogged marks a message Logged (handed to the log, never sent), if
+// it still holds the claim.
+func (s *Store) SetSMSLogged(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.setSMSDone(ctx, "set sms logged", id, attempt, store.SMSLogged, at)
+}
+
+func (s *Store) setSMSDone(ctx context.Context, what string, id int64, attempt int, state store.SMSState, at time.Time) error {
 	t := formatTime(at)
-	return s.updateSMSClaim(ctx, "set sms sent", id, attempt, `UPDATE smsQueue
+	return s.updateSMSClaim(ctx, what, id, attempt, `UPDATE smsQueue
 		SET State = ?, SentUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
-		string(store.SMSSent), t, t)
+		string(state), t, t)
 }
 
 // SetSMSFailed records a failed send against its claim: Queued again from

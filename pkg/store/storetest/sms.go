@@ -83,7 +83,23 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.True(!ok) // nothing waits
 		counts, err := s.CountSMS(ctx)
 		is.NoErr(err)
-		is.Equal(counts, map[store.SMSState]int{store.SMSQueued: 0, store.SMSSending: 0, store.SMSSent: 1, store.SMSFailed: 0}) // one sent
+		is.Equal(counts, map[store.SMSState]int{store.SMSQueued: 0, store.SMSSending: 0, store.SMSSent: 1, store.SMSLogged: 0, store.SMSFailed: 0}) // one sent
+
+		// A message a log-only sender handed on is Logged, never Sent.
+		logged, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "logged", Now: t0})
+		is.NoErr(err)
+		claims, err := s.ClaimSMS(ctx, t0.Add(time.Minute), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(claims), 1)
+		is.NoErr(s.SetSMSLogged(ctx, logged, claims[0].Attempts, t0.Add(time.Minute)))
+		m, err = s.GetSMS(ctx, logged)
+		is.NoErr(err)
+		is.Equal(m.State, store.SMSLogged) // logged
+		counts, err = s.CountSMS(ctx)
+		is.NoErr(err)
+		is.Equal(counts[store.SMSSent], 1)   // the sent one alone is Sent
+		is.Equal(counts[store.SMSLogged], 1) // and the logged one is told apart
+		is.True(errors.Is(s.SetSMSLogged(ctx, logged, claims[0].Attempts, t0), store.ErrSMSClaimLost)) // once
 
 		_, err = s.GetSMS(ctx, id+100)
 		is.True(errors.Is(err, store.ErrNotFound)) // an unknown id
