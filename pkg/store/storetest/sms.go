@@ -97,8 +97,8 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.Equal(m.State, store.SMSLogged) // logged
 		counts, err = s.CountSMS(ctx)
 		is.NoErr(err)
-		is.Equal(counts[store.SMSSent], 1)   // the sent one alone is Sent
-		is.Equal(counts[store.SMSLogged], 1) // and the logged one is told apart
+		is.Equal(counts[store.SMSSent], 1)                                                             // the sent one alone is Sent
+		is.Equal(counts[store.SMSLogged], 1)                                                           // and the logged one is told apart
 		is.True(errors.Is(s.SetSMSLogged(ctx, logged, claims[0].Attempts, t0), store.ErrSMSClaimLost)) // once
 
 		_, err = s.GetSMS(ctx, id+100)
