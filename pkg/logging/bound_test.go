@@ -68,3 +68,23 @@ func TestPayload(t *testing.T) {
 	is.True(strings.Contains(later, "sha256=015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862")) // its hash
 	is.True(!strings.Contains(later, `"a"`))                                                                    // not the payload
 }
+
+// A struct with no LogValue of its own is logged as JSON in the text
+// format, not as a Go value whose empty fields run into the next.
+func TestStructsAreLoggedAsJSON(t *testing.T) {
+	is := is.New(t)
+	var b bytes.Buffer
+	log, err := logging.New(&b, logging.Config{Format: "text", Level: "info"})
+	is.NoErr(err)
+	type reply struct {
+		Listed       int    `json:"listed"`
+		Error        string `json:"error"`
+		RetryAfterMS int64  `json:"retryAfterMs"`
+	}
+	log.Info("sweep finished", "reply", reply{Listed: 3}, "err", errors.New("as text"), "n", 7)
+	out := b.String()
+	is.True(strings.Contains(out, `reply="{\"listed\":3,\"error\":\"\",\"retryAfterMs\":0}"`)) // JSON, each field named
+	is.True(!strings.Contains(out, "Error: RetryAfterMS"))                                     // not a Go struct
+	is.True(strings.Contains(out, `err="as text"`))                                            // errors as their text
+	is.True(strings.Contains(out, "n=7"))                                                      // the rest as they were
+}

@@ -4,10 +4,12 @@
 package logging
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -39,11 +41,41 @@ func New(w io.Writer, cfg Config) (*slog.Logger, error) {
 			Level:       level,
 			TimeFormat:  time.TimeOnly,
 			NoColor:     !isTerminal(w),
-			ReplaceAttr: bound,
+			ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr { return asJSON(bound(groups, a)) },
 		})), nil
 	default:
 		return nil, fmt.Errorf("LOG_FORMAT %q: want text or json", cfg.Format)
 	}
+}
+
+// asJSON writes a struct that has no LogValue, String or Error method as
+// JSON, through its json tags, in the text format: the text handler would
+// print it as a Go value ({FromUTC:… Error: RetryAfterMS:0}), which says
+// neither which fields are empty nor where a string ends. (Maps and slices
+// print readably as they are; the JSON handler encodes structs as JSON
+// already.)
+func asJSON(a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindAny {
+		return a
+	}
+	v := a.Value.Any()
+	switch v.(type) {
+	case error, fmt.Stringer:
+		return a
+	}
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return a
+	}
+	if t.Kind() == reflect.Struct {
+		if b, err := json.Marshal(v); err == nil {
+			a.Value = slog.StringValue(Bound(string(b)))
+		}
+	}
+	return a
 }
 
 func isTerminal(w io.Writer) bool {
