@@ -47,9 +47,11 @@ type Config struct {
 	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
 	OpsAddr   string `env:"OPS_ADDR"`
 	Admin     opshttp.Credentials
-	// NATS is where status reads the consumers, the locks and the Prime
-	// budget (the operators' NATS user, in a deployment with users).
-	NATSURL      string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
+	// NATS is where status reads the consumers and the locks (the
+	// operators' NATS user, in a deployment with users); NATS_URL unset is
+	// bin/primeflow's embedded server, at NATS_LISTEN.
+	NATSURL      string `env:"NATS_URL" secret:"true"`
+	NATSListen   string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
 	NATSUser     string `env:"NATS_USER"`
 	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
 	// MakesafeSMSTo is what migrate writes as the default make-safe SMS
@@ -63,6 +65,14 @@ func (c Config) ingestURL() string {
 		return strings.TrimSuffix(c.IngestURL, "/")
 	}
 	return opshttp.LocalURL(cmp.Or(c.OpsAddr, c.HTTPAddr))
+}
+
+// natsURL is NATS_URL, or bin/primeflow's embedded server at NATS_LISTEN.
+func (c Config) natsURL() string {
+	if c.NATSURL != "" {
+		return c.NATSURL
+	}
+	return "nats://" + strings.TrimPrefix(opshttp.LocalURL(c.NATSListen), "http://")
 }
 
 // ErrUsage is returned for a command line primectl does not understand; the
@@ -137,7 +147,8 @@ func writeUsage(w io.Writer) error {
 	if err := config.WriteVariables(w, vars); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nINGEST_URL unset is where OPS_ADDR, or HTTP_ADDR, is reached on this machine.\n"+
+	fmt.Fprintf(w, "\nINGEST_URL unset is where OPS_ADDR, or HTTP_ADDR, is reached on this machine, and NATS_URL\n"+
+		"unset bin/primeflow's embedded server at NATS_LISTEN.\n"+
 		"How to use it: README.md, section \"Operating it\".\n\n%s\n", version.String("primectl"))
 	return nil
 }

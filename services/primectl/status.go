@@ -58,16 +58,17 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	return writeStatus(c.stdout, rep)
 }
 
-// connectNATS connects to NATS_URL once, without waiting for a server
-// that is not there: status says so and goes on.
+// connectNATS connects to NATS_URL (or NATS_LISTEN's embedded server)
+// once, without waiting for a server that is not there: status says so
+// and goes on.
 func (c *cli) connectNATS() (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name("primectl"), nats.Timeout(3 * time.Second), nats.MaxReconnects(0)}
 	if c.cfg.NATSUser != "" {
 		opts = append(opts, nats.UserInfo(c.cfg.NATSUser, c.cfg.NATSPassword))
 	}
-	nc, err := nats.Connect(c.cfg.NATSURL, opts...)
+	nc, err := nats.Connect(c.cfg.natsURL(), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("NATS_URL does not answer: %w", err) // the URL may hold a password: not echoed
+		return nil, fmt.Errorf("NATS (NATS_URL, or NATS_LISTEN's embedded server) does not answer: %w", err) // the URL may hold a password: not echoed
 	}
 	return nc, nil
 }

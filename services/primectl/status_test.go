@@ -59,7 +59,8 @@ func TestStatus(t *testing.T) {
 			`prime_client_ratelimit_remaining{client="prime",window="day"} 4890` + "\n"))
 	}))
 	defer ingest.Close()
-	w.env["NATS_URL"], w.env["INGEST_URL"], w.env["ADMIN_USER"], w.env["ADMIN_PASSWORD"] = ns.ClientURL(), ingest.URL, "ops", "pw"
+	// NATS_URL unset: bin/primeflow's embedded server, at NATS_LISTEN.
+	w.env["NATS_LISTEN"], w.env["INGEST_URL"], w.env["ADMIN_USER"], w.env["ADMIN_PASSWORD"] = strings.TrimPrefix(ns.ClientURL(), "nats://"), ingest.URL, "ops", "pw"
 
 	out, _, err := w.run("", "status")
 	is.NoErr(err)
@@ -103,8 +104,8 @@ func TestStatus(t *testing.T) {
 	w.env["NATS_URL"], w.env["INGEST_URL"] = "nats://"+flowtest.FreeAddr(t), "http://"+flowtest.FreeAddr(t)
 	out, _, err = w.run("", "status")
 	is.NoErr(err)
-	is.True(strings.Contains(out, "2 unprocessed, 1 capped"))                       // the database's part
-	is.True(strings.Contains(out, "consumers and locks: NATS_URL does not answer")) // what could not be read
+	is.True(strings.Contains(out, "2 unprocessed, 1 capped"))                                                                // the database's part
+	is.True(strings.Contains(out, "consumers and locks: NATS (NATS_URL, or NATS_LISTEN's embedded server) does not answer")) // what could not be read
 	is.True(strings.Contains(out, "Prime budget: "))
 }
 
