@@ -90,7 +90,11 @@ func writeStatus(w io.Writer, r status.Report) error {
 	if o := r.Log.OldestUnprocessed; o != nil {
 		line("", fmt.Sprintf("oldest unprocessed: row %d (%s), received %s, %s", o.ID, dash(o.Action), at(&o.ReceivedUTC), count(o.Attempts, "attempt")))
 	}
-	line("outbox", fmt.Sprintf("%s not published", count(r.Outbox.Unpublished, "hand-off")), oldest(at, r.Outbox.OldestUTC))
+	if t := r.Outbox.OldestUTC; t != nil {
+		line("outbox", fmt.Sprintf("%s not published", count(r.Outbox.Unpublished, "hand-off")), "oldest written "+at(t))
+	} else {
+		line("outbox", fmt.Sprintf("%s not published", count(r.Outbox.Unpublished, "hand-off")))
+	}
 	for i, l := range r.Locks {
 		label := ""
 		if i == 0 {
@@ -150,13 +154,6 @@ func writeStatus(w io.Writer, r status.Report) error {
 		}
 	}
 	return nil
-}
-
-func oldest(at func(*time.Time) string, t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return "oldest written " + at(t)
 }
 
 func known(f *float64) string {
