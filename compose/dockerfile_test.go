@@ -95,6 +95,12 @@ func TestDockerfile(t *testing.T) {
 	is.True(strings.Contains(builds[0], `cd "services/${SERVICE}"`)) // from the service's module
 	is.True(strings.Contains(builds[0], `"./cmd/${SERVICE}"`))       // its command
 	is.True(strings.Contains(builds[1], "cd compose/healthcheck"))   // and compose/healthcheck
+	for _, stamp := range []string{"Version=${VERSION}", "Commit=${COMMIT}", "Date=${BUILD_DATE}"} {
+		is.True(strings.Contains(builds[0], "-X github.com/ethosbuilding/primeflow/pkg/version."+stamp)) // stamped as make build stamps, stamp
+	}
+	for _, arg := range []string{"VERSION=0.0.0-dev", "COMMIT=unknown", "BUILD_DATE=unknown"} {
+		is.True(slices.Contains(build, instruction{"ARG", arg})) // from build arguments, arg
+	}
 
 	// Every module a service replaces with a relative path is in the context
 	// the build copies.
