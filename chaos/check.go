@@ -231,7 +231,7 @@ func checkMakesafe(ctx context.Context, db *sql.DB, posts map[string]int, jobs [
 		case !j.afterHours:
 		case !ok:
 			r.phoneCallMissing = append(r.phoneCallMissing, j.id+": no phone call")
-		case c.state != string(store.SMSSent):
+		case c.state != string(store.SendSent):
 			r.phoneCallMissing = append(r.phoneCallMissing, fmt.Sprintf("%s: SMS %d is %q", j.id, c.smsID, c.state))
 		case posts[sms.Reference(c.smsID)] == 0:
 			r.phoneCallMissing = append(r.phoneCallMissing, fmt.Sprintf("%s: SMS %d sent, but not to the gateway", j.id, c.smsID))

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
@@ -83,9 +84,9 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = json.Unmarshal(body, &p)
 	}
-	key := r.Header.Get(sms.IdempotencyKeyHeader)
+	key := r.Header.Get(delivery.IdempotencyKeyHeader)
 	if err == nil && key == "" {
-		err = errors.New("no " + sms.IdempotencyKeyHeader)
+		err = errors.New("no " + delivery.IdempotencyKeyHeader)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

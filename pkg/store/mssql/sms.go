@@ -31,7 +31,7 @@ func scanSMS(r sqlrows.Scanner) (store.SMSMessage, error) {
 		scanString{&m.DedupeKey}, scanString{&state}, &m.Attempts, scanTime{&m.NextAttemptUTC},
 		scanTime{&m.ClaimedUntilUTC}, scanString{&m.LastError}, scanTime{&m.QueuedUTC},
 		scanTime{&m.SentUTC}, scanTime{&m.FailedUTC}, scanTime{&m.UpdatedUTC})
-	m.State = store.SMSState(state)
+	m.State = store.SendState(state)
 	return m, err
 }
 
@@ -81,7 +81,7 @@ func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.T
 
 // updateSMSClaim calls a procedure that updates message id while it holds
 // the claim attempt and returns rowsUpdated; 0 is ErrNotFound for an unknown
-// id, else ErrSMSClaimLost.
+// id, else ErrClaimLost.
 func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attempt int, proc string, args ...any) error {
 	var n int
 	if err := s.q().QueryRowContext(ctx, proc, args...).Scan(&n); err != nil {
@@ -93,7 +93,7 @@ func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attem
 	if _, err := s.GetSMS(ctx, id); err != nil {
 		return fmt.Errorf("mssql: %s: %w", what, err)
 	}
-	return fmt.Errorf("mssql: %s %d (attempt %d): %w", what, id, attempt, store.ErrSMSClaimLost)
+	return fmt.Errorf("mssql: %s %d (attempt %d): %w", what, id, attempt, store.ErrClaimLost)
 }
 
 // callUpdating calls a procedure that returns rowsUpdated; 0 is ErrNotFound.
@@ -130,9 +130,9 @@ func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
 }
 
 // CountSMS counts the messages in each state (spSmsQueueCount).
-func (s *Store) CountSMS(ctx context.Context) (map[store.SMSState]int, error) {
-	out := map[store.SMSState]int{}
-	for _, st := range store.SMSStates() {
+func (s *Store) CountSMS(ctx context.Context) (map[store.SendState]int, error) {
+	out := map[store.SendState]int{}
+	for _, st := range store.SendStates() {
 		out[st] = 0
 	}
 	rows, err := s.q().QueryContext(ctx, procSMSCount)
@@ -146,7 +146,7 @@ func (s *Store) CountSMS(ctx context.Context) (map[store.SMSState]int, error) {
 		if err := rows.Scan(&state, &n); err != nil {
 			return nil, fmt.Errorf("mssql: count sms: %w", err)
 		}
-		out[store.SMSState(state)] = n
+		out[store.SendState(state)] = n
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("mssql: count sms: %w", err)

@@ -25,7 +25,7 @@ func scanSMS(r sqlrows.Scanner) (store.SMSMessage, error) {
 	err := r.Scan(&m.ID, &m.Recipient, &m.Body, scanString{&m.Source}, scanString{&m.DedupeKey}, &state, &m.Attempts,
 		scanTime{&m.NextAttemptUTC}, scanTime{&m.ClaimedUntilUTC}, scanString{&m.LastError}, scanTime{&m.QueuedUTC},
 		scanTime{&m.SentUTC}, scanTime{&m.FailedUTC}, scanTime{&m.UpdatedUTC})
-	m.State = store.SMSState(state)
+	m.State = store.SendState(state)
 	return m, err
 }
 
@@ -56,7 +56,7 @@ func (s *Store) queueSMS(ctx context.Context, m store.NewSMS) (int64, bool, erro
 		(Recipient, Body, Source, DedupeKey, State, Attempts, NextAttemptUTC, QueuedUTC, UpdatedUTC)
 		VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
 		ON CONFLICT DO NOTHING RETURNING ID`,
-		m.Recipient, m.Body, nullString(m.Source), nullString(m.DedupeKey), string(store.SMSQueued), at, at, at).Scan(&id)
+		m.Recipient, m.Body, nullString(m.Source), nullString(m.DedupeKey), string(store.SendQueued), at, at, at).Scan(&id)
 	if err == nil {
 		return id, true, nil
 	}
@@ -78,7 +78,7 @@ func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration
 		if _, err := tx.tx.ExecContext(ctx, `UPDATE smsQueue
 			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?
 			WHERE State = ? AND ClaimedUntilUTC <= ? AND Attempts >= ?`,
-			string(store.SMSFailed), at, at, lapsedOnLastAttempt, string(store.SMSSending), at, maxAttempts); err != nil {
+			string(store.SendFailed), at, at, lapsedOnLastAttempt, string(store.SendSending), at, maxAttempts); err != nil {
 			return err
 		}
 		rows, err := tx.tx.QueryContext(ctx, `UPDATE smsQueue
@@ -87,7 +87,7 @@ func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration
 				WHERE (State = ? AND NextAttemptUTC <= ?) OR (State = ? AND ClaimedUntilUTC <= ?)
 				ORDER BY ID LIMIT ?)
 			RETURNING `+smsColumns,
-			string(store.SMSSending), until, at, string(store.SMSQueued), at, string(store.SMSSending), at, limit)
+			string(store.SendSending), until, at, string(store.SendQueued), at, string(store.SendSending), at, limit)
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (s *Store) SetSMSSent(ctx context.Context, id int64, attempt int, at time.T
 	t := formatTime(at)
 	return s.updateSMSClaim(ctx, "set sms sent", id, attempt, `UPDATE smsQueue
 		SET State = ?, SentUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
-		string(store.SMSSent), t, t)
+		string(store.SendSent), t, t)
 }
 
 // SetSMSFailed records a failed send against its claim: Queued again from
@@ -124,25 +124,25 @@ func (s *Store) SetSMSFailed(ctx context.Context, id int64, attempt int, cause s
 	if retryAt.IsZero() {
 		return s.updateSMSClaim(ctx, "set sms failed", id, attempt, `UPDATE smsQueue
 			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?`,
-			string(store.SMSFailed), t, t, cause)
+			string(store.SendFailed), t, t, cause)
 	}
 	return s.updateSMSClaim(ctx, "set sms failed", id, attempt, `UPDATE smsQueue
 		SET State = ?, NextAttemptUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?`,
-		string(store.SMSQueued), formatTime(retryAt), t, cause)
+		string(store.SendQueued), formatTime(retryAt), t, cause)
 }
 
 // ReleaseSMS gives back a claim that posted nothing, its attempt uncounted.
 func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error {
 	return s.updateSMSClaim(ctx, "release sms", id, attempt, `UPDATE smsQueue
 		SET State = ?, Attempts = Attempts - 1, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
-		string(store.SMSQueued), formatTime(at))
+		string(store.SendQueued), formatTime(at))
 }
 
 // updateSMSClaim runs update, an UPDATE smsQueue … SET without its WHERE,
 // on message id while it holds the claim attempt.
 func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attempt int, update string, args ...any) error {
 	res, err := s.w().ExecContext(ctx, update+` WHERE ID = ? AND State = ? AND Attempts = ?`,
-		append(args, id, string(store.SMSSending), attempt)...)
+		append(args, id, string(store.SendSending), attempt)...)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s %d: %w", what, id, err)
 	}
@@ -156,7 +156,7 @@ func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attem
 	if _, err := s.GetSMS(ctx, id); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", what, err)
 	}
-	return fmt.Errorf("sqlite: %s %d (attempt %d): %w", what, id, attempt, store.ErrSMSClaimLost)
+	return fmt.Errorf("sqlite: %s %d (attempt %d): %w", what, id, attempt, store.ErrClaimLost)
 }
 
 // GetSMS returns one message.
@@ -178,7 +178,7 @@ func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
 		SELECT MIN(NextAttemptUTC) AS t FROM smsQueue WHERE State = ?
 		UNION ALL
 		SELECT MIN(ClaimedUntilUTC) FROM smsQueue WHERE State = ?)`,
-		string(store.SMSQueued), string(store.SMSSending)).Scan(scanTime{&at})
+		string(store.SendQueued), string(store.SendSending)).Scan(scanTime{&at})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("sqlite: next sms due: %w", err)
 	}
@@ -186,9 +186,9 @@ func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
 }
 
 // CountSMS counts the messages in each state.
-func (s *Store) CountSMS(ctx context.Context) (map[store.SMSState]int, error) {
-	out := map[store.SMSState]int{}
-	for _, st := range store.SMSStates() {
+func (s *Store) CountSMS(ctx context.Context) (map[store.SendState]int, error) {
+	out := map[store.SendState]int{}
+	for _, st := range store.SendStates() {
 		out[st] = 0
 	}
 	rows, err := s.r().QueryContext(ctx, `SELECT State, COUNT(*) FROM smsQueue GROUP BY State`)
@@ -202,7 +202,7 @@ func (s *Store) CountSMS(ctx context.Context) (map[store.SMSState]int, error) {
 		if err := rows.Scan(&state, &n); err != nil {
 			return nil, fmt.Errorf("sqlite: count sms: %w", err)
 		}
-		out[store.SMSState(state)] = n
+		out[store.SendState(state)] = n
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: count sms: %w", err)
