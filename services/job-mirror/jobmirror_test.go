@@ -81,25 +81,51 @@ func (e *env) waitForEnsureService() {
 // faultyStore fails the steps a test tells it to, inside transactions too.
 type faultyStore struct {
 	store.Store
-	failWIP    atomic.Bool
+	failWIP atomic.Bool
+	// doomWIP makes a Client WIP write fail as SQL Server fails a deadlock
+	// victim's, or any error under XACT_ABORT: the write fails, and the
+	// transaction it ran in is rolled back whatever the caller does next.
+	doomWIP    atomic.Bool
 	failTriage atomic.Int32 // fail the next n triage invites
 }
 
+// errDoomed is the commit of a transaction a statement doomed.
+var errDoomed = errors.New("the transaction was rolled back: a statement in it was chosen as the deadlock victim")
+
 func (f *faultyStore) InTx(ctx context.Context, fn func(store.Store) error) error {
 	return f.Store.InTx(ctx, func(tx store.Store) error {
-		return fn(&faultyTx{Store: tx, f: f})
+		ftx := &faultyTx{Store: tx, f: f}
+		if err := fn(ftx); err != nil {
+			return err
+		}
+		if ftx.doomed {
+			return errDoomed // rolled back: nothing it wrote commits
+		}
+		return nil
 	})
+}
+
+func (f *faultyStore) QueueClientWIPStatusChange(ctx context.Context, jobID, source string) (bool, error) {
+	if f.failWIP.Load() || f.doomWIP.Load() {
+		return false, errors.New("client wip queue is down")
+	}
+	return f.Store.QueueClientWIPStatusChange(ctx, jobID, source)
 }
 
 type faultyTx struct {
 	store.Store
-	f *faultyStore
+	f      *faultyStore
+	doomed bool
 }
 
 func (t *faultyTx) InTx(ctx context.Context, fn func(store.Store) error) error { return fn(t) }
 
 func (t *faultyTx) QueueClientWIPStatusChange(ctx context.Context, jobID, source string) (bool, error) {
-	if t.f.failWIP.Load() {
+	switch {
+	case t.f.doomWIP.Load():
+		t.doomed = true
+		return false, errDoomed
+	case t.f.failWIP.Load():
 		return false, errors.New("client wip queue is down")
 	}
 	return t.Store.QueueClientWIPStatusChange(ctx, jobID, source)
@@ -157,13 +183,22 @@ func (e *env) firstSeen(id string) (store.FirstSeen, bool) {
 	return f, found
 }
 
-func (e *env) wipTriggers(id string) []store.ClientWIPTrigger {
+// wipTriggers is a job's Client WIP triggers once there are want of them,
+// or what there are after a few seconds: step 5 follows the commit a test
+// waits for.
+func (e *env) wipTriggers(id string, want int) []store.ClientWIPTrigger {
 	e.T.Helper()
-	got, err := e.Store.ListClientWIPTriggers(context.Background(), id)
-	if err != nil {
-		e.T.Fatal(err)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := e.Store.ListClientWIPTriggers(context.Background(), id)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		if len(got) >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return got
 }
 
 func (e *env) invites(id string) []store.TriageInvite {
@@ -208,7 +243,7 @@ func TestFirstSightOnTheGUIDPath(t *testing.T) {
 	flowtest.Eventually(t, "the first-sight hand-off", func() bool { return e.handoffs(j.ID) == 1 })
 	is.Equal(e.jobCalls(), int64(1)) // one GetJob: the resolver's probe, reused by job-mirror
 
-	wip := e.wipTriggers(j.ID)
+	wip := e.wipTriggers(j.ID, 1)
 	is.Equal(len(wip), 1)                                     // step 5: a Client WIP trigger
 	is.Equal(wip[0].TriggerType, store.ClientWIPStatusChange) // StatusChange
 	is.Equal(wip[0].Source, fmt.Sprintf("ethPrimeWebhookLog:%d", id))
@@ -292,11 +327,11 @@ func TestAlreadyMirroredJobIsFetchedAgainWithoutAPipeline(t *testing.T) {
 	row := e.WaitProcessed(second)
 	is.Equal(row.ProcessStatus, "Processed")
 	got := e.job(j.ID)
-	is.Equal(got.StatusID, statusICM)       // §5.1 step 1: GetJob again for the new status
-	is.Equal(got.Version, j.Version+1)      // the version Prime has now
-	is.Equal(e.jobCalls()-before, int64(1)) // one Prime call for a known job
-	is.Equal(e.firstSights(1.0), 1.0)       // no second first sight
-	is.Equal(len(e.wipTriggers(j.ID)), 2)   // a trigger for each event
+	is.Equal(got.StatusID, statusICM)        // §5.1 step 1: GetJob again for the new status
+	is.Equal(got.Version, j.Version+1)       // the version Prime has now
+	is.Equal(e.jobCalls()-before, int64(1))  // one Prime call for a known job
+	is.Equal(e.firstSights(1.0), 1.0)        // no second first sight
+	is.Equal(len(e.wipTriggers(j.ID, 2)), 2) // a trigger for each event
 	invites := e.invites(j.ID)
 	is.Equal(len(invites), 1)                // the status arrived: an invite
 	is.Equal(invites[0].StatusID, statusICM) // read from the mirror
@@ -340,21 +375,34 @@ func TestUnknownJobIsAPayloadFaultUpToTheCap(t *testing.T) {
 	}
 }
 
+// §5.1 step 5: a Client WIP write that fails only logs, whether it fails
+// on its own or dooms the transaction it runs in (SQL Server rolls back the
+// whole transaction of a deadlock victim, swallowed error or not).
 func TestClientWIPFailureIsSwallowed(t *testing.T) {
-	is := is.New(t)
-	f := &faultyStore{}
-	f.failWIP.Store(true)
-	e := start(t, options{faults: f})
-	j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
+	for _, tc := range []struct {
+		name  string
+		fault func(*faultyStore)
+	}{
+		{"the write fails", func(f *faultyStore) { f.failWIP.Store(true) }},
+		{"the write dooms its transaction", func(f *faultyStore) { f.doomWIP.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := &faultyStore{}
+			tc.fault(f)
+			e := start(t, options{faults: f})
+			j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
 
-	row := e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	is.Equal(row.ProcessAttempts, 0)                                                                        // the event did not fail
-	is.Equal(e.job(j.ID).StatusID, statusICM)                                                               // the job is mirrored
-	is.Equal(len(e.wipTriggers(j.ID)), 0)                                                                   // the trigger was lost
-	is.Equal(len(e.invites(j.ID)), 1)                                                                       // the steps after it still ran
-	is.Equal(e.firstSights(1.0), 1.0)                                                                       // and the pipeline was handed off
-	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_clientwip_failures_total", nil), 1.0) // counted
-	is.True(strings.Contains(e.Logs.String(), "Client WIP trigger not queued"))                             // and logged
+			row := e.WaitProcessed(e.Fire("change-job-status", j.ID))
+			is.Equal(row.ProcessAttempts, 0)                                                                        // the event did not fail
+			is.Equal(e.job(j.ID).StatusID, statusICM)                                                               // the job is mirrored
+			is.Equal(len(e.invites(j.ID)), 1)                                                                       // the other steps ran
+			is.Equal(e.firstSights(1.0), 1.0)                                                                       // and the pipeline was handed off
+			is.Equal(len(e.wipTriggers(j.ID, 0)), 0)                                                                // the trigger was lost
+			is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_clientwip_failures_total", nil), 1.0) // counted
+			is.True(strings.Contains(e.Logs.String(), "Client WIP trigger not queued"))                             // and logged
+		})
+	}
 }
 
 func TestTriageFailureFailsTheEvent(t *testing.T) {
@@ -365,10 +413,10 @@ func TestTriageFailureFailsTheEvent(t *testing.T) {
 	j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
 
 	row := e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	is.Equal(row.ProcessAttempts, 2)      // two failed attempts, then success
-	is.Equal(len(e.invites(j.ID)), 1)     // the invite is queued in the end
-	is.Equal(len(e.wipTriggers(j.ID)), 1) // the retries queued one trigger
-	is.Equal(e.firstSights(1.0), 1.0)     // and handed the pipeline off once
+	is.Equal(row.ProcessAttempts, 2)         // two failed attempts, then success
+	is.Equal(len(e.invites(j.ID)), 1)        // the invite is queued in the end
+	is.Equal(len(e.wipTriggers(j.ID, 1)), 1) // the retries queued one trigger
+	is.Equal(e.firstSights(1.0), 1.0)        // and handed the pipeline off once
 	fs, _ := e.firstSeen(j.ID)
 	is.Equal(fs.LogID, row.ID)
 }
@@ -395,10 +443,10 @@ func TestReplayOfAProcessedRowChangesNothing(t *testing.T) {
 
 	jobAfter := e.job(j.ID)
 	jobAfter.SyncedUTC = jobBefore.SyncedUTC
-	is.Equal(jobAfter, jobBefore)         // the mirror is the same
-	is.Equal(len(e.wipTriggers(j.ID)), 1) // no second Client WIP trigger
-	is.Equal(len(e.invites(j.ID)), 1)     // no second invite
-	is.Equal(e.firstSights(1.0), 1.0)     // no second pipeline
+	is.Equal(jobAfter, jobBefore)            // the mirror is the same
+	is.Equal(len(e.wipTriggers(j.ID, 2)), 1) // no second Client WIP trigger
+	is.Equal(len(e.invites(j.ID)), 1)        // no second invite
+	is.Equal(e.firstSights(1.0), 1.0)        // no second pipeline
 	is.Equal(e.handoffs(j.ID), 1)
 }
 
