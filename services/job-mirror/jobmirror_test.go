@@ -498,3 +498,44 @@ func TestNoIdentifierAtAllIsProcessed(t *testing.T) {
 	is.True(strings.Contains(strings.ToLower(row.ProcessStatus), "no identifier")) // said so
 	is.Equal(e.firstSights(0), 0.0)
 }
+
+// Two events of one job that reach the stream out of log order (ingest
+// publishes each row from its own request after a shared commit; the relay
+// republishes a failed publish later) are handled one at a time in the
+// order the stream holds them, and the outcome is the same either way:
+// each mirrors Prime's current state (§3), first sight is claimed once, by
+// the event handled first, and the one-off effects happen once.
+func TestEventsOfOneJobOutOfLogOrder(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	j := e.Sim.NewJob()
+	current, err := e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = statusICM })
+	is.NoErr(err)
+	w, err := e.Sim.Webhook("change-job-status", j.ID)
+	is.NoErr(err)
+	body, err := w.Body()
+	is.NoErr(err)
+
+	ctx := context.Background()
+	var ids [2]int64
+	for i := range ids {
+		ids[i], err = e.Store.InsertWebhookLog(ctx, store.NewWebhookLogRow{
+			ReceivedUTC: time.Now().UTC(), EventAction: "change-job-status", Payload: string(body), IsAuthenticated: true})
+		is.NoErr(err)
+	}
+	for _, id := range []int64{ids[1], ids[0]} { // the later row reaches the stream first
+		_, err := e.JS.PublishMsg(ctx, events.NewWebhookMsg(id, 0, "change-job-status", string(body)))
+		is.NoErr(err)
+	}
+	older, newer := e.WaitProcessed(ids[0]), e.WaitProcessed(ids[1])
+	is.True(!newer.ProcessedUTC.After(older.ProcessedUTC)) // handled in stream order, the later row first
+	fs, _ := e.firstSeen(j.ID)
+	is.Equal(fs.LogID, ids[1])        // first sight is the event handled first
+	is.Equal(e.firstSights(1.0), 1.0) // claimed once
+	got := e.job(j.ID)
+	is.Equal(got.StatusID, statusICM)        // the mirror holds Prime's current status
+	is.Equal(got.Version, current.Version)   // at its current version
+	is.Equal(len(e.invites(j.ID)), 1)        // one invite
+	is.Equal(len(e.wipTriggers(j.ID, 2)), 2) // a Client WIP trigger for each event
+	flowtest.Eventually(t, "the first-sight hand-off", func() bool { return e.handoffs(j.ID) == 1 })
+}
