@@ -52,12 +52,6 @@ type Kind struct {
 	Prefix string
 	// Table is the store's table: "smsQueue".
 	Table string
-	// Metric is its metrics' prefix: "primeflow_sms" (primeflow_sms_sent_total …).
-	Metric string
-	// QueueMetric is its gauge of rows by state: "primeflow_sms_queue_messages".
-	QueueMetric string
-	// Things is what its rows are, in the metrics' help: "SMS messages".
-	Things string
 }
 
 // Queue is a send queue's table, as the store keeps it. Each outcome names

@@ -71,7 +71,7 @@ type Drainer[M any] struct {
 	// logOnly: s only logs what it is given (no endpoint configured).
 	logOnly bool
 	log     *slog.Logger
-	m       *collectors
+	m       Collectors
 	kick    chan struct{}
 }
 
@@ -84,8 +84,9 @@ type Options[M any] struct {
 	// configured): they are recorded sent and counted as logged.
 	LogOnly bool
 	Log     *slog.Logger
-	// Metrics is where the kind's metrics are registered (Kind.Metric).
-	Metrics prometheus.Registerer
+	// Collectors are the kind's metrics, registered with Registry.
+	Collectors Collectors
+	Registry   prometheus.Registerer
 }
 
 // NewDrainer makes a drainer and registers its metrics.
@@ -93,9 +94,12 @@ func NewDrainer[M any](cfg Config, o Options[M]) (*Drainer[M], error) {
 	if err := cfg.Validate(o.Kind.Prefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Kind.Name, err)
 	}
-	m, err := newMetrics(o.Metrics, o.Kind, o.Queue)
-	if err != nil {
-		return nil, err
+	m := o.Collectors
+	if !m.complete() {
+		return nil, errNoCollectors
+	}
+	if err := m.register(o.Registry, o.Queue); err != nil {
+		return nil, fmt.Errorf("%s metrics: %w", o.Kind.Name, err)
 	}
 	return &Drainer[M]{cfg: cfg, kind: o.Kind, q: o.Queue, s: o.Sender, logOnly: o.LogOnly, log: o.Log, m: m, kick: make(chan struct{}, 1)}, nil
 }
@@ -186,7 +190,7 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 		return
 	}
 	if c.Attempt == 1 {
-		d.m.handoff.Observe(time.Since(c.QueuedUTC).Seconds())
+		d.m.Handoff.Observe(time.Since(c.QueuedUTC).Seconds())
 	}
 	// A post that has started finishes whatever ctx does: cut short, the
 	// endpoint may have acted on it all the same. The Sender bounds it.
@@ -210,11 +214,11 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 		return
 	}
 	if final {
-		d.m.failed.Inc()
+		d.m.Failed.Inc()
 		log.Error(d.kind.Name+" failed for good: it stays Failed in "+d.kind.Table+" for a person to look at", "err", err)
 		return
 	}
-	d.m.retries.Inc()
+	d.m.Retries.Inc()
 	log.Warn(d.kind.Name+" not sent; retrying", "err", err, "at", retryAt)
 }
 
@@ -223,9 +227,9 @@ func (d *Drainer[M]) sent(ctx context.Context, log *slog.Logger, c Claim[M], at 
 	what := d.kind.Name + " sent"
 	if d.logOnly {
 		what = d.kind.Name + " logged (not sent: no " + d.kind.Prefix + "SEND_URL)"
-		d.m.logged.Inc()
+		d.m.Logged.Inc()
 	} else {
-		d.m.sent.Inc()
+		d.m.Sent.Inc()
 	}
 	if err := d.q.SetSent(ctx, c.ID, c.Attempt, at); err != nil {
 		if errors.Is(err, store.ErrClaimLost) {

@@ -11,61 +11,42 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-type collectors struct {
-	sent, logged, failed, retries prometheus.Counter
-	handoff                       prometheus.Histogram
+// Collectors are a kind's metrics, declared by the kind's package (the
+// names literal: compose's tests read them from the code) and registered by
+// NewDrainer.
+type Collectors struct {
+	// Sent counts the rows the endpoint accepted; Logged those a LogOnly
+	// sender logged instead; Failed those given up on; Retries the failed
+	// sends that will be tried again.
+	Sent, Logged, Failed, Retries prometheus.Counter
+	// Handoff is the time from a row being queued to its first send.
+	Handoff prometheus.Histogram
+	// Queue describes the gauge of the queue's rows by state (one label,
+	// "state"), read from the queue at scrape time, every state served.
+	Queue *prometheus.Desc
 }
 
-// newMetrics registers a kind's metrics: <Metric>_sent_total,
-// _logged_total, _failed_total, _send_retries_total, _handoff_seconds, and
-// QueueMetric{state}, read from the queue at scrape time with every state
-// served, 0 when none is in it.
-func newMetrics[M any](reg prometheus.Registerer, k Kind, q Queue[M]) (*collectors, error) {
-	m := &collectors{
-		sent: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: k.Metric + "_sent_total",
-			Help: k.Things + " the endpoint accepted.",
-		}),
-		logged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: k.Metric + "_logged_total",
-			Help: k.Things + " logged instead of sent: no " + k.Prefix + "SEND_URL (bin/primeflow on the Prime simulator).",
-		}),
-		failed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: k.Metric + "_failed_total",
-			Help: k.Things + " given up on (attempts used up or refused for good); they stay Failed in " + k.Table + ".",
-		}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: k.Metric + "_send_retries_total",
-			Help: "Failed sends of " + k.Things + " that will be tried again.",
-		}),
-		handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    k.Metric + "_handoff_seconds",
-			Help:    "Time from one of the " + k.Things + " being queued to its first hand-off to the sender.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
-		}),
-	}
-	if err := errors.Join(metrics.Register(reg, &m.sent), metrics.Register(reg, &m.logged), metrics.Register(reg, &m.failed),
-		metrics.Register(reg, &m.retries), metrics.Register(reg, &m.handoff), metrics.Replace(reg, newQueueCollector(k, q))); err != nil {
-		return nil, fmt.Errorf("%s metrics: %w", k.Name, err)
-	}
-	return m, nil
+// register registers c's collectors with reg, taking those registered
+// before under the same names.
+func (c *Collectors) register(reg prometheus.Registerer, q queueCounter) error {
+	return errors.Join(metrics.Register(reg, &c.Sent), metrics.Register(reg, &c.Logged), metrics.Register(reg, &c.Failed),
+		metrics.Register(reg, &c.Retries), metrics.Register(reg, &c.Handoff), metrics.Replace(reg, queueCollector{q: q, desc: c.Queue}))
+}
+
+// queueCounter counts a queue's rows by state.
+type queueCounter interface {
+	Count(ctx context.Context) (map[store.SendState]int, error)
 }
 
 // queueCollector reports a queue's rows by state at scrape time.
-type queueCollector[M any] struct {
-	q    Queue[M]
+type queueCollector struct {
+	q    queueCounter
 	desc *prometheus.Desc
 }
 
-func newQueueCollector[M any](k Kind, q Queue[M]) queueCollector[M] {
-	return queueCollector[M]{q: q, desc: prometheus.NewDesc(k.QueueMetric,
-		k.Things+" in "+k.Table+" by state: Queued, Sending, Sent, Failed (Failed waits for a person).",
-		[]string{"state"}, nil)}
-}
+func (c queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
-func (c queueCollector[M]) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c queueCollector[M]) Collect(ch chan<- prometheus.Metric) {
+func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	counts, err := c.q.Count(ctx)
@@ -76,4 +57,11 @@ func (c queueCollector[M]) Collect(ch chan<- prometheus.Metric) {
 	for _, state := range store.SendStates() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[state]), string(state))
 	}
+}
+
+// errNoCollectors refuses a drainer whose kind declared no metrics.
+var errNoCollectors = fmt.Errorf("delivery: the kind's Collectors are not all set")
+
+func (c *Collectors) complete() bool {
+	return c.Sent != nil && c.Logged != nil && c.Failed != nil && c.Retries != nil && c.Handoff != nil && c.Queue != nil
 }

@@ -20,10 +20,8 @@ type Queue interface {
 	CountSMS(ctx context.Context) (map[store.SendState]int, error)
 }
 
-// Kind is the SMS queue as package delivery names it: SMS_* variables, the
-// primeflow_sms_* metrics.
-var Kind = delivery.Kind{Name: "sms", LogKey: "sms", Prefix: "SMS_", Table: "smsQueue",
-	Metric: "primeflow_sms", QueueMetric: "primeflow_sms_queue_messages", Things: "SMS messages"}
+// Kind is the SMS queue as package delivery names it: SMS_* variables.
+var Kind = delivery.Kind{Name: "sms", LogKey: "sms", Prefix: "SMS_", Table: "smsQueue"}
 
 // Drainer sends the queued messages (delivery.Drainer): when kicked, when a
 // retry falls due, and at least every SMS_SWEEP_INTERVAL.
@@ -33,7 +31,38 @@ type Drainer = delivery.Drainer[Message]
 // reg. A LogSender's messages are recorded sent and counted as logged.
 func NewDrainer(cfg delivery.Config, q Queue, s Sender, log *slog.Logger, reg prometheus.Registerer) (*Drainer, error) {
 	_, logOnly := s.(LogSender)
-	return delivery.NewDrainer(cfg, delivery.Options[Message]{Kind: Kind, Queue: queue{q}, Sender: s, LogOnly: logOnly, Log: log, Metrics: reg})
+	return delivery.NewDrainer(cfg, delivery.Options[Message]{Kind: Kind, Queue: queue{q}, Sender: s, LogOnly: logOnly, Log: log,
+		Collectors: collectors(), Registry: reg})
+}
+
+// collectors are the primeflow_sms_* metrics.
+func collectors() delivery.Collectors {
+	return delivery.Collectors{
+		Sent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_sms_sent_total",
+			Help: "SMS messages the SMS endpoint accepted.",
+		}),
+		Logged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_sms_logged_total",
+			Help: "SMS messages logged instead of sent: no SMS_SEND_URL (bin/primeflow on the Prime simulator).",
+		}),
+		Failed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_sms_failed_total",
+			Help: "SMS messages given up on (attempts used up or refused for good); they stay Failed in smsQueue.",
+		}),
+		Retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_sms_send_retries_total",
+			Help: "Failed SMS sends that will be tried again.",
+		}),
+		Handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "primeflow_sms_handoff_seconds",
+			Help:    "Time from an SMS being queued (for make-safe: the detection that raised the call) to its first hand-off to the sender.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}),
+		Queue: prometheus.NewDesc("primeflow_sms_queue_messages",
+			"Messages in smsQueue by state: Queued, Sending, Sent, Failed (Failed waits for a person).",
+			[]string{"state"}, nil),
+	}
 }
 
 // queue is smsQueue as a delivery.Queue.

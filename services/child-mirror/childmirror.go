@@ -80,6 +80,8 @@ type Config struct {
 	// OutboxSweep is how often a child-mirror running on its own sweeps the
 	// outbox for hand-offs whose publish failed.
 	OutboxSweep time.Duration `env:"CHILD_MIRROR_OUTBOX_SWEEP" envDefault:"10s"`
+	// Drain configures the sync-queue drains (SYNC_DRAIN_*, drains.go).
+	Drain DrainConfig
 }
 
 // Validate reports the settings child-mirror cannot run with, naming their
@@ -89,9 +91,11 @@ func (c Config) Validate() error {
 		return errors.New("child-mirror: CHILD_MIRROR_WORKERS and the timeouts must be above zero")
 	}
 	if c.AISummaryNudgeURL != "" {
-		return checkNudgeURL(c.AISummaryNudgeURL)
+		if err := checkNudgeURL(c.AISummaryNudgeURL); err != nil {
+			return err
+		}
 	}
-	return nil
+	return c.Drain.Validate()
 }
 
 // DefaultConfig is child-mirror's configuration with no variable set: every
@@ -108,6 +112,8 @@ type PrimeAPI interface {
 	GetEstimatesByJob(ctx context.Context, jobID string) ([]prime.Estimate, error)
 	GetContact(ctx context.Context, id string) (prime.Contact, error)
 	GetJobContactRelationships(ctx context.Context, jobID string) ([]prime.ContactRelationship, error)
+	ListJobAllocations(ctx context.Context, jobID string) ([]prime.Allocation, error)
+	GetJobStatusHistories(ctx context.Context, jobID string) ([]prime.StatusHistory, error)
 }
 
 // ChildMirror is the child-mirror service.
@@ -133,7 +139,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 	}
 	log := d.Log.With("component", "child-mirror")
 	ensure := &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: log}
-	m, err := newMetrics(d.Metrics, ensure.Unanswered)
+	m, err := newMetrics(d.Metrics, ensure.Unanswered, d.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -148,17 +154,29 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 	}, nil
 }
 
-// Run consumes the resolved child events and serves sweep requests until
-// ctx ends.
+// Run consumes the resolved child events, serves sweep requests and runs
+// the sync-queue drains until ctx ends.
 func (c *ChildMirror) Run(ctx context.Context) error {
 	return service.WhileServing(ctx, c.log, c.serveSweep, func(ctx context.Context) error {
-		return consume.Run(ctx, c.js, consume.Spec{
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		drained := make(chan error, 1)
+		go func() {
+			err := c.runDrains(ctx)
+			if err != nil {
+				cancel() // the rest stops with it
+			}
+			drained <- err
+		}()
+		err := consume.Run(ctx, c.js, consume.Spec{
 			Stream:   events.ConsumerChildMirror.Stream,
 			Durable:  events.ConsumerChildMirror.Durable,
 			Subjects: events.ConsumerChildMirror.Subjects,
 			Workers:  c.cfg.Workers,
 			AckWait:  time.Minute,
 		}, c.log, c.reg, c.stage.Handler(c.work))
+		cancel()
+		return errors.Join(err, <-drained)
 	})
 }
 
