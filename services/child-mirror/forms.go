@@ -123,7 +123,7 @@ func confirm(ctx context.Context, tx store.Store, log *slog.Logger, ev events.Re
 // AI_SUMMARY_NUDGE_URL?jobId=…): best effort, a failure is logged only.
 // Neither the URL nor the error's URL is logged: the URL may carry a key.
 func (c *ChildMirror) nudgeAISummary(ctx context.Context, log *slog.Logger, jobID string) {
-	if c.cfg.AISummaryNudgeURL == "" {
+	if !c.cfg.nudges() {
 		return
 	}
 	if err := c.nudge(ctx, jobID); err != nil {

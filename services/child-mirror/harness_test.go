@@ -95,7 +95,7 @@ func (e *env) startJobMirror() {
 	cfg := jobmirror.DefaultConfig()
 	cfg.Workers, cfg.EnsureTimeout = 4, 5*time.Second
 	cfg.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
-	jm, err := jobmirror.New(cfg, e.deps, e.Prime)
+	jm, err := jobmirror.New(cfg, e.deps, e.Prime, jobmirror.LogInvites{Log: e.deps.Log})
 	if err != nil {
 		e.T.Fatal(err)
 	}

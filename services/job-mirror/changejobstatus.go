@@ -27,7 +27,7 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 	}
 	jobID := strings.ToLower(s.job.ID)
 	log := m.log.With("logId", ev.LogID, "jobId", jobID)
-	var firstSight bool
+	var firstSight, invited bool
 	return pipeline.Finish{
 		JobID: jobID,
 		Write: func(ctx context.Context, tx store.Store) error {
@@ -37,7 +37,7 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 			}
 			// Step 6, last: a missed invite means the customer never hears
 			// from us, so a failure fails the event and it retries.
-			if _, err := tx.QueueTriageInvite(ctx, jobID, m.cfg.TriageInitialContactMadeStatusID); err != nil {
+			if invited, err = tx.QueueTriageInvite(ctx, jobID, m.cfg.TriageInitialContactMadeStatusID); err != nil {
 				return fmt.Errorf("queue triage invite: %w", err)
 			}
 			return nil
@@ -45,6 +45,9 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 		After: func(ctx context.Context) {
 			m.queueClientWIP(ctx, log, jobID, ev.LogID)
 			m.firstSeen(firstSight, store.ViaWebhook)
+			if invited {
+				m.invites.Kick() // §3.1: the invite goes out in the same pass
+			}
 		},
 	}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
 	"github.com/ethosbuilding/primeflow/services/resolver"
@@ -28,6 +29,9 @@ const statusICM = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 type env struct {
 	*flowtest.Env
 	faults *faultyStore
+	deps   service.Deps
+	// stopMirror stops the job-mirror start started.
+	stopMirror func()
 }
 
 type options struct {
@@ -36,6 +40,8 @@ type options struct {
 	prime  func(*prime.Config)
 	// config adjusts job-mirror's configuration.
 	config func(*jobmirror.Config)
+	// invites sends the triage invites (default: logged).
+	invites jobmirror.InviteSender
 }
 
 func start(t *testing.T, o options) *env {
@@ -53,19 +59,31 @@ func start(t *testing.T, o options) *env {
 		o.faults.Store = e.Store
 		d.Store = o.faults
 	}
+	e.deps = d
+	invites := o.invites
+	if invites == nil {
+		invites = jobmirror.LogInvites{Log: d.Log}
+	}
+	e.stopMirror = e.Run("job-mirror", e.newMirror(invites, o.config))
+	e.waitForEnsureService()
+	return e
+}
+
+// newMirror builds a job-mirror on the env's store, sending invites with
+// invites; cfg, when set, adjusts its configuration.
+func (e *env) newMirror(invites jobmirror.InviteSender, cfg func(*jobmirror.Config)) *jobmirror.Mirror {
+	e.T.Helper()
 	mc := jobmirror.DefaultConfig()
 	mc.TriageInitialContactMadeStatusID, mc.Workers, mc.EnsureTimeout = statusICM, 8, 5*time.Second
 	mc.JobsSweepEvery = jobmirror.SweepOff // the backstop's tests turn it on
-	if o.config != nil {
-		o.config(&mc)
+	if cfg != nil {
+		cfg(&mc)
 	}
-	m, err := jobmirror.New(mc, d, e.Prime)
+	m, err := jobmirror.New(mc, e.deps, e.Prime, invites)
 	if err != nil {
-		t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	e.Run("job-mirror", m)
-	e.waitForEnsureService()
-	return e
+	return m
 }
 
 // waitForEnsureService waits until the micro service answers, so a test
@@ -154,7 +172,6 @@ func (e *env) firstSights(want float64) float64 {
 
 // handoffs counts the first-sight messages of a job on PRIME_JOB.
 func (e *env) handoffs(jobID string) int {
-	e.T.Helper()
 	n := 0
 	for _, body := range e.Published(events.StreamJob, events.SubjectJobFirstSeen) {
 		if strings.Contains(string(body), jobID) {

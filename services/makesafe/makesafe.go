@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -183,7 +182,7 @@ func SenderFor(cfg delivery.HTTPConfig, dry dryrun.Config, log *slog.Logger) (sm
 // Run consumes makesafe.detect, makesafe.recheck and sms.send.requested and
 // runs the SMS drainer until ctx ends.
 func (m *Makesafe) Run(ctx context.Context) error {
-	return runAll(ctx,
+	return service.RunAll(ctx,
 		func(ctx context.Context) error {
 			return consume.Run(ctx, m.js, consume.Spec{
 				Stream:   events.ConsumerMakesafe.Stream,
@@ -278,22 +277,4 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		}
 		return outbox.Swept(ms, d, cfg.OutboxSweep, events.RoleMakesafe)
 	})
-}
-
-// runAll runs fns until ctx ends or one fails, which stops the others, and
-// returns their errors.
-func runAll(ctx context.Context, fns ...func(context.Context) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		wg.Go(func() {
-			if errs[i] = fn(ctx); errs[i] != nil {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
