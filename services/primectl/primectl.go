@@ -58,6 +58,8 @@ Usage:
   primectl replay ID… [--yes] [--now]
   primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]
   primectl firstseen [--failed | --all] [--limit N]
+  primectl syncqueue [--object O] [--job GUID] [--limit N]
+  primectl invites [--failed | --all] [--limit N]
   primectl coverage [--since T] [--json]
   primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]
   primectl compare --live DSN [--since T] [--until T] [--days-ahead N]
@@ -68,7 +70,9 @@ before it does; --yes skips the question, --all allows a replay of every row,
 --now asks ingest (INGEST_URL, ADMIN_USER/ADMIN_PASSWORD) to publish the reset
 rows at once instead of at its relay's next tick. coverage compares the paths
 new jobs came by (webhook, email, backstop) over the jobs Prime created since T
-(default 7d), and prints §7.1's coverage query by action.
+(default 7d), and prints §7.1's coverage query by action. syncqueue shows
+ethSyncQueue by object and its items (§6: the drains' work); invites lists the
+triage invites not sent yet, or only the Failed ones, which wait for a person.
 
 migrate --plan lists every object the scripts create or alter: absent, the
 same or different in the database, whose it is, and what a migration would
@@ -113,6 +117,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return c.firstSeen(ctx, rest)
 	case "coverage":
 		return c.coverage(ctx, rest)
+	case "syncqueue":
+		return c.syncQueue(ctx, rest)
+	case "invites":
+		return c.invites(ctx, rest)
 	case "migrate":
 		return c.migrate(ctx, rest)
 	case "compare":
