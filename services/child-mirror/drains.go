@@ -146,6 +146,10 @@ func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueue
 		}
 		cancel()
 	}
+	if ctx.Err() != nil && res.outcome == drainFailed {
+		log.Debug("sync queue item given back: the drain is stopping", "err", res.err)
+		return res // not the item's failure: it is drained after the restart
+	}
 	c.metrics.drained.WithLabelValues(it.Object, res.outcome).Inc()
 	switch res.outcome {
 	case drainFailed:
