@@ -13,6 +13,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
 )
 
 // report is the invariants as they stand. Each list names what breaks one;
@@ -27,6 +28,7 @@ type report struct {
 	pipelineTwice    []string // jobs whose pipeline completed more than once
 	phoneCallMissing []string // after-hours make-safe jobs without their call or SMS
 	phoneCallWrong   []string // calls raised for jobs that must not have one
+	inviteMissing    []string // jobs in Initial Contact Made whose triage invite was not sent once to the endpoint
 	orderMissing     []string // appointments without their order at their date
 	orderExtra       []string // orders no appointment accounts for
 	dateUnplanned    []string // dates not planned after their last order write
@@ -37,7 +39,7 @@ type report struct {
 // pipeline has caught up.
 func (r report) settled() bool {
 	return len(r.unprocessedRows)+len(r.unfinishedJobs)+len(r.pipelinePending)+len(r.phoneCallMissing)+
-		len(r.orderMissing)+len(r.dateUnplanned) == 0
+		len(r.inviteMissing)+len(r.orderMissing)+len(r.dateUnplanned) == 0
 }
 
 // waitingFor says what the pipeline has not caught up with.
@@ -75,6 +77,7 @@ func (r report) violations() []string {
 	add("the new-job pipeline runs once a job", r.pipelineTwice)
 	add("an after-hours make-safe job has its phone call and its SMS", r.phoneCallMissing)
 	add("no other job has a phone call", r.phoneCallWrong)
+	add("every job in Initial Contact Made has its triage invite sent, once", r.inviteMissing)
 	add("every appointment has its order, at its date", r.orderMissing)
 	add("one order an appointment", r.orderExtra)
 	add("every date is planned after its last order write", r.dateUnplanned)
@@ -103,6 +106,9 @@ func check(ctx context.Context, st *stack, ext *externals, pr *primeSender, w *w
 		func(ctx context.Context, db *sql.DB, r *report) error { return checkPipeline(ctx, db, st, jobs, r) },
 		func(ctx context.Context, db *sql.DB, r *report) error {
 			return checkMakesafe(ctx, db, ext.sms.received(), jobs, r)
+		},
+		func(ctx context.Context, db *sql.DB, r *report) error {
+			return checkInvites(ctx, db, ext.invites.received(), jobs, r)
 		},
 		func(ctx context.Context, db *sql.DB, r *report) error { return checkOrders(ctx, db, ext, jobs, r) },
 	} {
@@ -231,7 +237,7 @@ func checkMakesafe(ctx context.Context, db *sql.DB, posts map[string]int, jobs [
 		case !j.afterHours:
 		case !ok:
 			r.phoneCallMissing = append(r.phoneCallMissing, j.id+": no phone call")
-		case c.state != string(store.SMSSent):
+		case c.state != string(store.SendSent):
 			r.phoneCallMissing = append(r.phoneCallMissing, fmt.Sprintf("%s: SMS %d is %q", j.id, c.smsID, c.state))
 		case posts[sms.Reference(c.smsID)] == 0:
 			r.phoneCallMissing = append(r.phoneCallMissing, fmt.Sprintf("%s: SMS %d sent, but not to the gateway", j.id, c.smsID))
@@ -239,6 +245,47 @@ func checkMakesafe(ctx context.Context, db *sql.DB, posts map[string]int, jobs [
 	}
 	for _, n := range posts {
 		r.resent += n - 1
+	}
+	return nil
+}
+
+// checkInvites: each job whose webhooks were all accepted ended in the
+// Initial-Contact-Made status, so it has one triage invite, Sent, which
+// reached the endpoint once (§3.1).
+func checkInvites(ctx context.Context, db *sql.DB, posts map[string]int, jobs []jobState, r *report) error {
+	type invite struct {
+		id    int64
+		state string
+		n     int
+	}
+	invites := map[string]invite{}
+	err := query(ctx, db, `SELECT jobId, MAX(id), MAX(state), COUNT(*) FROM ethTriageInviteQueue GROUP BY jobId`, func(sc *sql.Rows) error {
+		var job string
+		var in invite
+		if err := sc.Scan(&job, &in.id, &in.state, &in.n); err != nil {
+			return err
+		}
+		invites[job] = in
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if j.id == "" || !j.done {
+			continue
+		}
+		in, ok := invites[strings.ToLower(j.id)]
+		switch {
+		case !ok:
+			r.inviteMissing = append(r.inviteMissing, j.id+": no invite")
+		case in.n != 1:
+			r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: %d invites", j.id, in.n))
+		case in.state != string(store.SendSent):
+			r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d is %q", j.id, in.id, in.state))
+		case posts[jobmirror.InviteReference(in.id)] != 1:
+			r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d reached the endpoint %d times", j.id, in.id, posts[jobmirror.InviteReference(in.id)]))
+		}
 	}
 	return nil
 }

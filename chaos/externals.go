@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
-	"github.com/ethosbuilding/primeflow/pkg/sms"
 )
 
 // Latencies of the outside world: long enough that a kill often lands while
@@ -24,14 +24,16 @@ const (
 )
 
 // externals are what the pipeline talks to outside itself, served by the
-// harness on one address: Prime (/prime), OptimoRoute (/optimoroute) and the
-// SMS gateway (/sms). They are never killed.
+// harness on one address: Prime (/prime), OptimoRoute (/optimoroute), the
+// SMS gateway (/sms) and the triage invite endpoint (/invites). They are
+// never killed.
 type externals struct {
-	prime  *primesim.Sim
-	optimo *optimosim.Sim
-	sms    *gateway
-	url    string
-	srv    *http.Server
+	prime   *primesim.Sim
+	optimo  *optimosim.Sim
+	sms     *gateway
+	invites *gateway
+	url     string
+	srv     *http.Server
 }
 
 func startExternals(dir string, seed uint64) (*externals, error) {
@@ -40,12 +42,13 @@ func startExternals(dir string, seed uint64) (*externals, error) {
 		return nil, err
 	}
 	e := &externals{prime: ps, optimo: optimosim.New(optimosim.Options{PlanningDuration: time.Second}),
-		sms: &gateway{posts: map[string]int{}}}
+		sms: &gateway{posts: map[string]int{}}, invites: &gateway{posts: map[string]int{}}}
 	e.calm()
 	mux := http.NewServeMux()
 	mux.Handle("/prime/", http.StripPrefix("/prime", e.prime))
 	mux.Handle("/optimoroute/", http.StripPrefix("/optimoroute", e.optimo))
 	mux.Handle("/sms", e.sms)
+	mux.Handle("/invites", e.invites)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -69,9 +72,10 @@ func (e *externals) close() {
 	e.srv.Shutdown(ctx)
 }
 
-// gateway is the SMS gateway makesafe posts to. It counts the posts that
-// reach it by Idempotency-Key, before it answers (slowly): a post whose
-// answer a kill cuts off still reached it.
+// gateway is an endpoint a send queue posts to: the SMS gateway makesafe
+// posts to, the triage invite endpoint job-mirror posts to. It counts the
+// posts that reach it by Idempotency-Key, before it answers (slowly): a post
+// whose answer a kill cuts off still reached it.
 type gateway struct {
 	mu    sync.Mutex
 	posts map[string]int
@@ -79,13 +83,12 @@ type gateway struct {
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	var p sms.Payload
-	if err == nil {
-		err = json.Unmarshal(body, &p)
+	if err == nil && !json.Valid(body) {
+		err = errors.New("the body is not JSON")
 	}
-	key := r.Header.Get(sms.IdempotencyKeyHeader)
+	key := r.Header.Get(delivery.IdempotencyKeyHeader)
 	if err == nil && key == "" {
-		err = errors.New("no " + sms.IdempotencyKeyHeader)
+		err = errors.New("no " + delivery.IdempotencyKeyHeader)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/ethosbuilding/primeflow/pkg v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/job-mirror v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	modernc.org/sqlite v1.62.0
 )
@@ -47,6 +48,7 @@ require (
 replace (
 	github.com/ethosbuilding/primeflow/pkg => ../pkg
 	github.com/ethosbuilding/primeflow/services/ingest => ../services/ingest
+	github.com/ethosbuilding/primeflow/services/job-mirror => ../services/job-mirror
 	github.com/ethosbuilding/primeflow/sql => ../sql
 	github.com/ethosbuilding/primeflow/streams => ../streams
 )

@@ -205,6 +205,7 @@ func (w *workload) script(ctx context.Context, j *job) error {
 		created = w.afterHours(now)
 	}
 	pj := sim.NewJob(func(pj *prime.Job) { pj.CreatedAt, pj.UpdatedAt = prime.Time{Time: created}, prime.Time{Time: created} })
+	sim.NewContact(pj.ID) // the primary contact a triage invite goes to
 	j.mu.Lock()
 	j.id = pj.ID
 	j.mu.Unlock()

@@ -69,6 +69,7 @@ func startStack(ctx context.Context, opts Options, sc Scenario, dir string, ext 
 		// Prime's budget is not what is under test: the storms are.
 		"PRIME_RATE_PER_MINUTE=6000", "PRIME_RATE_BURST=20", "PRIME_TIMEOUT=10s",
 		"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID=" + triageStatus,
+		"TRIAGE_INVITE_SEND_URL=" + ext.url + "/invites", "AI_SUMMARY_NUDGE_URL=off",
 		"MAKESAFE_SMS_TO=+61400000000", "SMS_SEND_URL=" + ext.url + "/sms",
 		"SMS_SEND_TIMEOUT=5s", "SMS_CLAIM_LEASE=15s", "SMS_RETRY_BACKOFF=1s,2s,5s,10s", "SMS_SWEEP_INTERVAL=5s",
 		"MAKESAFE_LADDER=2s,4s,6s,8s",

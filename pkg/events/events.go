@@ -30,6 +30,9 @@ const (
 	SubjectResolvedAll = "prime.resolved.>"
 	// SubjectJobFirstSeen asks the new-job pipeline (§6) to run for a job.
 	SubjectJobFirstSeen = "prime.job.firstseen"
+	// SubjectSyncQueued says a job's objects were queued in ethSyncQueue
+	// (§6 step 1): the drains sync them from Prime now.
+	SubjectSyncQueued = "prime.job.syncqueued"
 	// SubjectMakesafeDetect asks for make-safe detection of a job (§5.5, §6).
 	SubjectMakesafeDetect = "makesafe.detect"
 	// SubjectMakesafeRecheck is where scheduled re-checks of the ladder land.

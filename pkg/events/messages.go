@@ -139,6 +139,23 @@ type JobFirstSeen struct {
 // FirstSeenMsgID makes the hand-off of one job's first sight publish once.
 func FirstSeenMsgID(jobID string) string { return "firstseen:" + jobID }
 
+// SyncQueued, on SubjectSyncQueued, hands the drains the ethSyncQueue items
+// a transaction queued for a job, so they are synced within seconds rather
+// than at the drains' backstop pass. Its Nats-Msg-Id is SyncQueuedMsgID.
+type SyncQueued struct {
+	JobID string `json:"jobId"`
+	// Objects are the items' objectName: the mirror tables to sync
+	// (primeAllocations, …).
+	Objects []string `json:"objects"`
+	// Source says who queued them, for the logs ("firstseen", "triage-invite").
+	Source string `json:"source,omitempty"`
+}
+
+// SyncQueuedMsgID makes a hand-off of a job's queued objects publish once
+// for what queued them: the pipeline's first sight, say, or a triage
+// invite's contacts (key the invite's id).
+func SyncQueuedMsgID(source, key string) string { return "syncqueued:" + source + ":" + key }
+
 // MakesafeDetect, on SubjectMakesafeDetect, asks for make-safe detection of a
 // job: spMakesafeUpsertPhoneCallFromPrimeJob @JobId, @QueueMakeAllocationChecks.
 type MakesafeDetect struct {

@@ -13,6 +13,7 @@ const (
 	DurableResolver       = "resolver"
 	DurableJobMirror      = "job-mirror"
 	DurableChildMirror    = "child-mirror"
+	DurableSyncDrain      = "child-mirror-sync"
 	DurableNewJobPipeline = "newjob-pipeline"
 	DurableMakesafe       = "makesafe"
 	DurableMakesafeSMS    = "makesafe-sms"
@@ -33,6 +34,7 @@ var (
 	ConsumerResolver       = Consumer{StreamWebhook, DurableResolver, []string{SubjectWebhookAll}}
 	ConsumerJobMirror      = Consumer{StreamResolved, DurableJobMirror, []string{ResolvedSubject(ActionChangeJobStatus)}}
 	ConsumerChildMirror    = Consumer{StreamResolved, DurableChildMirror, resolvedSubjects(childActions)}
+	ConsumerSyncDrain      = Consumer{StreamJob, DurableSyncDrain, []string{SubjectSyncQueued}}
 	ConsumerNewJobPipeline = Consumer{StreamJob, DurableNewJobPipeline, []string{SubjectJobFirstSeen}}
 	ConsumerMakesafe       = Consumer{StreamMakesafe, DurableMakesafe, []string{SubjectMakesafeDetect, SubjectMakesafeRecheck}}
 	ConsumerMakesafeSMS    = Consumer{StreamSMS, DurableMakesafeSMS, []string{SubjectSMSSend}}
@@ -105,14 +107,14 @@ var (
 	RoleResolver = Role{Name: "resolver", Consumes: []Consumer{ConsumerResolver},
 		Publishes: []string{SubjectResolvedAll, SubjectDoneAll}, Subscribes: []string{SubjectDoneAll}}
 	RoleJobMirror = Role{Name: "job-mirror", Consumes: []Consumer{ConsumerJobMirror},
-		Publishes: []string{SubjectDoneAll, SubjectJobFirstSeen},
+		Publishes: []string{SubjectDoneAll, SubjectJobFirstSeen, SubjectSyncQueued},
 		Serves:    []Endpoint{{"job-mirror", SubjectEnsureJob}, {"job-mirror", SubjectSweepJobs}}}
-	RoleChildMirror = Role{Name: "child-mirror", Consumes: []Consumer{ConsumerChildMirror},
+	RoleChildMirror = Role{Name: "child-mirror", Consumes: []Consumer{ConsumerChildMirror, ConsumerSyncDrain},
 		Publishes: []string{SubjectDoneAll, SubjectOptimoCreate, SubjectMakesafeDetect},
 		Serves:    []Endpoint{{"child-mirror", SubjectSweepAppointments}},
 		Requests:  []string{SubjectEnsureJob}}
 	RoleNewJobPipeline = Role{Name: "newjob-pipeline", Consumes: []Consumer{ConsumerNewJobPipeline},
-		Publishes: []string{SubjectMakesafeDetect}}
+		Publishes: []string{SubjectMakesafeDetect, SubjectSyncQueued}}
 	RoleMakesafe = Role{Name: "makesafe", Consumes: []Consumer{ConsumerMakesafe, ConsumerMakesafeSMS},
 		Publishes: []string{SubjectMakesafeScheduleAll}}
 	RoleOptimoCreate = Role{Name: "optimo-create", Consumes: []Consumer{ConsumerOptimoCreate},

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Counter sums the series of the counter name in reg whose labels include
+// Counter sums the series of the counter (or gauge) name in reg whose labels include
 // every pair of labels (nil: every series); 0 when there is none yet.
 func Counter(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
@@ -30,7 +30,7 @@ func Counter(t testing.TB, reg prometheus.Gatherer, name string, labels map[stri
 					continue next
 				}
 			}
-			total += m.GetCounter().GetValue()
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return total

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -420,4 +421,23 @@ func WhileServing(ctx context.Context, log *slog.Logger, serve func(context.Cont
 		log.Warn("stopping the micro service", "service", svc.Info().Name, "err", serr)
 	}
 	return err
+}
+
+// RunAll runs fns until ctx ends or one fails, which stops the others, and
+// returns once all have returned, with their errors: the parts of one
+// service (its consumers, its drainers) live and stop together.
+func RunAll(ctx context.Context, fns ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() {
+			if errs[i] = fn(ctx); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package sms_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
@@ -38,7 +40,7 @@ func newRig(t *testing.T, ep *endpoint, maxAttempts int) *rig {
 	t.Cleanup(func() { st.Close() })
 	srv := httptest.NewServer(ep)
 	t.Cleanup(srv.Close)
-	sender, err := sms.NewHTTPSender(sms.Config{URL: srv.URL}, nil)
+	sender, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: srv.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func newRig(t *testing.T, ep *endpoint, maxAttempts int) *rig {
 // newDrainer makes a drainer over q and s, logging to the rig's logs.
 func (r *rig) newDrainer(t *testing.T, q sms.Queue, s sms.Sender, maxAttempts int, reg prometheus.Registerer) *sms.Drainer {
 	t.Helper()
-	d, err := sms.NewDrainer(sms.DrainerConfig{MaxAttempts: maxAttempts, Backoff: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond},
+	d, err := sms.NewDrainer(delivery.Config{MaxAttempts: maxAttempts, Backoff: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond},
 		Lease: time.Minute, Sweep: time.Minute, Workers: 4}, q, s, slog.New(slog.NewTextHandler(r.logs, nil)), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +108,7 @@ func (r *rig) queue(t *testing.T, body string) int64 {
 }
 
 // waitState waits, up to a deadline, for a message to reach a state.
-func (r *rig) waitState(t *testing.T, id int64, want store.SMSState) store.SMSMessage {
+func (r *rig) waitState(t *testing.T, id int64, want store.SendState) store.SMSMessage {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -158,7 +160,7 @@ func TestAnEndpointThatFailsThenRecoversGetsTheMessageOnce(t *testing.T) {
 	r.run(t)
 	id := r.queue(t, "MAKE SAFE")
 	r.drainer.Kick()
-	m := r.waitState(t, id, store.SMSSent)
+	m := r.waitState(t, id, store.SendSent)
 	is.Equal(m.Attempts, 3)                                                   // two failures, then the send
 	is.Equal(len(r.ep.got()), 3)                                              // three posts in all
 	is.Equal(r.ep.accepted(id), 1)                                            // accepted once
@@ -169,6 +171,17 @@ func TestAnEndpointThatFailsThenRecoversGetsTheMessageOnce(t *testing.T) {
 	is.Equal(metric(t, r.reg, "primeflow_sms_handoff_seconds", ""), 1.0)      // one first hand-off timed
 	is.Equal(metric(t, r.reg, "primeflow_sms_queue_messages", "Sent"), 1.0)   // the queue shows it sent
 	is.Equal(metric(t, r.reg, "primeflow_sms_queue_messages", "Queued"), 0.0) // and nothing waiting
+	var retried []string
+	for _, line := range strings.Split(r.logs.String(), "\n") {
+		if strings.Contains(line, "sms not sent; it is retried") {
+			retried = append(retried, line)
+		}
+	}
+	is.Equal(len(retried), 2) // each failed attempt is logged once
+	for n, line := range retried {
+		is.True(strings.Contains(line, fmt.Sprintf("attempt=%d ", n+1)) && strings.Contains(line, "of=5"))              // naming its attempt of the cap
+		is.True(strings.Contains(line, "err=") && strings.Contains(line, "next=") && strings.Contains(line, "nextAt=")) // its error, and when the next comes
+	}
 
 	// Draining again sends nothing more.
 	is.NoErr(r.drainer.Drain(context.Background()))
@@ -181,7 +194,7 @@ func TestAMessageFailsVisiblyAfterItsLastAttempt(t *testing.T) {
 	r.run(t)
 	id := r.queue(t, "x")
 	r.drainer.Kick()
-	m := r.waitState(t, id, store.SMSFailed)
+	m := r.waitState(t, id, store.SendFailed)
 	is.Equal(m.Attempts, 3)                                           // three attempts
 	is.Equal(len(r.ep.got()), 3)                                      // three posts
 	is.True(strings.Contains(m.LastError, "HTTP 502"))                // the reason on the row
@@ -197,9 +210,9 @@ func TestARefusalIsNotRetried(t *testing.T) {
 	is.NoErr(r.drainer.Drain(context.Background()))
 	m, err := r.store.GetSMS(context.Background(), id)
 	is.NoErr(err)
-	is.Equal(m.State, store.SMSFailed) // refused for good
-	is.Equal(m.Attempts, 1)            // after one attempt
-	is.Equal(len(r.ep.got()), 1)       // one post
+	is.Equal(m.State, store.SendFailed) // refused for good
+	is.Equal(m.Attempts, 1)             // after one attempt
+	is.Equal(len(r.ep.got()), 1)        // one post
 }
 
 // Two drainers on one queue (two makesafe processes) send each message once.
@@ -210,9 +223,9 @@ func TestTwoDrainersSendEachMessageOnce(t *testing.T) {
 	for i := range ids {
 		ids[i] = r.queue(t, "m")
 	}
-	sender, err := sms.NewHTTPSender(sms.Config{URL: mustServer(t, r.ep)}, nil)
+	sender, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: mustServer(t, r.ep)}, nil)
 	is.NoErr(err)
-	other, err := sms.NewDrainer(sms.DrainerConfig{MaxAttempts: 5, Backoff: []time.Duration{time.Millisecond},
+	other, err := sms.NewDrainer(delivery.Config{MaxAttempts: 5, Backoff: []time.Duration{time.Millisecond},
 		Lease: time.Minute, Sweep: time.Minute, Workers: 3}, r.store, sender, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	is.NoErr(err)
 	var wg sync.WaitGroup
@@ -260,7 +273,7 @@ func TestAShutdownLetsThePostInFlightFinish(t *testing.T) {
 	<-stopped
 	m, err := r.store.GetSMS(context.Background(), id)
 	is.NoErr(err)
-	is.Equal(m.State, store.SMSSent)                                  // recorded sent
+	is.Equal(m.State, store.SendSent)                                 // recorded sent
 	is.Equal(m.Attempts, 1)                                           // on its one attempt
 	is.Equal(m.LastError, "")                                         // with no failure
 	is.Equal(r.ep.accepted(id), 1)                                    // the endpoint answered the post
@@ -293,7 +306,7 @@ func TestAShutdownBeforeThePostGivesTheClaimBack(t *testing.T) {
 	is.Equal(len(r.ep.got()), 0) // nothing posted
 	m, err := r.store.GetSMS(context.Background(), id)
 	is.NoErr(err)
-	is.Equal(m.State, store.SMSQueued)  // queued again
+	is.Equal(m.State, store.SendQueued) // queued again
 	is.Equal(m.Attempts, 0)             // its attempt not used
 	is.Equal(m.LastError, "")           // and no failure recorded
 	is.True(m.ClaimedUntilUTC.IsZero()) // no claim left to lapse
@@ -301,9 +314,9 @@ func TestAShutdownBeforeThePostGivesTheClaimBack(t *testing.T) {
 	is.NoErr(r.drainer.Drain(context.Background())) // the next start
 	m, err = r.store.GetSMS(context.Background(), id)
 	is.NoErr(err)
-	is.Equal(m.State, store.SMSSent) // sends it
-	is.Equal(m.Attempts, 1)          // on its one attempt
-	is.Equal(r.ep.accepted(id), 1)   // once
+	is.Equal(m.State, store.SendSent) // sends it
+	is.Equal(m.Attempts, 1)           // on its one attempt
+	is.Equal(r.ep.accepted(id), 1)    // once
 }
 
 // Without SMS_SEND_URL (make run) messages are logged, and the drainer says
@@ -317,7 +330,7 @@ func TestTheLogSendersMessagesAreLoggedNotSent(t *testing.T) {
 	is.NoErr(d.Drain(context.Background()))
 	m, err := r.store.GetSMS(context.Background(), id)
 	is.NoErr(err)
-	is.Equal(m.State, store.SMSLogged)                                      // done with, never handed over again, and never Sent
+	is.Equal(m.State, store.SendLogged)                                     // done with, never handed over again, and never Sent
 	is.True(r.logs.waitFor("sms logged (not sent: no SMS_SEND_URL)"))       // the drainer says it was logged
 	is.True(!strings.Contains(r.logs.String(), "sms sent"))                 // not sent
 	is.Equal(metric(t, reg, "primeflow_sms_logged_total", ""), 1.0)         // counted logged
@@ -334,16 +347,16 @@ func mustServer(t *testing.T, h http.Handler) string {
 }
 
 func TestDrainerConfigIsChecked(t *testing.T) {
-	ok := sms.DrainerConfig{MaxAttempts: 5, Backoff: []time.Duration{time.Second}, Lease: time.Minute, Sweep: time.Minute, Workers: 1}
+	ok := delivery.Config{MaxAttempts: 5, Backoff: []time.Duration{time.Second}, Lease: time.Minute, Sweep: time.Minute, Workers: 1}
 	for _, tc := range []struct {
 		name string
-		edit func(*sms.DrainerConfig)
+		edit func(*delivery.Config)
 	}{
-		{"no attempts", func(c *sms.DrainerConfig) { c.MaxAttempts = 0 }},
-		{"no backoff", func(c *sms.DrainerConfig) { c.Backoff = nil }},
-		{"a zero backoff", func(c *sms.DrainerConfig) { c.Backoff = []time.Duration{0} }},
-		{"no lease", func(c *sms.DrainerConfig) { c.Lease = 0 }},
-		{"no workers", func(c *sms.DrainerConfig) { c.Workers = 0 }},
+		{"no attempts", func(c *delivery.Config) { c.MaxAttempts = 0 }},
+		{"no backoff", func(c *delivery.Config) { c.Backoff = nil }},
+		{"a zero backoff", func(c *delivery.Config) { c.Backoff = []time.Duration{0} }},
+		{"no lease", func(c *delivery.Config) { c.Lease = 0 }},
+		{"no workers", func(c *delivery.Config) { c.Workers = 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)

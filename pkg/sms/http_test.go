@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/matryer/is"
 )
@@ -84,7 +85,7 @@ func TestHTTPSenderPostsJSON(t *testing.T) {
 	ep := &endpoint{}
 	srv := httptest.NewServer(ep)
 	defer srv.Close()
-	s, err := sms.NewHTTPSender(sms.Config{URL: srv.URL + "/webhook/sms", AuthHeader: "X-Api-Key", AuthValue: "s3cret"}, nil)
+	s, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: srv.URL + "/webhook/sms", AuthHeader: "X-Api-Key", AuthValue: "s3cret"}, nil)
 	is.NoErr(err)
 	is.NoErr(s.Send(context.Background(), sms.Message{ID: 42, To: "+61400000000", Body: "MAKE SAFE", Source: "makesafe", Attempt: 2}))
 	posts := ep.got()
@@ -92,7 +93,7 @@ func TestHTTPSenderPostsJSON(t *testing.T) {
 	p := posts[0]
 	is.Equal(p.payload, sms.Payload{ID: 42, Reference: "primeflow-sms-42", To: "+61400000000", Message: "MAKE SAFE", Source: "makesafe", Attempt: 2}) // the message as JSON
 	is.Equal(p.header.Get("Content-Type"), "application/json")                                                                                        // labelled JSON
-	is.Equal(p.header.Get(sms.IdempotencyKeyHeader), "primeflow-sms-42")                                                                              // the same key on every attempt
+	is.Equal(p.header.Get(delivery.IdempotencyKeyHeader), "primeflow-sms-42")                                                                         // the same key on every attempt
 	is.Equal(p.header.Get("X-Api-Key"), "s3cret")                                                                                                     // with the configured auth header
 }
 
@@ -118,11 +119,11 @@ func TestHTTPSenderStatuses(t *testing.T) {
 			ep := &endpoint{statuses: []int{tc.status}}
 			srv := httptest.NewServer(ep)
 			defer srv.Close()
-			s, err := sms.NewHTTPSender(sms.Config{URL: srv.URL}, nil)
+			s, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: srv.URL}, nil)
 			is.NoErr(err)
 			err = s.Send(context.Background(), sms.Message{ID: 1, To: "+61400000000", Body: "x"})
-			is.Equal(err == nil, tc.ok)                          // 2xx is sent
-			is.Equal(errors.Is(err, sms.ErrPermanent), tc.final) // other 4xx are refused for good, the rest retried
+			is.Equal(err == nil, tc.ok)                               // 2xx is sent
+			is.Equal(errors.Is(err, delivery.ErrPermanent), tc.final) // other 4xx are refused for good, the rest retried
 		})
 	}
 }
@@ -147,7 +148,7 @@ func TestHTTPSenderKeepsTheStartOfAnErrorBody(t *testing.T) {
 				io.WriteString(w, tc.body)
 			}))
 			defer srv.Close()
-			s, err := sms.NewHTTPSender(sms.Config{URL: srv.URL}, nil)
+			s, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: srv.URL}, nil)
 			is.NoErr(err)
 			err = s.Send(context.Background(), sms.Message{ID: 1, To: "+61400000000", Body: "x"})
 			is.True(err != nil) // a 502
@@ -166,7 +167,7 @@ func TestHTTPSenderNeverLeaksItsSecrets(t *testing.T) {
 	is := is.New(t)
 	ep := &endpoint{statuses: []int{http.StatusInternalServerError}}
 	srv := httptest.NewServer(ep)
-	cfg := sms.Config{URL: strings.Replace(srv.URL, "http://", "http://user:pa55@", 1) + "/sms?key=k3y-in-query", AuthValue: "Bearer t0ken"}
+	cfg := delivery.HTTPConfig{URL: strings.Replace(srv.URL, "http://", "http://user:pa55@", 1) + "/sms?key=k3y-in-query", AuthValue: "Bearer t0ken"}
 	s, err := sms.NewHTTPSender(cfg, nil)
 	is.NoErr(err)
 	err = s.Send(context.Background(), sms.Message{ID: 7, To: "+61400000000", Body: "x"})
@@ -184,9 +185,9 @@ func TestHTTPSenderNeverLeaksItsSecrets(t *testing.T) {
 	is.True(strings.Contains(err.Error(), "HTTP 500")) // the error still says what happened
 	is.True(strings.Contains(err2.Error(), "/sms"))    // and where
 
-	_, err = sms.NewHTTPSender(sms.Config{URL: "ftp://example.com/?key=k3y"}, nil)
+	_, err = sms.NewHTTPSender(delivery.HTTPConfig{URL: "ftp://example.com/?key=k3y"}, nil)
 	is.True(err != nil)                            // only http(s)
 	is.True(!strings.Contains(err.Error(), "k3y")) // and the refusal shows no key either
 	err = s.Send(context.Background(), sms.Message{ID: 8, Body: "x"})
-	is.True(errors.Is(err, sms.ErrPermanent)) // no recipient: refused for good without a post
+	is.True(errors.Is(err, delivery.ErrPermanent)) // no recipient: refused for good without a post
 }

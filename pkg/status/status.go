@@ -194,7 +194,7 @@ func (r *Report) fromOverview(o store.Overview) {
 		r.Log.OldestUnprocessed = &Row{ID: u.ID, ReceivedUTC: u.ReceivedUTC, Action: u.EventAction, Attempts: u.ProcessAttempts}
 	}
 	r.Outbox = Outbox{Unpublished: o.OutboxUnpublished, OldestUTC: timeOrNil(o.OutboxOldestUTC)}
-	r.SMS = SMS{ByState: map[string]int{}, Failed: o.SMS[store.SMSFailed]}
+	r.SMS = SMS{ByState: map[string]int{}, Failed: o.SMS[store.SendFailed]}
 	for st, n := range o.SMS {
 		r.SMS.ByState[string(st)] = n
 	}

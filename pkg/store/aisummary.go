@@ -19,11 +19,13 @@ type JobSummaryQueueRow struct {
 
 // AISummaryQueue is the AI job summary queue (§5.3 step 4).
 type AISummaryQueue interface {
-	// QueueJobSummaryNow is IAIData.QueueJobSummaryNow(jobId): it makes the
-	// job's summary due at now, inserting the job's row or moving its
-	// QueuedFor back (or forward) to now. Earlier attempts that found no
-	// triage form pushed QueuedFor up to 36 hours out; this undoes that.
-	QueueJobSummaryNow(ctx context.Context, jobID string, now time.Time) error
+	// QueueJobSummaryNow is IAIData.QueueJobSummaryNow(jobId), with the
+	// spec's call shape, the job alone (sql/README.md, "Integration
+	// points"): it makes the job's summary due now, by the database's
+	// clock, inserting the job's row or moving its QueuedFor back (or
+	// forward) to now. Earlier attempts that found no triage form pushed
+	// QueuedFor up to 36 hours out; this undoes that.
+	QueueJobSummaryNow(ctx context.Context, jobID string) error
 	// GetJobSummaryQueue returns a job's row; found is false when the job
 	// was never queued.
 	GetJobSummaryQueue(ctx context.Context, jobID string) (row JobSummaryQueueRow, found bool, err error)

@@ -39,8 +39,9 @@ func ClientWIPSource(logID int64) string {
 }
 
 // TriageInvite is a row of ethTriageInviteQueue: an invite to the customer's
-// triage, waiting for the triage invite sender (TriageInvite spec) to send it
-// and stamp SentUTC. The table is not given by the spec; sql/README.md writes
+// triage (§3.1, §5.1 step 6) and how its sending went, a send queue's row
+// (SendState) that job-mirror's invite sender claims, posts and records as
+// smsQueue's are. The table is not given by the spec; sql/README.md writes
 // down the reading.
 type TriageInvite struct {
 	ID    int64
@@ -48,13 +49,42 @@ type TriageInvite struct {
 	// StatusID is the job's mirrored status when the invite was queued.
 	StatusID  string
 	QueuedUTC time.Time
-	SentUTC   time.Time
+	// SentUTC is when the endpoint accepted it; zero while it is not sent.
+	SentUTC time.Time
+	State   SendState
+	// Attempts counts the claims made to send it (a claim given back
+	// unused does not count).
+	Attempts int
+	// NextAttemptUTC is when a Queued invite is due.
+	NextAttemptUTC time.Time
+	// ClaimedUntilUTC is when a claim in state Sending lapses.
+	ClaimedUntilUTC time.Time
+	LastError       string
+	FailedUTC       time.Time
+	UpdatedUTC      time.Time
 }
 
-// Pending reports whether the invite has still to be sent.
+// Pending reports whether the invite has still to be sent: Queued or
+// Sending, or Failed and waiting for a person. A job has one at most.
 func (t TriageInvite) Pending() bool { return t.SentUTC.IsZero() }
 
-// TriageInvites is the triage invite queue (§5.1 step 6).
+// InviteListState selects the invites ListTriageInviteQueue returns.
+type InviteListState int
+
+// The invites to list.
+const (
+	// InvitesAll lists every invite.
+	InvitesAll InviteListState = iota
+	// InvitesPending lists those not sent: Queued, Sending and Failed.
+	InvitesPending
+	// InvitesFailed lists the Failed ones, which wait for a person.
+	InvitesFailed
+)
+
+// TriageInvites is the triage invite queue (§3.1, §5.1 step 6). Its claims
+// and outcomes are SMSQueue's, with the same guarantees (a claim named by
+// the invite's ID and Attempts; an outcome for a claim it no longer holds
+// changes nothing and is ErrClaimLost).
 type TriageInvites interface {
 	// QueueTriageInvite is ITaskData.QueueTriageInvite(jobId,
 	// InitialContactMadeStatusId): it reads the job's status from primeJobs
@@ -64,4 +94,30 @@ type TriageInvites interface {
 	QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (queued bool, err error)
 	// ListTriageInvites returns a job's invites, oldest first.
 	ListTriageInvites(ctx context.Context, jobID string) ([]TriageInvite, error)
+	// ListTriageInviteQueue returns up to limit invites in the selected
+	// state, oldest first (limit 0: 100).
+	ListTriageInviteQueue(ctx context.Context, state InviteListState, limit int) ([]TriageInvite, error)
+	// ClaimTriageInvites claims up to limit invites due at now, oldest
+	// first, as ClaimSMS claims messages.
+	ClaimTriageInvites(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]TriageInvite, error)
+	// SetTriageInviteSent marks an invite Sent and stamps SentUTC, if it
+	// still holds the claim attempt names.
+	SetTriageInviteSent(ctx context.Context, id int64, attempt int, at time.Time) error
+	// SetTriageInviteLogged marks an invite Logged, as SetTriageInviteSent
+	// marks one Sent: a sender that only logs handed it on, and it was never
+	// sent.
+	SetTriageInviteLogged(ctx context.Context, id int64, attempt int, at time.Time) error
+	// SetTriageInviteFailed records a failed send (cut to MaxStatusLen)
+	// against its claim: Queued again from retryAt, or Failed when retryAt
+	// is zero.
+	SetTriageInviteFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error
+	// ReleaseTriageInvite gives back, unused, a claim that posted nothing.
+	ReleaseTriageInvite(ctx context.Context, id int64, attempt int, at time.Time) error
+	// GetTriageInvite returns one invite, or ErrNotFound.
+	GetTriageInvite(ctx context.Context, id int64) (TriageInvite, error)
+	// NextTriageInviteDue returns when the next Queued invite is due or the
+	// next claim lapses; ok is false when nothing waits.
+	NextTriageInviteDue(ctx context.Context) (at time.Time, ok bool, err error)
+	// CountTriageInvites counts the invites in each state.
+	CountTriageInvites(ctx context.Context) (map[SendState]int, error)
 }

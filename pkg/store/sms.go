@@ -2,31 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 )
-
-// SMSState is where a queued SMS is in its life.
-type SMSState string
-
-// The states of smsQueue.State.
-const (
-	// SMSQueued waits to be sent, from NextAttemptUTC.
-	SMSQueued SMSState = "Queued"
-	// SMSSending is claimed by a sender until ClaimedUntilUTC.
-	SMSSending SMSState = "Sending"
-	// SMSSent was accepted by the SMS endpoint (a 2xx).
-	SMSSent SMSState = "Sent"
-	// SMSLogged was written to the log instead of sent: there is no SMS
-	// endpoint (bin/primeflow on the Prime simulator). Done, never sent.
-	SMSLogged SMSState = "Logged"
-	// SMSFailed gave up: it used up its attempts or was refused for good. It
-	// stays for a person to look at.
-	SMSFailed SMSState = "Failed"
-)
-
-// SMSStates lists every state, for counting.
-func SMSStates() []SMSState { return []SMSState{SMSQueued, SMSSending, SMSSent, SMSLogged, SMSFailed} }
 
 // SMSMessage is a row of smsQueue: one text message and its sending state.
 type SMSMessage struct {
@@ -37,7 +14,7 @@ type SMSMessage struct {
 	Source string
 	// DedupeKey, when set, is unique: a second message with it is not queued.
 	DedupeKey string
-	State     SMSState
+	State     SendState
 	// Attempts counts the claims made to send it (a claim given back
 	// unused, ReleaseSMS, does not count).
 	Attempts       int
@@ -67,7 +44,7 @@ type NewSMS struct {
 // post against that claim: Sent after the endpoint's 2xx, or failed. A claim
 // is named by the message's ID and the Attempts the claim gave it; an
 // outcome recorded for a claim the message no longer holds changes nothing
-// (ErrSMSClaimLost), so a late sender can never undo a later claim's work.
+// (ErrClaimLost), so a late sender can never undo a later claim's work.
 //
 // A message is posted again only when its sender cannot know the endpoint
 // took it: a post with no answer or an error answer (SMS_SEND_TIMEOUT, a
@@ -89,7 +66,7 @@ type SMSQueue interface {
 	ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]SMSMessage, error)
 	// SetSMSSent marks a message Sent, if it still holds the claim attempt
 	// names (its Attempts as ClaimSMS returned it). It returns ErrNotFound
-	// for an unknown id and ErrSMSClaimLost when the claim is gone.
+	// for an unknown id and ErrClaimLost when the claim is gone.
 	SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error
 	// SetSMSLogged marks a message Logged, as SetSMSSent marks one Sent: a
 	// sender that only logs handed it on, and it was never sent.
@@ -109,10 +86,5 @@ type SMSQueue interface {
 	// claim lapses; ok is false when nothing waits.
 	NextSMSDue(ctx context.Context) (at time.Time, ok bool, err error)
 	// CountSMS counts the messages in each state.
-	CountSMS(ctx context.Context) (map[SMSState]int, error)
+	CountSMS(ctx context.Context) (map[SendState]int, error)
 }
-
-// ErrSMSClaimLost: an SMS outcome or release named a claim the message no
-// longer holds (the claim lapsed and the message was claimed again, or
-// failed on the lapse); nothing was written.
-var ErrSMSClaimLost = errors.New("sms claim no longer held")

@@ -26,7 +26,7 @@ type Overview struct {
 	OutboxOldestUTC   time.Time
 	// SMS counts smsQueue by state; SMSLastError is the newest error a
 	// send recorded (with its message's UpdatedUTC), "" when none.
-	SMS             map[SMSState]int
+	SMS             map[SendState]int
 	SMSLastError    string
 	SMSLastErrorUTC time.Time
 	// FirstSeenFailing counts the jobs whose new-job pipeline has failed

@@ -23,6 +23,7 @@ type Store interface {
 	SiteForms
 	Estimates
 	Contacts
+	StatusHistories
 	AISummaryQueue
 	Jobs
 	FirstSeens

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -60,4 +61,50 @@ type SyncQueue interface {
 	// them claimed now and returns them. Two claims at once never take the
 	// same item.
 	ClaimSyncQueue(ctx context.Context, f SyncQueueFilter, staleBefore time.Time) ([]SyncQueueItem, error)
+	// ReleaseSyncQueue gives back the claim item holds (its ClaimedUTC as
+	// ClaimSyncQueue returned it), so the item may be claimed again at
+	// once. It reports false when the item is no longer so claimed.
+	ReleaseSyncQueue(ctx context.Context, item SyncQueueItem) (released bool, err error)
+	// DeleteClaimedSyncQueue removes a claimed item while it is as its
+	// claim found it — claimed at item.ClaimedUTC, queued at
+	// item.QueuedUTC — and reports whether it did: a drain calls it in the
+	// transaction of its mirror write. An item queued again since the claim
+	// (UpsertSyncQueue), or claimed by another drainer, is kept for the pass
+	// that follows.
+	DeleteClaimedSyncQueue(ctx context.Context, item SyncQueueItem) (deleted bool, err error)
+	// SyncQueueStats returns, for each object of MissingObjects and any
+	// other object the queue holds, how many items it has, how many of
+	// them are claimed, and when the oldest was queued.
+	SyncQueueStats(ctx context.Context) ([]SyncQueueStat, error)
+}
+
+// SyncQueueStat is one object's part of the sync queue.
+type SyncQueueStat struct {
+	Object  string
+	Items   int
+	Claimed int
+	// OldestQueuedUTC is the oldest item's queuedUTC; zero when none waits.
+	OldestQueuedUTC time.Time
+}
+
+// EveryObject is stats with an empty stat for each object of MissingObjects
+// it lacks, those objects first, in their order: what SyncQueueStats
+// returns whichever objects the queue holds.
+func EveryObject(stats []SyncQueueStat) []SyncQueueStat {
+	out := make([]SyncQueueStat, 0, len(stats)+4)
+	for _, o := range MissingObjects() {
+		st := SyncQueueStat{Object: o}
+		for _, s := range stats {
+			if s.Object == o {
+				st = s
+			}
+		}
+		out = append(out, st)
+	}
+	for _, s := range stats {
+		if !slices.Contains(MissingObjects(), s.Object) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -166,11 +166,28 @@ func (c *ChildMirror) contactSync(ctx context.Context, jobID string) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	var ids []string
+	contacts, err := c.fetchContacts(ctx, rels, job.PrimaryContactID)
+	if err != nil {
+		return err
+	}
+	return c.store.InTx(ctx, func(tx store.Store) error {
+		if _, err := tx.UpsertJob(ctx, mirror.Job(job)); err != nil {
+			return err
+		}
+		if err := saveContacts(ctx, tx, contacts); err != nil {
+			return err
+		}
+		return tx.ReplaceJobContactRelationships(ctx, jobID, relationshipRows(jobID, rels))
+	})
+}
+
+// fetchContacts fetches every distinct contact of a job: those its
+// relationships name, and its primary contact.
+func (c *ChildMirror) fetchContacts(ctx context.Context, rels []prime.ContactRelationship, primaryContactID string) ([]store.Contact, error) {
+	ids := []string{strings.ToLower(primaryContactID)}
 	for _, r := range rels {
 		ids = append(ids, strings.ToLower(r.ContactID))
 	}
-	ids = append(ids, strings.ToLower(job.PrimaryContactID))
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	var contacts []store.Contact
@@ -180,21 +197,20 @@ func (c *ChildMirror) contactSync(ctx context.Context, jobID string) error {
 		}
 		ct, err := c.prime.GetContact(ctx, id)
 		if err != nil {
-			return fmt.Errorf("contact %s: %w", id, err)
+			return nil, fmt.Errorf("contact %s: %w", id, err)
 		}
 		contacts = append(contacts, contactRow(ct))
 	}
-	return c.store.InTx(ctx, func(tx store.Store) error {
-		if _, err := tx.UpsertJob(ctx, mirror.Job(job)); err != nil {
+	return contacts, nil
+}
+
+func saveContacts(ctx context.Context, tx store.Store, contacts []store.Contact) error {
+	for _, ct := range contacts {
+		if err := tx.SaveContact(ctx, ct); err != nil {
 			return err
 		}
-		for _, ct := range contacts {
-			if err := tx.SaveContact(ctx, ct); err != nil {
-				return err
-			}
-		}
-		return tx.ReplaceJobContactRelationships(ctx, jobID, relationshipRows(jobID, rels))
-	})
+	}
+	return nil
 }
 
 // optimoCreateMsgID makes the hand-off publish once per state of an

@@ -22,6 +22,7 @@
 package childmirror
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,14 +73,19 @@ type Config struct {
 	ContactSyncTimeout time.Duration `env:"CHILD_MIRROR_CONTACT_SYNC_TIMEOUT" envDefault:"30s"`
 	// AISummaryNudgeURL is the AI job summary generator's trigger (n8n
 	// AIJobSummaryGenerateForJob, §5.3 step 4), called GET with ?jobId= after
-	// a site form event. Blank turns the nudge off. It may carry a key, so
-	// it is never logged.
+	// a site form event. §5.3 says both halves — the queue row and the
+	// nudge — are needed, so with a real Prime it is required
+	// (ValidateRealPrime); "off" runs without it on purpose, and blank is
+	// off only on the Prime simulator. It may carry a key, so it is never
+	// logged.
 	AISummaryNudgeURL string `env:"AI_SUMMARY_NUDGE_URL"`
 	// AISummaryNudgeTimeout bounds the nudge.
 	AISummaryNudgeTimeout time.Duration `env:"AI_SUMMARY_NUDGE_TIMEOUT" envDefault:"10s"`
 	// OutboxSweep is how often a child-mirror running on its own sweeps the
 	// outbox for hand-offs whose publish failed.
 	OutboxSweep time.Duration `env:"CHILD_MIRROR_OUTBOX_SWEEP" envDefault:"10s"`
+	// Drain configures the sync-queue drains (SYNC_DRAIN_*, drains.go).
+	Drain DrainConfig
 }
 
 // Validate reports the settings child-mirror cannot run with, naming their
@@ -88,8 +94,34 @@ func (c Config) Validate() error {
 	if c.Workers <= 0 || c.EnsureTimeout <= 0 || c.ContactSyncTimeout <= 0 || c.AISummaryNudgeTimeout <= 0 {
 		return errors.New("child-mirror: CHILD_MIRROR_WORKERS and the timeouts must be above zero")
 	}
-	if c.AISummaryNudgeURL != "" {
-		return checkNudgeURL(c.AISummaryNudgeURL)
+	if c.nudges() {
+		if err := checkNudgeURL(c.AISummaryNudgeURL); err != nil {
+			return err
+		}
+	}
+	return c.Drain.Validate()
+}
+
+// NudgeOff is the AI_SUMMARY_NUDGE_URL that runs without the nudge on
+// purpose.
+const NudgeOff = "off"
+
+// nudges reports whether the AI summary nudge is on.
+func (c Config) nudges() bool { return c.AISummaryNudgeURL != "" && c.AISummaryNudgeURL != NudgeOff }
+
+// ErrNoNudgeURL: child-mirror on a real Prime needs AI_SUMMARY_NUDGE_URL, or
+// "off" said on purpose: without the nudge, a job whose summary an earlier
+// pass pushed out waits up to 36 hours (§5.3).
+var ErrNoNudgeURL = errors.New("child-mirror: AI_SUMMARY_NUDGE_URL is required (§5.3: the queue row and the nudge are both needed); set it to off to run without the nudge")
+
+// ValidateRealPrime is Validate for a child-mirror on a real Prime:
+// bin/child-mirror, and bin/primeflow with a PRIME_API_URL.
+func (c Config) ValidateRealPrime() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.AISummaryNudgeURL == "" {
+		return ErrNoNudgeURL
 	}
 	return nil
 }
@@ -108,6 +140,8 @@ type PrimeAPI interface {
 	GetEstimatesByJob(ctx context.Context, jobID string) ([]prime.Estimate, error)
 	GetContact(ctx context.Context, id string) (prime.Contact, error)
 	GetJobContactRelationships(ctx context.Context, jobID string) ([]prime.ContactRelationship, error)
+	ListJobAllocations(ctx context.Context, jobID string) ([]prime.Allocation, error)
+	GetJobStatusHistories(ctx context.Context, jobID string) ([]prime.StatusHistory, error)
 }
 
 // ChildMirror is the child-mirror service.
@@ -133,12 +167,12 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 	}
 	log := d.Log.With("component", "child-mirror")
 	ensure := &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: log}
-	m, err := newMetrics(d.Metrics, ensure.Unanswered)
+	m, err := newMetrics(d.Metrics, ensure.Unanswered, d.Store)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.AISummaryNudgeURL == "" {
-		log.Info("AI_SUMMARY_NUDGE_URL is blank: no AI summary nudge after site form events (the queue row is still written)")
+	if !cfg.nudges() {
+		log.Info("AI_SUMMARY_NUDGE_URL is " + cmp.Or(cfg.AISummaryNudgeURL, "blank") + ": no AI summary nudge after site form events (the queue row is still written)")
 	}
 	return &ChildMirror{
 		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, metrics: m, ensure: ensure,
@@ -148,17 +182,19 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 	}, nil
 }
 
-// Run consumes the resolved child events and serves sweep requests until
-// ctx ends.
+// Run consumes the resolved child events, serves sweep requests and runs
+// the sync-queue drains until ctx ends.
 func (c *ChildMirror) Run(ctx context.Context) error {
 	return service.WhileServing(ctx, c.log, c.serveSweep, func(ctx context.Context) error {
-		return consume.Run(ctx, c.js, consume.Spec{
-			Stream:   events.ConsumerChildMirror.Stream,
-			Durable:  events.ConsumerChildMirror.Durable,
-			Subjects: events.ConsumerChildMirror.Subjects,
-			Workers:  c.cfg.Workers,
-			AckWait:  time.Minute,
-		}, c.log, c.reg, c.stage.Handler(c.work))
+		return service.RunAll(ctx, c.runDrains, func(ctx context.Context) error {
+			return consume.Run(ctx, c.js, consume.Spec{
+				Stream:   events.ConsumerChildMirror.Stream,
+				Durable:  events.ConsumerChildMirror.Durable,
+				Subjects: events.ConsumerChildMirror.Subjects,
+				Workers:  c.cfg.Workers,
+				AckWait:  time.Minute,
+			}, c.log, c.reg, c.stage.Handler(c.work))
+		})
 	})
 }
 
@@ -244,8 +280,11 @@ func Help() service.Help {
 // Main runs child-mirror as a process of its own, with its own Prime client
 // (prime.Config from PRIME_*) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
+	var cfg Config
+	if err := config.Parse(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := cfg.ValidateRealPrime(); err != nil {
 		return err
 	}
 	return service.MainWithPrime(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
@@ -50,7 +49,7 @@ func (c *ChildMirror) customFormStatus(ctx context.Context, ev events.Resolved) 
 				return err
 			}
 			// Step 4: QueueJobSummaryNow; its failure fails the event.
-			return tx.QueueJobSummaryNow(ctx, jobID, time.Now())
+			return tx.QueueJobSummaryNow(ctx, jobID)
 		},
 		// Step 4's nudge: best effort, after the commit, so the job is
 		// already due when the generator looks.
@@ -123,7 +122,7 @@ func confirm(ctx context.Context, tx store.Store, log *slog.Logger, ev events.Re
 // AI_SUMMARY_NUDGE_URL?jobId=…): best effort, a failure is logged only.
 // Neither the URL nor the error's URL is logged: the URL may carry a key.
 func (c *ChildMirror) nudgeAISummary(ctx context.Context, log *slog.Logger, jobID string) {
-	if c.cfg.AISummaryNudgeURL == "" {
+	if !c.cfg.nudges() {
 		return
 	}
 	if err := c.nudge(ctx, jobID); err != nil {

@@ -6,7 +6,9 @@ require (
 	github.com/ethosbuilding/primeflow/pkg v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/ingest v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/job-mirror v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/newjob-pipeline v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
+	github.com/google/uuid v1.6.0
 	github.com/matryer/is v1.4.1
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
@@ -23,7 +25,6 @@ require (
 	github.com/golang-sql/civil v0.0.0-20220223132316-b832511892a9 // indirect
 	github.com/golang-sql/sqlexp v0.1.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/lmittmann/tint v1.2.1 // indirect
@@ -58,6 +59,7 @@ replace (
 	github.com/ethosbuilding/primeflow/pkg => ../../pkg
 	github.com/ethosbuilding/primeflow/services/ingest => ../ingest
 	github.com/ethosbuilding/primeflow/services/job-mirror => ../job-mirror
+	github.com/ethosbuilding/primeflow/services/newjob-pipeline => ../newjob-pipeline
 	github.com/ethosbuilding/primeflow/services/resolver => ../resolver
 	github.com/ethosbuilding/primeflow/sql => ../../sql
 	github.com/ethosbuilding/primeflow/streams => ../../streams

@@ -95,7 +95,7 @@ func (e *env) startJobMirror() {
 	cfg := jobmirror.DefaultConfig()
 	cfg.Workers, cfg.EnsureTimeout = 4, 5*time.Second
 	cfg.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
-	jm, err := jobmirror.New(cfg, e.deps, e.Prime)
+	jm, err := jobmirror.New(cfg, e.deps, e.Prime, jobmirror.LogInvites{Log: e.deps.Log})
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -190,11 +190,11 @@ func (s *recordingStore) ReplaceJobEstimates(ctx context.Context, jobID string, 
 	return err
 }
 
-func (s *recordingStore) QueueJobSummaryNow(ctx context.Context, jobID string, now time.Time) error {
+func (s *recordingStore) QueueJobSummaryNow(ctx context.Context, jobID string) error {
 	if s.failSummary.Load() {
 		return errors.New("injected: the AI summary queue is unavailable")
 	}
-	return s.Store.QueueJobSummaryNow(ctx, jobID, now)
+	return s.Store.QueueJobSummaryNow(ctx, jobID)
 }
 
 func (s *recordingStore) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([]store.OutboxMessage, error) {

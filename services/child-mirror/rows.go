@@ -151,3 +151,17 @@ func relationshipRows(jobID string, rels []prime.ContactRelationship) []store.Co
 	}
 	return out
 }
+
+func statusHistoryRows(jobID string, hs []prime.StatusHistory) []store.JobStatusHistory {
+	out := make([]store.JobStatusHistory, len(hs))
+	for i, h := range hs {
+		out[i] = store.JobStatusHistory{
+			StatusHistoryID: strings.ToLower(h.ID),
+			JobID:           jobID,
+			StatusID:        strings.ToLower(h.StatusID),
+			CreatedAt:       h.CreatedAt.Time,
+			Attributes:      string(h.Raw),
+		}
+	}
+	return out
+}

@@ -36,7 +36,7 @@ func benchServices(b *testing.B, e *flowtest.Env) {
 		b.Fatal(err)
 	}
 	e.Run("resolver", r)
-	m, err := jobmirror.New(jobmirror.DefaultConfig(), e.Deps, e.Prime)
+	m, err := jobmirror.New(jobmirror.DefaultConfig(), e.Deps, e.Prime, jobmirror.LogInvites{Log: e.Deps.Log})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
@@ -15,8 +17,9 @@ import (
 
 // changeJobStatus is ProcessChangeJobStatusAsync (§5.1), from the event as
 // the resolver identified it. Steps 1–2 (which job, and is it new) are
-// decided here from Prime; steps 3–6 are written in one transaction with the
-// row's processed stamp, in the spec's order.
+// decided here from Prime; steps 3, 4 and 6 are written in one transaction
+// with the row's processed stamp, in the spec's order, and step 5 follows
+// the commit on its own.
 func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipeline.Finish, error) {
 	s, err := m.sight(ctx, ev)
 	if err != nil {
@@ -24,8 +27,7 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 	}
 	jobID := strings.ToLower(s.job.ID)
 	log := m.log.With("logId", ev.LogID, "jobId", jobID)
-	var firstSight bool
-	var wipErr error // step 5's failure, counted and logged once committed
+	var firstSight, invited bool
 	return pipeline.Finish{
 		JobID: jobID,
 		Write: func(ctx context.Context, tx store.Store) error {
@@ -33,28 +35,41 @@ func (m *Mirror) changeJobStatus(ctx context.Context, ev events.Resolved) (pipel
 			if firstSight, err = writeJob(ctx, tx, s); err != nil { // steps 1–4; the stage publishes the hand-off
 				return err
 			}
-			// Step 5: logged and swallowed. The job is mirrored already, and
-			// api/clientwipupdate/evaluate recovers a missed trigger; the
-			// (job, source) key keeps a replay from queueing it twice. The
-			// failure is assigned, not counted, here: a group commit may run
-			// this function twice.
-			_, wipErr = tx.QueueClientWIPStatusChange(ctx, jobID, store.ClientWIPSource(ev.LogID))
 			// Step 6, last: a missed invite means the customer never hears
 			// from us, so a failure fails the event and it retries.
-			if _, err := tx.QueueTriageInvite(ctx, jobID, m.cfg.TriageInitialContactMadeStatusID); err != nil {
+			if invited, err = tx.QueueTriageInvite(ctx, jobID, m.cfg.TriageInitialContactMadeStatusID); err != nil {
 				return fmt.Errorf("queue triage invite: %w", err)
 			}
 			return nil
 		},
 		After: func(ctx context.Context) {
-			if wipErr != nil {
-				m.metrics.wipFailures.Inc()
-				log.Warn("Client WIP trigger not queued (logged only, §5.1 step 5)", "err", wipErr)
-			}
+			m.queueClientWIP(ctx, log, jobID, ev.LogID)
 			m.firstSeen(firstSight, store.ViaWebhook)
+			if invited {
+				m.invites.Kick() // §3.1: the invite goes out in the same pass
+			}
 		},
 	}, nil
 }
+
+// queueClientWIP is step 5, logged and swallowed: the job is mirrored
+// already, api/clientwipupdate/evaluate recovers a missed trigger, and the
+// (job, source) key keeps a replay from queueing it twice. It runs after
+// the commit, not in the event's transaction: on SQL Server an error that
+// dooms a transaction (a deadlock victim, XACT_ABORT) rolls all of it back,
+// so a failure swallowed inside it would fail the event all the same.
+func (m *Mirror) queueClientWIP(ctx context.Context, log *slog.Logger, jobID string, logID int64) {
+	ctx, cancel := context.WithTimeout(ctx, afterTimeout)
+	defer cancel()
+	if _, err := m.store.QueueClientWIPStatusChange(ctx, jobID, store.ClientWIPSource(logID)); err != nil {
+		m.metrics.wipFailures.Inc()
+		log.Warn("Client WIP trigger not queued (logged only, §5.1 step 5)", "err", err)
+	}
+}
+
+// afterTimeout bounds a step that follows an event's commit, which a
+// shutdown does not cut short.
+const afterTimeout = 10 * time.Second
 
 // sight is §5.1 steps 1–2: the job, fetched from Prime, and whether this is
 // its first sight as the event saw it.

@@ -17,6 +17,8 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/coalesce"
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
@@ -63,6 +65,12 @@ type Config struct {
 	// JobsSweepTimeout bounds one sweep; one it cuts short starts again
 	// from the same watermark.
 	JobsSweepTimeout time.Duration `env:"JOBS_SWEEP_TIMEOUT" envDefault:"10m"`
+	// Invites is where triage invites are posted (TRIAGE_INVITE_SEND_URL,
+	// …, §3.1); InviteSenderFor builds the sender.
+	Invites delivery.HTTPConfig `envPrefix:"TRIAGE_INVITE_"`
+	// InviteDrainer configures the invite sender's retries and claims
+	// (TRIAGE_INVITE_MAX_ATTEMPTS, …).
+	InviteDrainer delivery.Config `envPrefix:"TRIAGE_INVITE_"`
 }
 
 // Validate reports the settings job-mirror cannot run with, naming their
@@ -75,19 +83,27 @@ func (c Config) Validate() error {
 	if c.JobsSweepOverlap < 0 || c.JobsSweepFirst <= 0 || c.JobsSweepTimeout <= 0 {
 		return errors.New("job-mirror: JOBS_SWEEP_FIRST and JOBS_SWEEP_TIMEOUT must be above zero, JOBS_SWEEP_OVERLAP not below")
 	}
+	if err := errors.Join(c.InviteDrainer.ValidateLease(inviteKind.Prefix, c.Invites.SendTimeout()), c.InviteDrainer.Validate(inviteKind.Prefix)); err != nil {
+		return fmt.Errorf("job-mirror: %w", err)
+	}
 	return checkTriageStatus(c.TriageInitialContactMadeStatusID)
 }
 
 // ValidateRealPrime is Validate for a job-mirror on a real Prime, whose
-// customers a blank TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID would never
-// invite (ErrNoTriageStatus): bin/job-mirror, and bin/primeflow with a
+// customers would never be invited with a blank
+// TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID (ErrNoTriageStatus) or
+// TRIAGE_INVITE_SEND_URL (ErrNoInviteURL; SEND_DRY_RUN records the invites
+// instead, for a shadow run): bin/job-mirror, and bin/primeflow with a
 // PRIME_API_URL.
-func (c Config) ValidateRealPrime() error {
+func (c Config) ValidateRealPrime(dry dryrun.Config) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
 	if c.TriageInitialContactMadeStatusID == "" {
 		return ErrNoTriageStatus
+	}
+	if c.Invites.URL == "" && !dry.Send {
+		return ErrNoInviteURL
 	}
 	return nil
 }
@@ -118,6 +134,7 @@ type Mirror struct {
 	metrics *collectors
 	// backstop serialises the jobs-by-date sweeps.
 	backstop backstop
+	invites  *delivery.Drainer[Invite]
 }
 
 // ErrNoTriageStatus: job-mirror on a real Prime needs
@@ -125,6 +142,10 @@ type Mirror struct {
 // triage (§5.1 step 6: "a missed invite means the customer never hears from
 // us"); only bin/primeflow on the Prime simulator runs without it.
 var ErrNoTriageStatus = errors.New("job-mirror: TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is required: without it no triage invite is queued (§5.1 step 6)")
+
+// ErrNoInviteURL: job-mirror on a real Prime needs TRIAGE_INVITE_SEND_URL,
+// or the invites it queues are never sent (§3.1).
+var ErrNoInviteURL = errors.New("job-mirror: TRIAGE_INVITE_SEND_URL is required: without it no triage invite is sent (§3.1; SEND_DRY_RUN records them instead, for a shadow run)")
 
 // checkTriageStatus refuses a TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID that
 // is set but cannot be a status: the all-zero GUID (a placeholder) or
@@ -140,9 +161,10 @@ func checkTriageStatus(v string) error {
 	return nil
 }
 
-// New builds job-mirror from the shared Deps, its Config and the Prime
-// client it shares with the other services of the process.
-func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
+// New builds job-mirror from the shared Deps, its Config, the Prime client it
+// shares with the other services of the process, and the triage invite
+// sender (InviteSenderFor(cfg.Invites, …) for the configured one).
+func New(cfg Config, d service.Deps, pc PrimeAPI, invites InviteSender) (*Mirror, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -155,14 +177,21 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Mirror, error) {
 		return nil, err
 	}
 	pub := &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}
+	inv, err := newInviteDrainer(cfg.InviteDrainer, d.Store, pub, invites, log.With("sub", "triage-invite"), d.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	return &Mirror{
 		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, outbox: pub, metrics: m,
-		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Outbox: pub, Log: log},
+		stage:   &pipeline.Stage{Store: d.Store, NC: d.NC, Outbox: pub, Log: log},
+		invites: inv,
 	}, nil
 }
 
 // Run consumes change-job-status events, serves ensure-job and jobs-sweep
-// requests and sweeps on JOBS_SWEEP_EVERY until ctx ends.
+// requests, sweeps on JOBS_SWEEP_EVERY and sends the triage invites until
+// ctx ends; a post of an invite in flight then finishes, and is recorded,
+// before it returns.
 func (m *Mirror) Run(ctx context.Context) error {
 	return service.WhileServing(ctx, m.log, m.serve, func(ctx context.Context) error {
 		var g errgroup.Group
@@ -171,6 +200,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			loop.Request() // and once at start
 			g.Go(func() error { return loop.Run(ctx) })
 		}
+		g.Go(func() error { return m.invites.Run(ctx) })
 		g.Go(func() error {
 			return consume.Run(ctx, m.js, consume.Spec{
 				Stream:   events.ConsumerJobMirror.Stream,
@@ -186,22 +216,36 @@ func (m *Mirror) Run(ctx context.Context) error {
 // Help is what bin/job-mirror --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "job-mirror", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}},
+	return service.Help{Name: "job-mirror", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, dryrun.Config{}},
 		Summary: "mirrors Prime's jobs (change-job-status, §5.1), answers ensure-job requests (§4.3, NATS micro \"job-mirror\") and hands each job seen for the first time to the new-job pipeline."}
 }
 
+// SendInvites sends every triage invite due now and returns when none is
+// left: what a commit's kick does, for a caller that wants it done first.
+func (m *Mirror) SendInvites(ctx context.Context) error { return m.invites.Drain(ctx) }
+
 // Main runs job-mirror as a process of its own, with its own Prime client
-// (prime.Config from PRIME_*) and an outbox sweeper.
+// (prime.Config from PRIME_*), the HTTP invite sender (TRIAGE_INVITE_SEND_URL,
+// required here, or SEND_DRY_RUN's recorder) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
-	if err := cfg.ValidateRealPrime(); err != nil {
+	var dry dryrun.Config
+	if err := config.Parse(getenv, &dry); err != nil {
+		return err
+	}
+	if err := cfg.ValidateRealPrime(dry); err != nil {
 		return err
 	}
 	return service.MainWithPrime(ctx, "job-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
-		m, err := New(cfg, d, pc)
+		d.Log.Info("triage invite sender", "config", cfg.Invites)
+		invites, err := InviteSenderFor(cfg.Invites, dry, d.Log)
+		if err != nil {
+			return nil, err
+		}
+		m, err := New(cfg, d, pc, invites)
 		if err != nil {
 			return nil, err
 		}

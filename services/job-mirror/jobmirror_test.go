@@ -14,6 +14,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
 	"github.com/ethosbuilding/primeflow/services/resolver"
@@ -28,6 +29,9 @@ const statusICM = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 type env struct {
 	*flowtest.Env
 	faults *faultyStore
+	deps   service.Deps
+	// stopMirror stops the job-mirror start started.
+	stopMirror func()
 }
 
 type options struct {
@@ -36,6 +40,8 @@ type options struct {
 	prime  func(*prime.Config)
 	// config adjusts job-mirror's configuration.
 	config func(*jobmirror.Config)
+	// invites sends the triage invites (default: logged).
+	invites jobmirror.InviteSender
 }
 
 func start(t *testing.T, o options) *env {
@@ -53,19 +59,31 @@ func start(t *testing.T, o options) *env {
 		o.faults.Store = e.Store
 		d.Store = o.faults
 	}
+	e.deps = d
+	invites := o.invites
+	if invites == nil {
+		invites = jobmirror.LogInvites{Log: d.Log}
+	}
+	e.stopMirror = e.Run("job-mirror", e.newMirror(invites, o.config))
+	e.waitForEnsureService()
+	return e
+}
+
+// newMirror builds a job-mirror on the env's store, sending invites with
+// invites; cfg, when set, adjusts its configuration.
+func (e *env) newMirror(invites jobmirror.InviteSender, cfg func(*jobmirror.Config)) *jobmirror.Mirror {
+	e.T.Helper()
 	mc := jobmirror.DefaultConfig()
 	mc.TriageInitialContactMadeStatusID, mc.Workers, mc.EnsureTimeout = statusICM, 8, 5*time.Second
 	mc.JobsSweepEvery = jobmirror.SweepOff // the backstop's tests turn it on
-	if o.config != nil {
-		o.config(&mc)
+	if cfg != nil {
+		cfg(&mc)
 	}
-	m, err := jobmirror.New(mc, d, e.Prime)
+	m, err := jobmirror.New(mc, e.deps, e.Prime, invites)
 	if err != nil {
-		t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	e.Run("job-mirror", m)
-	e.waitForEnsureService()
-	return e
+	return m
 }
 
 // waitForEnsureService waits until the micro service answers, so a test
@@ -81,25 +99,51 @@ func (e *env) waitForEnsureService() {
 // faultyStore fails the steps a test tells it to, inside transactions too.
 type faultyStore struct {
 	store.Store
-	failWIP    atomic.Bool
+	failWIP atomic.Bool
+	// doomWIP makes a Client WIP write fail as SQL Server fails a deadlock
+	// victim's, or any error under XACT_ABORT: the write fails, and the
+	// transaction it ran in is rolled back whatever the caller does next.
+	doomWIP    atomic.Bool
 	failTriage atomic.Int32 // fail the next n triage invites
 }
 
+// errDoomed is the commit of a transaction a statement doomed.
+var errDoomed = errors.New("the transaction was rolled back: a statement in it was chosen as the deadlock victim")
+
 func (f *faultyStore) InTx(ctx context.Context, fn func(store.Store) error) error {
 	return f.Store.InTx(ctx, func(tx store.Store) error {
-		return fn(&faultyTx{Store: tx, f: f})
+		ftx := &faultyTx{Store: tx, f: f}
+		if err := fn(ftx); err != nil {
+			return err
+		}
+		if ftx.doomed {
+			return errDoomed // rolled back: nothing it wrote commits
+		}
+		return nil
 	})
+}
+
+func (f *faultyStore) QueueClientWIPStatusChange(ctx context.Context, jobID, source string) (bool, error) {
+	if f.failWIP.Load() || f.doomWIP.Load() {
+		return false, errors.New("client wip queue is down")
+	}
+	return f.Store.QueueClientWIPStatusChange(ctx, jobID, source)
 }
 
 type faultyTx struct {
 	store.Store
-	f *faultyStore
+	f      *faultyStore
+	doomed bool
 }
 
 func (t *faultyTx) InTx(ctx context.Context, fn func(store.Store) error) error { return fn(t) }
 
 func (t *faultyTx) QueueClientWIPStatusChange(ctx context.Context, jobID, source string) (bool, error) {
-	if t.f.failWIP.Load() {
+	switch {
+	case t.f.doomWIP.Load():
+		t.doomed = true
+		return false, errDoomed
+	case t.f.failWIP.Load():
 		return false, errors.New("client wip queue is down")
 	}
 	return t.Store.QueueClientWIPStatusChange(ctx, jobID, source)
@@ -128,7 +172,6 @@ func (e *env) firstSights(want float64) float64 {
 
 // handoffs counts the first-sight messages of a job on PRIME_JOB.
 func (e *env) handoffs(jobID string) int {
-	e.T.Helper()
 	n := 0
 	for _, body := range e.Published(events.StreamJob, events.SubjectJobFirstSeen) {
 		if strings.Contains(string(body), jobID) {
@@ -157,13 +200,22 @@ func (e *env) firstSeen(id string) (store.FirstSeen, bool) {
 	return f, found
 }
 
-func (e *env) wipTriggers(id string) []store.ClientWIPTrigger {
+// wipTriggers is a job's Client WIP triggers once there are want of them,
+// or what there are after a few seconds: step 5 follows the commit a test
+// waits for.
+func (e *env) wipTriggers(id string, want int) []store.ClientWIPTrigger {
 	e.T.Helper()
-	got, err := e.Store.ListClientWIPTriggers(context.Background(), id)
-	if err != nil {
-		e.T.Fatal(err)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := e.Store.ListClientWIPTriggers(context.Background(), id)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		if len(got) >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return got
 }
 
 func (e *env) invites(id string) []store.TriageInvite {
@@ -208,7 +260,7 @@ func TestFirstSightOnTheGUIDPath(t *testing.T) {
 	flowtest.Eventually(t, "the first-sight hand-off", func() bool { return e.handoffs(j.ID) == 1 })
 	is.Equal(e.jobCalls(), int64(1)) // one GetJob: the resolver's probe, reused by job-mirror
 
-	wip := e.wipTriggers(j.ID)
+	wip := e.wipTriggers(j.ID, 1)
 	is.Equal(len(wip), 1)                                     // step 5: a Client WIP trigger
 	is.Equal(wip[0].TriggerType, store.ClientWIPStatusChange) // StatusChange
 	is.Equal(wip[0].Source, fmt.Sprintf("ethPrimeWebhookLog:%d", id))
@@ -292,11 +344,11 @@ func TestAlreadyMirroredJobIsFetchedAgainWithoutAPipeline(t *testing.T) {
 	row := e.WaitProcessed(second)
 	is.Equal(row.ProcessStatus, "Processed")
 	got := e.job(j.ID)
-	is.Equal(got.StatusID, statusICM)       // §5.1 step 1: GetJob again for the new status
-	is.Equal(got.Version, j.Version+1)      // the version Prime has now
-	is.Equal(e.jobCalls()-before, int64(1)) // one Prime call for a known job
-	is.Equal(e.firstSights(1.0), 1.0)       // no second first sight
-	is.Equal(len(e.wipTriggers(j.ID)), 2)   // a trigger for each event
+	is.Equal(got.StatusID, statusICM)        // §5.1 step 1: GetJob again for the new status
+	is.Equal(got.Version, j.Version+1)       // the version Prime has now
+	is.Equal(e.jobCalls()-before, int64(1))  // one Prime call for a known job
+	is.Equal(e.firstSights(1.0), 1.0)        // no second first sight
+	is.Equal(len(e.wipTriggers(j.ID, 2)), 2) // a trigger for each event
 	invites := e.invites(j.ID)
 	is.Equal(len(invites), 1)                // the status arrived: an invite
 	is.Equal(invites[0].StatusID, statusICM) // read from the mirror
@@ -340,21 +392,34 @@ func TestUnknownJobIsAPayloadFaultUpToTheCap(t *testing.T) {
 	}
 }
 
+// §5.1 step 5: a Client WIP write that fails only logs, whether it fails
+// on its own or dooms the transaction it runs in (SQL Server rolls back the
+// whole transaction of a deadlock victim, swallowed error or not).
 func TestClientWIPFailureIsSwallowed(t *testing.T) {
-	is := is.New(t)
-	f := &faultyStore{}
-	f.failWIP.Store(true)
-	e := start(t, options{faults: f})
-	j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
+	for _, tc := range []struct {
+		name  string
+		fault func(*faultyStore)
+	}{
+		{"the write fails", func(f *faultyStore) { f.failWIP.Store(true) }},
+		{"the write dooms its transaction", func(f *faultyStore) { f.doomWIP.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := &faultyStore{}
+			tc.fault(f)
+			e := start(t, options{faults: f})
+			j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
 
-	row := e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	is.Equal(row.ProcessAttempts, 0)                                                                        // the event did not fail
-	is.Equal(e.job(j.ID).StatusID, statusICM)                                                               // the job is mirrored
-	is.Equal(len(e.wipTriggers(j.ID)), 0)                                                                   // the trigger was lost
-	is.Equal(len(e.invites(j.ID)), 1)                                                                       // the steps after it still ran
-	is.Equal(e.firstSights(1.0), 1.0)                                                                       // and the pipeline was handed off
-	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_clientwip_failures_total", nil), 1.0) // counted
-	is.True(strings.Contains(e.Logs.String(), "Client WIP trigger not queued"))                             // and logged
+			row := e.WaitProcessed(e.Fire("change-job-status", j.ID))
+			is.Equal(row.ProcessAttempts, 0)                                                                        // the event did not fail
+			is.Equal(e.job(j.ID).StatusID, statusICM)                                                               // the job is mirrored
+			is.Equal(len(e.invites(j.ID)), 1)                                                                       // the other steps ran
+			is.Equal(e.firstSights(1.0), 1.0)                                                                       // and the pipeline was handed off
+			is.Equal(len(e.wipTriggers(j.ID, 0)), 0)                                                                // the trigger was lost
+			is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_clientwip_failures_total", nil), 1.0) // counted
+			is.True(strings.Contains(e.Logs.String(), "Client WIP trigger not queued"))                             // and logged
+		})
+	}
 }
 
 func TestTriageFailureFailsTheEvent(t *testing.T) {
@@ -365,10 +430,10 @@ func TestTriageFailureFailsTheEvent(t *testing.T) {
 	j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
 
 	row := e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	is.Equal(row.ProcessAttempts, 2)      // two failed attempts, then success
-	is.Equal(len(e.invites(j.ID)), 1)     // the invite is queued in the end
-	is.Equal(len(e.wipTriggers(j.ID)), 1) // the retries queued one trigger
-	is.Equal(e.firstSights(1.0), 1.0)     // and handed the pipeline off once
+	is.Equal(row.ProcessAttempts, 2)         // two failed attempts, then success
+	is.Equal(len(e.invites(j.ID)), 1)        // the invite is queued in the end
+	is.Equal(len(e.wipTriggers(j.ID, 1)), 1) // the retries queued one trigger
+	is.Equal(e.firstSights(1.0), 1.0)        // and handed the pipeline off once
 	fs, _ := e.firstSeen(j.ID)
 	is.Equal(fs.LogID, row.ID)
 }
@@ -395,10 +460,10 @@ func TestReplayOfAProcessedRowChangesNothing(t *testing.T) {
 
 	jobAfter := e.job(j.ID)
 	jobAfter.SyncedUTC = jobBefore.SyncedUTC
-	is.Equal(jobAfter, jobBefore)         // the mirror is the same
-	is.Equal(len(e.wipTriggers(j.ID)), 1) // no second Client WIP trigger
-	is.Equal(len(e.invites(j.ID)), 1)     // no second invite
-	is.Equal(e.firstSights(1.0), 1.0)     // no second pipeline
+	is.Equal(jobAfter, jobBefore)            // the mirror is the same
+	is.Equal(len(e.wipTriggers(j.ID, 2)), 1) // no second Client WIP trigger
+	is.Equal(len(e.invites(j.ID)), 1)        // no second invite
+	is.Equal(e.firstSights(1.0), 1.0)        // no second pipeline
 	is.Equal(e.handoffs(j.ID), 1)
 }
 
@@ -449,4 +514,45 @@ func TestNoIdentifierAtAllIsProcessed(t *testing.T) {
 	is.Equal(row.ProcessAttempts, 0)                                               // not a failure: it will never gain one (§5.1)
 	is.True(strings.Contains(strings.ToLower(row.ProcessStatus), "no identifier")) // said so
 	is.Equal(e.firstSights(0), 0.0)
+}
+
+// Two events of one job that reach the stream out of log order (ingest
+// publishes each row from its own request after a shared commit; the relay
+// republishes a failed publish later) are handled one at a time in the
+// order the stream holds them, and the outcome is the same either way:
+// each mirrors Prime's current state (§3), first sight is claimed once, by
+// the event handled first, and the one-off effects happen once.
+func TestEventsOfOneJobOutOfLogOrder(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	j := e.Sim.NewJob()
+	current, err := e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = statusICM })
+	is.NoErr(err)
+	w, err := e.Sim.Webhook("change-job-status", j.ID)
+	is.NoErr(err)
+	body, err := w.Body()
+	is.NoErr(err)
+
+	ctx := context.Background()
+	var ids [2]int64
+	for i := range ids {
+		ids[i], err = e.Store.InsertWebhookLog(ctx, store.NewWebhookLogRow{
+			ReceivedUTC: time.Now().UTC(), EventAction: "change-job-status", Payload: string(body), IsAuthenticated: true})
+		is.NoErr(err)
+	}
+	for _, id := range []int64{ids[1], ids[0]} { // the later row reaches the stream first
+		_, err := e.JS.PublishMsg(ctx, events.NewWebhookMsg(id, 0, "change-job-status", string(body)))
+		is.NoErr(err)
+	}
+	older, newer := e.WaitProcessed(ids[0]), e.WaitProcessed(ids[1])
+	is.True(!newer.ProcessedUTC.After(older.ProcessedUTC)) // handled in stream order, the later row first
+	fs, _ := e.firstSeen(j.ID)
+	is.Equal(fs.LogID, ids[1])        // first sight is the event handled first
+	is.Equal(e.firstSights(1.0), 1.0) // claimed once
+	got := e.job(j.ID)
+	is.Equal(got.StatusID, statusICM)        // the mirror holds Prime's current status
+	is.Equal(got.Version, current.Version)   // at its current version
+	is.Equal(len(e.invites(j.ID)), 1)        // one invite
+	is.Equal(len(e.wipTriggers(j.ID, 2)), 2) // a Client WIP trigger for each event
+	flowtest.Eventually(t, "the first-sight hand-off", func() bool { return e.handoffs(j.ID) == 1 })
 }

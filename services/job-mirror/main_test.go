@@ -2,6 +2,7 @@ package jobmirror_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,8 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dataDir})} // the database Main opens
-	logs, stop := e.RunMain(jobmirror.Main, e.MainVars(dataDir, map[string]string{"JOB_MIRROR_OUTBOX_SWEEP": "50ms", "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": statusICM, "JOBS_SWEEP_EVERY": "off"}))
+	logs, stop := e.RunMain(jobmirror.Main, e.MainVars(dataDir, map[string]string{"JOB_MIRROR_OUTBOX_SWEEP": "50ms", "JOBS_SWEEP_EVERY": "off",
+		"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": statusICM, "TRIAGE_INVITE_SEND_URL": "http://127.0.0.1:9/invites"}))
 	flowtest.Eventually(t, "job-mirror consuming", func() bool {
 		_, err := e.JS.Consumer(ctx, events.StreamResolved, jobmirror.Durable)
 		return err == nil
@@ -94,4 +96,24 @@ func TestJobsSweepEvery(t *testing.T) {
 		err := config.Parse(func(k string) string { return map[string]string{"JOBS_SWEEP_EVERY": v}[k] }, &c)
 		is.True(err != nil && strings.Contains(err.Error(), "JOBS_SWEEP_EVERY")) // refused, naming the variable
 	}
+}
+
+// TestMainNeedsAnInviteURL: job-mirror on a real Prime refuses to start
+// without TRIAGE_INVITE_SEND_URL, where the invites it queues would never go
+// out (§3.1), unless a shadow run records them (SEND_DRY_RUN).
+func TestMainNeedsAnInviteURL(t *testing.T) {
+	e := flowtest.New(t, flowtest.Options{})
+	is := is.New(t)
+	vars := e.MainVars(t.TempDir(), map[string]string{"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": statusICM})
+	err := jobmirror.Main(context.Background(), func(k string) string { return vars[k] }, &flowtest.Buffer{})
+	is.True(errors.Is(err, jobmirror.ErrNoInviteURL)) // refused, naming TRIAGE_INVITE_SEND_URL
+
+	vars["TRIAGE_INVITE_SEND_URL"] = "ftp://example.com/invites"
+	err = jobmirror.Main(context.Background(), func(k string) string { return vars[k] }, &flowtest.Buffer{})
+	is.True(err != nil && strings.Contains(err.Error(), "TRIAGE_INVITE_SEND_URL")) // and one that is not http(s)
+
+	vars["TRIAGE_INVITE_SEND_URL"] = "http://127.0.0.1:9/invites"
+	vars["TRIAGE_INVITE_CLAIM_LEASE"] = "10s"
+	err = jobmirror.Main(context.Background(), func(k string) string { return vars[k] }, &flowtest.Buffer{})
+	is.True(err != nil && strings.Contains(err.Error(), "TRIAGE_INVITE_CLAIM_LEASE")) // a lease a post can outlast
 }

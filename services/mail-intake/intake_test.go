@@ -63,7 +63,7 @@ func startWith(t testing.TB, primeConfig func(*prime.Config)) *env {
 	mc := jobmirror.DefaultConfig()
 	mc.Workers, mc.EnsureTimeout = 8, 5*time.Second
 	mc.JobsSweepEvery = jobmirror.SweepOff // the email path alone, here
-	m, err := jobmirror.New(mc, e.Deps, e.Prime)
+	m, err := jobmirror.New(mc, e.Deps, e.Prime, jobmirror.LogInvites{Log: e.Deps.Log})
 	if err != nil {
 		t.Fatal(err)
 	}

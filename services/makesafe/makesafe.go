@@ -28,11 +28,11 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
@@ -71,10 +71,11 @@ type Config struct {
 	// of spMakesafeUpsertPhoneCallFromPrimeJob, §7), which no schedule
 	// holds. 0 turns it off.
 	RungSweep time.Duration `env:"MAKESAFE_RUNG_SWEEP" envDefault:"1m"`
-	// SMS configures the sender SenderFor builds (SMS_SEND_URL, …).
-	SMS sms.Config
+	// SMS configures the sender SenderFor builds (SMS_SEND_URL, …): the
+	// existing SMS flow's webhook.
+	SMS delivery.HTTPConfig `envPrefix:"SMS_"`
 	// Drainer configures the SMS drainer (SMS_MAX_ATTEMPTS, …).
-	Drainer sms.DrainerConfig
+	Drainer delivery.Config `envPrefix:"SMS_"`
 }
 
 // Validate reports the settings makesafe cannot run with, naming their
@@ -98,10 +99,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("makesafe: MAKESAFE_LADDER %v: rungs are whole seconds above zero, ascending", c.Ladder)
 		}
 	}
-	if send := c.SMS.SendTimeout(); c.Drainer.Lease <= send {
-		return fmt.Errorf("makesafe: SMS_CLAIM_LEASE (%s) must be longer than SMS_SEND_TIMEOUT (%s): a claim that lapses during a post lets the SMS be posted again", c.Drainer.Lease, send)
+	if err := errors.Join(c.Drainer.ValidateLease(sms.Kind.Prefix, c.SMS.SendTimeout()), c.Drainer.Validate(sms.Kind.Prefix)); err != nil {
+		return fmt.Errorf("makesafe: %w", err)
 	}
-	return c.Drainer.Validate()
+	return nil
 }
 
 // ValidateRealPrime is Validate for a makesafe whose jobs are real (a real
@@ -167,7 +168,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI, sender sms.Sender) (*Makesafe,
 // SMS_SEND_URL; or, with no URL, a LogSender that only logs (for `make run`
 // on the Prime simulator: bin/primeflow refuses a blank URL with a real
 // Prime; a warning says so).
-func SenderFor(cfg sms.Config, dry dryrun.Config, log *slog.Logger) (sms.Sender, error) {
+func SenderFor(cfg delivery.HTTPConfig, dry dryrun.Config, log *slog.Logger) (sms.Sender, error) {
 	if dry.Send {
 		return dryrun.OpenSink[sms.Message](dry, "sms", log)
 	}
@@ -181,7 +182,7 @@ func SenderFor(cfg sms.Config, dry dryrun.Config, log *slog.Logger) (sms.Sender,
 // Run consumes makesafe.detect, makesafe.recheck and sms.send.requested and
 // runs the SMS drainer until ctx ends.
 func (m *Makesafe) Run(ctx context.Context) error {
-	return runAll(ctx,
+	return service.RunAll(ctx,
 		func(ctx context.Context) error {
 			return consume.Run(ctx, m.js, consume.Spec{
 				Stream:   events.ConsumerMakesafe.Stream,
@@ -283,22 +284,4 @@ func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) err
 		}
 		return outbox.Swept(ms, d, cfg.OutboxSweep, events.RoleMakesafe)
 	})
-}
-
-// runAll runs fns until ctx ends or one fails, which stops the others, and
-// returns their errors.
-func runAll(ctx context.Context, fns ...func(context.Context) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		wg.Go(func() {
-			if errs[i] = fn(ctx); errs[i] != nil {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
@@ -96,7 +97,7 @@ func testConfig(smsURL string) makesafe.Config {
 	cfg.Workers = 4
 	cfg.OutboxSweep = time.Second
 	cfg.SMS.URL = smsURL
-	cfg.Drainer = sms.DrainerConfig{MaxAttempts: 5, Backoff: []time.Duration{50 * time.Millisecond},
+	cfg.Drainer = delivery.Config{MaxAttempts: 5, Backoff: []time.Duration{50 * time.Millisecond},
 		Lease: time.Minute, Sweep: time.Hour, Workers: 2}
 	return cfg
 }
@@ -409,7 +410,7 @@ func TestAnSMSEndpointThatFailsThenRecoversSendsOnce(t *testing.T) {
 	var m store.SMSMessage
 	flowtest.Eventually(t, "the SMS is recorded sent", func() bool {
 		m, err = r.Store.GetSMS(context.Background(), call.SMSID)
-		return err == nil && m.State == store.SMSSent
+		return err == nil && m.State == store.SendSent
 	})
 	is.Equal(m.Attempts, 3)   // sent on the third attempt
 	is.Equal(r.ep.count(), 3) // after two failed posts

@@ -31,7 +31,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	is.NoErr(e.JS.DeleteStream(ctx, events.StreamMakesafe)) // nothing takes makesafe.detect
 	claim(t, e, jobA, 3, events.FirstSeenMsgID(jobA))
 	flowtest.Eventually(t, "the publish after the commit failed", func() bool {
-		return strings.Contains(logs.String(), "make-safe hand-off not published yet")
+		return strings.Contains(logs.String(), "make-safe and sync-queue hand-off not published yet")
 	})
 	is.True(completed(e, jobA)())                                           // the pipeline completed
 	is.Equal(handOffsWaiting(t, e), []string{events.SubjectMakesafeDetect}) // and its hand-off waits in the outbox

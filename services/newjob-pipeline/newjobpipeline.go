@@ -1,7 +1,8 @@
 // Package newjobpipeline runs the new-job pipeline (RunNewJobPipelineAsync,
 // §6) once for each job job-mirror sees for the first time: it queues the
-// job's missing objects into ethSyncQueue and hands make-safe detection, with
-// the allocation re-checks on, to the makesafe service.
+// job's missing objects into ethSyncQueue, hands them to the sync-queue
+// drains (child-mirror's), and hands make-safe detection, with the
+// allocation re-checks on, to the makesafe service.
 package newjobpipeline
 
 import (
@@ -135,9 +136,9 @@ func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 
 // run is §6 through the one entry every path shares
 // (store.ProcessNewPrimeJob, spEthProcessNewPrimeJob): step 1 (queue the
-// missing objects), step 2 (make-safe detection with queue-checks on,
-// handed off through the outbox) and the completed stamp in one
-// transaction, so a failure anywhere leaves nothing half done and the
+// missing objects, which are handed to the drains), step 2 (make-safe
+// detection with queue-checks on, handed off through the outbox) and the
+// completed stamp in one transaction, so a failure anywhere leaves nothing half done and the
 // retry runs it all again. ran is false when the job's pipeline had
 // completed already. A hand-off nobody claimed (published by hand to run
 // the pipeline for a job) is claimed as ViaManual, so its progress shows.
@@ -147,10 +148,19 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 		return false, 0, err
 	}
 	handOff := outbox.Message(events.SubjectMakesafeDetect, events.FirstSeenDetectMsgID(jobID), body)
+	synced, err := json.Marshal(events.SyncQueued{JobID: jobID, Objects: store.MissingObjects(), Source: events.SourceFirstSeen})
+	if err != nil {
+		return false, 0, err
+	}
 	var r store.NewJobRun
-	_, err = p.outbox.With("jobId", jobID).InTx(ctx, p.store, "make-safe hand-off", func(tx store.Store) error {
+	_, err = p.outbox.With("jobId", jobID).InTx(ctx, p.store, "make-safe and sync-queue hand-off", func(tx store.Store) error {
 		var err error
-		r, err = tx.ProcessNewPrimeJob(ctx, jobID, logID, store.ViaManual, handOff)
+		if r, err = tx.ProcessNewPrimeJob(ctx, jobID, logID, store.ViaManual, handOff); err != nil || !r.Ran {
+			return err
+		}
+		// The objects step 1 queued go to the drains at once (child-mirror's).
+		_, err = tx.InsertOutbox(ctx, []store.OutboxMessage{
+			outbox.Message(events.SubjectSyncQueued, events.SyncQueuedMsgID(events.SourceFirstSeen, jobID), synced)})
 		return err
 	})
 	if err != nil {

@@ -64,7 +64,7 @@ func runMirror(t *testing.T, e *flowtest.Env, d service.Deps) (stop func()) {
 	mc := jobmirror.DefaultConfig()
 	mc.Workers, mc.EnsureTimeout = 8, 5*time.Second
 	mc.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
-	m, err := jobmirror.New(mc, d, e.Prime)
+	m, err := jobmirror.New(mc, d, e.Prime, jobmirror.LogInvites{Log: d.Log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func startFlow(t *testing.T, childMirror bool) *flow {
 	mirrorCfg := jobmirror.DefaultConfig()
 	mirrorCfg.Workers, mirrorCfg.EnsureTimeout = 2, 10*time.Second
 	mirrorCfg.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
-	jm, err := jobmirror.New(mirrorCfg, f.Deps, f.Prime)
+	jm, err := jobmirror.New(mirrorCfg, f.Deps, f.Prime, jobmirror.LogInvites{Log: f.Deps.Log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,8 @@ var commands = []struct{ name, usage string }{
 	{"replay", `primectl replay ID… [--yes] [--now]
   primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]`},
 	{"firstseen", "primectl firstseen [--failed | --all] [--limit N]"},
+	{"syncqueue", "primectl syncqueue [--object O] [--job GUID] [--limit N]"},
+	{"invites", "primectl invites [--failed | --all] [--limit N]"},
 	{"coverage", "primectl coverage [--since T] [--json]"},
 	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
 	{"compare", "primectl compare --live DSN [--since T] [--until T] [--days-ahead N]"},
@@ -122,7 +124,9 @@ the question, --all allows a replay of every row, --now asks ingest (INGEST_URL,
 ADMIN_USER/ADMIN_PASSWORD) to publish the reset rows at once instead of at its
 relay's next tick, and makes sure first that it can. coverage compares the paths
 new jobs came by (webhook, email, backstop) over the jobs Prime created since T
-(default 7d), and prints §7.1's coverage query by action.
+(default 7d), and prints §7.1's coverage query by action. syncqueue shows
+ethSyncQueue by object and its items (§6: the drains' work); invites lists the
+triage invites not sent yet, or only the Failed ones, which wait for a person.
 
 migrate --plan lists every object the scripts create or alter: absent, the
 same or different in the database, whose it is, and what a migration would
@@ -196,6 +200,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = c.firstSeen(ctx, rest)
 	case "coverage":
 		err = c.coverage(ctx, rest)
+	case "syncqueue":
+		err = c.syncQueue(ctx, rest)
+	case "invites":
+		err = c.invites(ctx, rest)
 	case "migrate":
 		err = c.migrate(ctx, rest)
 	case "compare":

@@ -59,6 +59,7 @@ func TestHelpListsWhatMainReads(t *testing.T) {
 			set := map[string]string{ // what each must have to get as far as connecting
 				"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_URL": "nats://127.0.0.1:1",
 				"MAKESAFE_SMS_TO": "+61400000000", "SMS_SEND_URL": "http://127.0.0.1:1/sms",
+				"TRIAGE_INVITE_SEND_URL": "http://127.0.0.1:1/invites", "AI_SUMMARY_NUDGE_URL": "off",
 				"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
 				"GRAPH_TENANT_ID":                       "tenant", "GRAPH_CLIENT_ID": "client", "GRAPH_CLIENT_SECRET": "secret", "MAIL_USER": "jobs@example.com",
 				"MAIL_FOLDER": "Inbox/Prime Jobs", "MAIL_PROCESSED_FOLDER": "Inbox/Prime Jobs/Processed", "MAIL_FAILED_FOLDER": "Inbox/Prime Jobs/Failed",

@@ -95,8 +95,9 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 		extra map[string]string
 	}{
 		// The consumers first: the streams each applies are its own.
-		{events.RoleJobMirror, jobmirror.Main, map[string]string{"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c"}},
-		{events.RoleChildMirror, childmirror.Main, nil},
+		{events.RoleJobMirror, jobmirror.Main, map[string]string{"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
+			"TRIAGE_INVITE_SEND_URL": smsSrv.URL}},
+		{events.RoleChildMirror, childmirror.Main, map[string]string{"AI_SUMMARY_NUDGE_URL": childmirror.NudgeOff}},
 		{events.RoleNewJobPipeline, newjobpipeline.Main, nil},
 		{events.RoleMakesafe, makesafe.Main, map[string]string{"MAKESAFE_SMS_TO": "+61400000000", "SMS_SEND_URL": smsSrv.URL}},
 		{events.RoleOptimoCreate, optimocreate.Main, nil},

@@ -98,13 +98,15 @@ const demoSMSTo = "+61400000000"
 
 // validate reports every setting the process cannot run with: the HTTP
 // server's, each service's own (Config.Validate) and, with a real Prime,
-// what job-mirror and makesafe need of a process of their own too
-// (ValidateRealPrime); only a run on the Prime simulator goes without a
-// triage status, and it or a shadow run (dry.Send) without an SMS sender.
+// what job-mirror, child-mirror and makesafe need of a process of their own
+// too (ValidateRealPrime); only a run on the Prime simulator goes without a
+// triage status and an AI summary nudge, and it or a shadow run (dry.Send)
+// without an SMS or triage invite sender.
 func (c Config) validate(dry dryrun.Config) error {
-	jobMirror, makesafe := c.JobMirror.Validate, c.Makesafe.Validate
+	jobMirror, childMirror, makesafe := c.JobMirror.Validate, c.ChildMirror.Validate, c.Makesafe.Validate
 	if c.Prime.Enabled() {
-		jobMirror = c.JobMirror.ValidateRealPrime
+		jobMirror = func() error { return c.JobMirror.ValidateRealPrime(dry) }
+		childMirror = c.ChildMirror.ValidateRealPrime
 		makesafe = func() error { return c.Makesafe.ValidateRealPrime(dry) }
 	}
 	mailIntake := func() error { return nil } // the Graph simulator's mailbox is filled in later
@@ -112,7 +114,7 @@ func (c Config) validate(dry dryrun.Config) error {
 		mailIntake = c.MailIntake.Validate
 	}
 	if err := errors.Join(c.HTTP.Validate(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
-		c.ChildMirror.Validate(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake()); err != nil {
+		childMirror(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake()); err != nil {
 		return fmt.Errorf("primeflow: %w", err)
 	}
 	return nil
@@ -308,10 +310,14 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 	if err != nil {
 		return nil, err
 	}
+	invites, err := jobmirror.InviteSenderFor(cfg.JobMirror.Invites, dry, d.Log)
+	if err != nil {
+		return nil, err
+	}
 	var runners []service.Runner
 	for _, build := range []func() (service.Runner, error){
 		func() (service.Runner, error) { return resolver.New(cfg.Resolver, d, pc) },
-		func() (service.Runner, error) { return jobmirror.New(cfg.JobMirror, d, pc) },
+		func() (service.Runner, error) { return jobmirror.New(cfg.JobMirror, d, pc, invites) },
 		func() (service.Runner, error) { return newjobpipeline.New(cfg.NewJobPipeline, d) },
 		func() (service.Runner, error) { return childmirror.New(cfg.ChildMirror, d, pc) },
 		func() (service.Runner, error) { return makesafe.New(cfg.Makesafe, d, pc, sender) },

@@ -1,8 +1,9 @@
 // Package resolver takes every webhook event from prime.webhook.>, works out
 // what it refers to (§4), and hands it to the stage that handles its action
 // on prime.resolved.<action>. It keeps one lane per job: a job's events are
-// handled one at a time, in log order, and the lane waits for the stage to
-// finish each row before it takes the job's next event.
+// handled one at a time, in the order the stream holds them (log order but
+// for rows published late: README, "Lanes"), and the lane waits for the
+// stage to finish each row before it takes the job's next event.
 package resolver
 
 import (

@@ -4,20 +4,20 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
-// QueueJobSummaryNow makes the job's AI summary due at now
-// (spPrimeflowQueueJobSummaryNow, §5.3 step 4).
-func (s *Store) QueueJobSummaryNow(ctx context.Context, jobID string, now time.Time) error {
+// QueueJobSummaryNow makes the job's AI summary due now
+// (spPrimeflowQueueJobSummaryNow @JobId, §5.3 step 4): the spec's call
+// shape, the job alone, so the procedure can be pointed at the live
+// implementation (sql/README.md, "Integration points").
+func (s *Store) QueueJobSummaryNow(ctx context.Context, jobID string) error {
 	job, err := parseGUID(jobID)
 	if err != nil {
 		return err
 	}
-	if _, err := s.q().ExecContext(ctx, procQueueJobSummaryNow, sql.Named("JobId", job),
-		sql.Named("Now", sqlTime(now))); err != nil {
+	if _, err := s.q().ExecContext(ctx, procQueueJobSummaryNow, sql.Named("JobId", job)); err != nil {
 		return fmt.Errorf("mssql: queue job summary: %w", err)
 	}
 	return nil

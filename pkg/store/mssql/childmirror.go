@@ -72,6 +72,27 @@ func jsonGUID(what, s string) (*string, error) {
 	return &s, nil
 }
 
+// jsonRows maps each of in to the JSON row a replace procedure reads with
+// row, which returns the row's id too: a record given twice is sent as its
+// last copy, in the place of its first.
+func jsonRows[In, Out any](in []In, row func(In) (id string, out Out, err error)) ([]Out, error) {
+	out := make([]Out, 0, len(in))
+	at := map[string]int{}
+	for _, r := range in {
+		id, o, err := row(r)
+		if err != nil {
+			return nil, err
+		}
+		if i, dup := at[id]; dup {
+			out[i] = o
+			continue
+		}
+		at[id] = len(out)
+		out = append(out, o)
+	}
+	return out, nil
+}
+
 // jsonParam encodes rows as the JSON array a replace procedure reads.
 func jsonParam(rows any) (string, error) {
 	b, err := json.Marshal(rows)

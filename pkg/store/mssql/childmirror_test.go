@@ -67,7 +67,7 @@ func childCalls(ctx context.Context, s *Store) []error {
 		ContactID: job, RelationshipType: "Insured", Attributes: "{}"}}))
 	_, err = s.ListJobContactRelationships(ctx, job)
 	try(err)
-	try(s.QueueJobSummaryNow(ctx, job, now))
+	try(s.QueueJobSummaryNow(ctx, job))
 	_, _, err = s.GetJobSummaryQueue(ctx, job)
 	try(err)
 	return errs
@@ -198,7 +198,7 @@ func TestChildMirrorNoCallForImpossibleArguments(t *testing.T) {
 		s.ReplaceJobEstimates(ctx, job, []store.Estimate{{EstimateID: job, Categories: []store.EstimateCategory{{}}}}),
 		s.ReplaceJobContactRelationships(ctx, job, []store.ContactRelationship{{ContactRelationshipID: job, ContactID: "x"}}),
 		s.SaveContact(ctx, store.Contact{}),
-		s.QueueJobSummaryNow(ctx, "259047", time.Now()),
+		s.QueueJobSummaryNow(ctx, "259047"),
 	} {
 		is.True(err != nil && !errors.Is(err, errRecorded)) // refused before a call
 	}

@@ -61,28 +61,23 @@ func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string
 	if err != nil {
 		return err
 	}
-	rows := make([]relationshipJSON, 0, len(rels))
-	at := map[string]int{}
-	for _, r := range rels {
+	rows, err := jsonRows(rels, func(r store.ContactRelationship) (string, relationshipJSON, error) {
 		id, err := jsonGUID("contact relationship id", r.ContactRelationshipID)
 		if err != nil {
-			return err
+			return "", relationshipJSON{}, err
 		}
 		if id == nil {
-			return errors.New("mssql: replace job contact relationships: a relationship has no id")
+			return "", relationshipJSON{}, errors.New("mssql: replace job contact relationships: a relationship has no id")
 		}
 		contact, err := jsonGUID("contact id", r.ContactID)
 		if err != nil {
-			return err
+			return "", relationshipJSON{}, err
 		}
-		row := relationshipJSON{ContactRelationshipID: id, ContactID: contact,
-			RelationshipType: jsonText(r.RelationshipType), Attributes: jsonText(r.Attributes)}
-		if i, dup := at[*id]; dup {
-			rows[i] = row
-			continue
-		}
-		at[*id] = len(rows)
-		rows = append(rows, row)
+		return *id, relationshipJSON{ContactRelationshipID: id, ContactID: contact,
+			RelationshipType: jsonText(r.RelationshipType), Attributes: jsonText(r.Attributes)}, nil
+	})
+	if err != nil {
+		return err
 	}
 	list, err := jsonParam(rows)
 	if err != nil {

@@ -91,13 +91,38 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, err = s.WebhookActionCoverage(ctx, time.Time{})
 	try(err)
+	item := store.SyncQueueItem{ID: 7, Object: store.TableAllocations, JobID: job, QueuedUTC: time.Now(), ClaimedUTC: time.Now()}
+	_, err = s.ReleaseSyncQueue(ctx, item)
+	try(err)
+	_, err = s.DeleteClaimedSyncQueue(ctx, item)
+	try(err)
+	_, err = s.SyncQueueStats(ctx)
+	try(err)
+	try(s.ReplaceJobStatusHistory(ctx, job, []store.JobStatusHistory{{StatusHistoryID: status, StatusID: status, CreatedAt: time.Now(), Attributes: "{}"}}))
+	_, err = s.ListJobStatusHistory(ctx, job)
+	try(err)
+	_, err = s.ListTriageInviteQueue(ctx, store.InvitesFailed, 0)
+	try(err)
+	_, err = s.ClaimTriageInvites(ctx, time.Now(), time.Minute, 5, 4)
+	try(err)
+	try(s.SetTriageInviteSent(ctx, 3, 1, time.Now()))
+	try(s.SetTriageInviteFailed(ctx, 3, 1, "HTTP 503", time.Now(), time.Now()))
+	try(s.SetTriageInviteFailed(ctx, 3, 1, "HTTP 400", time.Time{}, time.Now()))
+	try(s.ReleaseTriageInvite(ctx, 3, 1, time.Now()))
+	_, err = s.GetTriageInvite(ctx, 3)
+	try(err)
+	_, _, err = s.NextTriageInviteDue(ctx)
+	try(err)
+	_, err = s.CountTriageInvites(ctx)
+	try(err)
 	for _, err := range errs {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
 	// 051 redefines the first-sight procedures of 010 (a later CREATE OR
 	// ALTER wins) and brings the new-job path's own.
-	checkCalls(t, rec, scriptModules(t, "010_jobs.sql", "011_job_triggers.sql", "012_sync_queue.sql", "051_new_job_path.sql"), fitsNullable, nil)
+	checkCalls(t, rec, scriptModules(t, "010_jobs.sql", "011_job_triggers.sql", "012_sync_queue.sql", "051_new_job_path.sql",
+		"060_sync_drains.sql", "061_triage_invites.sql"), fitsNullable, nil)
 }
 
 // The email path's receipt: every method calls a procedure of 050 that

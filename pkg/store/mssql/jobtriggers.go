@@ -19,6 +19,18 @@ const (
 	procListTriageInvites          = "dbo.spPrimeflowListTriageInvites"
 )
 
+// The procedures of the triage invite sender (sql/mssql/061_triage_invites.sql).
+const (
+	procListTriageInviteQueue = "dbo.spPrimeflowListTriageInviteQueue"
+	procClaimTriageInvites    = "dbo.spPrimeflowClaimTriageInvites"
+	procSetTriageInviteSent   = "dbo.spPrimeflowSetTriageInviteSent"
+	procSetTriageInviteFailed = "dbo.spPrimeflowSetTriageInviteFailed"
+	procReleaseTriageInvite   = "dbo.spPrimeflowReleaseTriageInvite"
+	procGetTriageInvite       = "dbo.spPrimeflowGetTriageInvite"
+	procNextTriageInviteDue   = "dbo.spPrimeflowNextTriageInviteDue"
+	procCountTriageInvites    = "dbo.spPrimeflowCountTriageInvites"
+)
+
 // QueueClientWIPStatusChange queues a StatusChange trigger unless the job
 // has one from the same source (spPrimeflowQueueClientWIPStatusChange).
 func (s *Store) QueueClientWIPStatusChange(ctx context.Context, jobID, source string) (bool, error) {
@@ -78,9 +90,5 @@ func (s *Store) ListTriageInvites(ctx context.Context, jobID string) ([]store.Tr
 	if !ok {
 		return nil, nil
 	}
-	return queryAll(ctx, s.q(), "list triage invites", procListTriageInvites, func(sc sqlrows.Scanner) (store.TriageInvite, error) {
-		var t store.TriageInvite
-		err := sc.Scan(&t.ID, scanGUID{&t.JobID}, scanGUID{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC})
-		return t, err
-	}, sql.Named("JobId", id))
+	return queryAll(ctx, s.q(), "list triage invites", procListTriageInvites, scanInvite, sql.Named("JobId", id))
 }

@@ -38,28 +38,23 @@ func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType strin
 	if err != nil {
 		return err
 	}
-	rows := make([]siteFormJSON, 0, len(forms))
-	at := map[string]int{}
-	for _, f := range forms {
+	rows, err := jsonRows(forms, func(f store.SiteForm) (string, siteFormJSON, error) {
 		id, err := jsonGUID("site form id", f.SiteFormID)
 		if err != nil {
-			return err
+			return "", siteFormJSON{}, err
 		}
 		if id == nil {
-			return errors.New("mssql: replace job site forms: a site form has no id")
+			return "", siteFormJSON{}, errors.New("mssql: replace job site forms: a site form has no id")
 		}
 		obj, err := jsonGUID("site form object id", f.ObjectID)
 		if err != nil {
-			return err
+			return "", siteFormJSON{}, err
 		}
-		row := siteFormJSON{SiteFormID: id, ObjectID: obj, Name: jsonText(f.Name), Status: jsonText(f.Status),
-			CreatedAt: jsonTime(f.CreatedAt), UpdatedAt: jsonTime(f.UpdatedAt), Attributes: jsonText(f.Attributes)}
-		if i, dup := at[*id]; dup {
-			rows[i] = row
-			continue
-		}
-		at[*id] = len(rows)
-		rows = append(rows, row)
+		return *id, siteFormJSON{SiteFormID: id, ObjectID: obj, Name: jsonText(f.Name), Status: jsonText(f.Status),
+			CreatedAt: jsonTime(f.CreatedAt), UpdatedAt: jsonTime(f.UpdatedAt), Attributes: jsonText(f.Attributes)}, nil
+	})
+	if err != nil {
+		return err
 	}
 	list, err := jsonParam(rows)
 	if err != nil {

@@ -3,7 +3,6 @@ package mssql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -31,7 +30,7 @@ func scanSMS(r sqlrows.Scanner) (store.SMSMessage, error) {
 		scanString{&m.DedupeKey}, scanString{&state}, &m.Attempts, scanTime{&m.NextAttemptUTC},
 		scanTime{&m.ClaimedUntilUTC}, scanString{&m.LastError}, scanTime{&m.QueuedUTC},
 		scanTime{&m.SentUTC}, scanTime{&m.FailedUTC}, scanTime{&m.UpdatedUTC})
-	m.State = store.SMSState(state)
+	m.State = store.SendState(state)
 	return m, err
 }
 
@@ -59,48 +58,30 @@ func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration
 		sql.Named("MaxAttempts", maxAttempts), sql.Named("Top", limit))
 }
 
+// smsQueue is smsQueue's procedures.
+var smsQueue = sendQueue[store.SMSMessage]{what: "sms", sent: procSMSSetSent, failed: procSMSSetFailed,
+	released: procSMSRelease, get: procSMSGet, scan: scanSMS}
+
 // SetSMSSent marks a message Sent, if it still holds the claim
 // (spSmsQueueSetSent).
 func (s *Store) SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.updateSMSClaim(ctx, "set sms sent", id, attempt, procSMSSetSent,
-		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("SentUTC", sqlTime(at)))
+	return smsQueue.setSent(ctx, s, id, attempt, store.SendSent, at)
 }
 
 // SetSMSLogged marks a message Logged, if it still holds the claim
 // (spSmsQueueSetSent @State = 'Logged').
 func (s *Store) SetSMSLogged(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.updateSMSClaim(ctx, "set sms logged", id, attempt, procSMSSetSent,
-		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("SentUTC", sqlTime(at)), sql.Named("State", string(store.SMSLogged)))
+	return smsQueue.setSent(ctx, s, id, attempt, store.SendLogged, at)
 }
 
 // SetSMSFailed records a failed send against its claim (spSmsQueueSetFailed).
 func (s *Store) SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error {
-	return s.updateSMSClaim(ctx, "set sms failed", id, attempt, procSMSSetFailed,
-		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("Error", statusParam(cause)),
-		sql.Named("RetryUTC", sqlTime(retryAt)), sql.Named("NowUTC", sqlTime(at)))
+	return smsQueue.setFailed(ctx, s, id, attempt, cause, retryAt, at)
 }
 
 // ReleaseSMS gives back a claim that posted nothing (spSmsQueueRelease).
 func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.updateSMSClaim(ctx, "release sms", id, attempt, procSMSRelease,
-		sql.Named("ID", id), sql.Named("Attempt", attempt), sql.Named("NowUTC", sqlTime(at)))
-}
-
-// updateSMSClaim calls a procedure that updates message id while it holds
-// the claim attempt and returns rowsUpdated; 0 is ErrNotFound for an unknown
-// id, else ErrSMSClaimLost.
-func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attempt int, proc string, args ...any) error {
-	var n int
-	if err := s.q().QueryRowContext(ctx, proc, args...).Scan(&n); err != nil {
-		return fmt.Errorf("mssql: %s %d: %w", what, id, err)
-	}
-	if n == 1 {
-		return nil
-	}
-	if _, err := s.GetSMS(ctx, id); err != nil {
-		return fmt.Errorf("mssql: %s: %w", what, err)
-	}
-	return fmt.Errorf("mssql: %s %d (attempt %d): %w", what, id, attempt, store.ErrSMSClaimLost)
+	return smsQueue.release(ctx, s, id, attempt, at)
 }
 
 // callUpdating calls a procedure that returns rowsUpdated; 0 is ErrNotFound.
@@ -117,46 +98,15 @@ func (s *Store) callUpdating(ctx context.Context, what string, id any, proc stri
 
 // GetSMS returns one message (spSmsQueueGet).
 func (s *Store) GetSMS(ctx context.Context, id int64) (store.SMSMessage, error) {
-	m, err := scanSMS(s.q().QueryRowContext(ctx, procSMSGet, sql.Named("ID", id)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return m, fmt.Errorf("mssql: get sms %d: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return m, fmt.Errorf("mssql: get sms %d: %w", id, err)
-	}
-	return m, nil
+	return smsQueue.getRow(ctx, s, id)
 }
 
 // NextSMSDue returns when the next message is due (spSmsQueueNextDue).
 func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
-	var at time.Time
-	if err := s.q().QueryRowContext(ctx, procSMSNextDue).Scan(scanTime{&at}); err != nil {
-		return time.Time{}, false, fmt.Errorf("mssql: next sms due: %w", err)
-	}
-	return at, !at.IsZero(), nil
+	return s.nextDue(ctx, "next sms due", procSMSNextDue)
 }
 
 // CountSMS counts the messages in each state (spSmsQueueCount).
-func (s *Store) CountSMS(ctx context.Context) (map[store.SMSState]int, error) {
-	out := map[store.SMSState]int{}
-	for _, st := range store.SMSStates() {
-		out[st] = 0
-	}
-	rows, err := s.q().QueryContext(ctx, procSMSCount)
-	if err != nil {
-		return nil, fmt.Errorf("mssql: count sms: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var state string
-		var n int
-		if err := rows.Scan(&state, &n); err != nil {
-			return nil, fmt.Errorf("mssql: count sms: %w", err)
-		}
-		out[store.SMSState(state)] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mssql: count sms: %w", err)
-	}
-	return out, nil
+func (s *Store) CountSMS(ctx context.Context) (map[store.SendState]int, error) {
+	return s.countStates(ctx, "count sms", procSMSCount)
 }

@@ -14,8 +14,8 @@ const procStatusOverview = "dbo.spPrimeflowStatusOverview"
 // StatusOverview reads the Overview in one call (spPrimeflowStatusOverview),
 // its result sets in the procedure's order.
 func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
-	o := store.Overview{SMS: map[store.SMSState]int{}}
-	for _, st := range store.SMSStates() {
+	o := store.Overview{SMS: map[store.SendState]int{}}
+	for _, st := range store.SendStates() {
 		o.SMS[st] = 0
 	}
 	rows, err := s.q().QueryContext(ctx, procStatusOverview, sql.Named("MaxAttempts", store.MaxAttempts))
@@ -43,7 +43,7 @@ func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
 			var state string
 			var n int
 			err := rows.Scan(&state, &n)
-			o.SMS[store.SMSState(state)] = n
+			o.SMS[store.SendState(state)] = n
 			return err
 		},
 		func() error { return rows.Scan(scanString{&o.SMSLastError}, scanTime{&o.SMSLastErrorUTC}) },

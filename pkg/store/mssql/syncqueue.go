@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 	mssql "github.com/microsoft/go-mssqldb"
 )
 
@@ -129,4 +130,45 @@ func (s *Store) querySyncQueue(ctx context.Context, proc string, args []any) ([]
 		out = append(out, it)
 	}
 	return out, rows.Err()
+}
+
+// The procedures of the drains (sql/mssql/060_sync_drains.sql).
+const (
+	procReleaseSyncQueue       = "dbo.spPrimeflowReleaseSyncQueue"
+	procDeleteClaimedSyncQueue = "dbo.spPrimeflowDeleteClaimedSyncQueue"
+	procSyncQueueStats         = "dbo.spPrimeflowSyncQueueStats"
+)
+
+// ReleaseSyncQueue gives back a claim (spPrimeflowReleaseSyncQueue).
+func (s *Store) ReleaseSyncQueue(ctx context.Context, it store.SyncQueueItem) (bool, error) {
+	var n int
+	if err := s.q().QueryRowContext(ctx, procReleaseSyncQueue, sql.Named("ID", it.ID),
+		sql.Named("ClaimedUTC", sqlTime(it.ClaimedUTC))).Scan(&n); err != nil {
+		return false, fmt.Errorf("mssql: release sync queue %d: %w", it.ID, err)
+	}
+	return n > 0, nil
+}
+
+// DeleteClaimedSyncQueue removes a claimed item still as claimed
+// (spPrimeflowDeleteClaimedSyncQueue).
+func (s *Store) DeleteClaimedSyncQueue(ctx context.Context, it store.SyncQueueItem) (bool, error) {
+	var n int
+	if err := s.q().QueryRowContext(ctx, procDeleteClaimedSyncQueue, sql.Named("ID", it.ID),
+		sql.Named("QueuedUTC", sqlTime(it.QueuedUTC)), sql.Named("ClaimedUTC", sqlTime(it.ClaimedUTC))).Scan(&n); err != nil {
+		return false, fmt.Errorf("mssql: delete claimed sync queue %d: %w", it.ID, err)
+	}
+	return n > 0, nil
+}
+
+// SyncQueueStats counts the queue by object (spPrimeflowSyncQueueStats).
+func (s *Store) SyncQueueStats(ctx context.Context) ([]store.SyncQueueStat, error) {
+	stats, err := queryAll(ctx, s.q(), "sync queue stats", procSyncQueueStats, func(sc sqlrows.Scanner) (store.SyncQueueStat, error) {
+		var st store.SyncQueueStat
+		err := sc.Scan(&st.Object, &st.Items, &st.Claimed, scanTime{&st.OldestQueuedUTC})
+		return st, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return store.EveryObject(stats), nil
 }

@@ -10,12 +10,12 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
-// QueueJobSummaryNow makes the job's AI summary due at now (§5.3 step 4).
-func (s *Store) QueueJobSummaryNow(ctx context.Context, jobID string, now time.Time) error {
+// QueueJobSummaryNow makes the job's AI summary due now (§5.3 step 4).
+func (s *Store) QueueJobSummaryNow(ctx context.Context, jobID string) error {
 	if jobID == "" {
 		return errors.New("sqlite: queue job summary: no job id")
 	}
-	at := formatTime(now)
+	at := formatTime(time.Now())
 	_, err := s.w().ExecContext(ctx, `INSERT INTO ethAIJobSummaryQueue (jobId, QueuedFor, createdUTC, updatedUTC)
 		VALUES (?, ?, ?, ?)
 		ON CONFLICT (jobId) DO UPDATE SET QueuedFor = excluded.QueuedFor, updatedUTC = excluded.updatedUTC`,

@@ -42,16 +42,18 @@ func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]stor
 
 // QueueTriageInvite queues an invite when the mirrored status is the
 // Initial-Contact-Made status and no invite is pending; the partial unique
-// index keeps it to one pending invite a job.
+// index keeps it to one pending invite a job. A new invite is due at once.
 func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (bool, error) {
 	if initialContactMadeStatusID == "" {
 		return false, nil
 	}
-	res, err := s.w().ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC)
-		SELECT j.jobId, j.statusId, ? FROM primeJobs AS j
+	now := formatTime(time.Now())
+	res, err := s.w().ExecContext(ctx, `INSERT INTO ethTriageInviteQueue
+		(jobId, statusId, queuedUTC, state, attempts, nextAttemptUTC, updatedUTC)
+		SELECT j.jobId, j.statusId, ?, ?, 0, ?, ? FROM primeJobs AS j
 		WHERE j.jobId = ? AND j.statusId = ?
 		  AND NOT EXISTS (SELECT 1 FROM ethTriageInviteQueue AS q WHERE q.jobId = j.jobId AND q.sentUTC IS NULL)`,
-		formatTime(time.Now()), strings.ToLower(jobID), strings.ToLower(initialContactMadeStatusID))
+		now, string(store.SendQueued), now, now, strings.ToLower(jobID), strings.ToLower(initialContactMadeStatusID))
 	if err != nil {
 		return false, fmt.Errorf("sqlite: queue triage invite: %w", err)
 	}
@@ -64,10 +66,6 @@ func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMade
 
 // ListTriageInvites lists a job's invites, oldest first.
 func (s *Store) ListTriageInvites(ctx context.Context, jobID string) ([]store.TriageInvite, error) {
-	return queryAll(ctx, s.r(), "list triage invites", `SELECT id, jobId, statusId, queuedUTC, sentUTC
-		FROM ethTriageInviteQueue WHERE jobId = ? ORDER BY id`, func(sc sqlrows.Scanner) (store.TriageInvite, error) {
-		var t store.TriageInvite
-		err := sc.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC})
-		return t, err
-	}, strings.ToLower(jobID))
+	return queryAll(ctx, s.r(), "list triage invites", `SELECT `+inviteColumns+`
+		FROM ethTriageInviteQueue WHERE jobId = ? ORDER BY id`, scanInvite, strings.ToLower(jobID))
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -25,7 +26,7 @@ func scanSMS(r sqlrows.Scanner) (store.SMSMessage, error) {
 	err := r.Scan(&m.ID, &m.Recipient, &m.Body, scanString{&m.Source}, scanString{&m.DedupeKey}, &state, &m.Attempts,
 		scanTime{&m.NextAttemptUTC}, scanTime{&m.ClaimedUntilUTC}, scanString{&m.LastError}, scanTime{&m.QueuedUTC},
 		scanTime{&m.SentUTC}, scanTime{&m.FailedUTC}, scanTime{&m.UpdatedUTC})
-	m.State = store.SMSState(state)
+	m.State = store.SendState(state)
 	return m, err
 }
 
@@ -56,7 +57,7 @@ func (s *Store) queueSMS(ctx context.Context, m store.NewSMS) (int64, bool, erro
 		(Recipient, Body, Source, DedupeKey, State, Attempts, NextAttemptUTC, QueuedUTC, UpdatedUTC)
 		VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
 		ON CONFLICT DO NOTHING RETURNING ID`,
-		m.Recipient, m.Body, nullString(m.Source), nullString(m.DedupeKey), string(store.SMSQueued), at, at, at).Scan(&id)
+		m.Recipient, m.Body, nullString(m.Source), nullString(m.DedupeKey), string(store.SendQueued), at, at, at).Scan(&id)
 	if err == nil {
 		return id, true, nil
 	}
@@ -69,57 +70,63 @@ func (s *Store) queueSMS(ctx context.Context, m store.NewSMS) (int64, bool, erro
 
 // ClaimSMS claims the messages due at now.
 func (s *Store) ClaimSMS(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]store.SMSMessage, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	at, until := formatTime(now), formatTime(now.Add(lease))
-	var out []store.SMSMessage
-	err := s.inTx(ctx, func(tx *Store) error {
-		if _, err := tx.tx.ExecContext(ctx, `UPDATE smsQueue
+	out, err := claimSendQueue(ctx, s, limit, scanSMS, func(m store.SMSMessage) int64 { return m.ID }, `UPDATE smsQueue
 			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?
-			WHERE State = ? AND ClaimedUntilUTC <= ? AND Attempts >= ?`,
-			string(store.SMSFailed), at, at, lapsedOnLastAttempt, string(store.SMSSending), at, maxAttempts); err != nil {
-			return err
-		}
-		rows, err := tx.tx.QueryContext(ctx, `UPDATE smsQueue
+			WHERE State = ? AND ClaimedUntilUTC <= ? AND Attempts >= ?`, `UPDATE smsQueue
 			SET State = ?, Attempts = Attempts + 1, ClaimedUntilUTC = ?, UpdatedUTC = ?
 			WHERE ID IN (SELECT ID FROM smsQueue
 				WHERE (State = ? AND NextAttemptUTC <= ?) OR (State = ? AND ClaimedUntilUTC <= ?)
 				ORDER BY ID LIMIT ?)
-			RETURNING `+smsColumns,
-			string(store.SMSSending), until, at, string(store.SMSQueued), at, string(store.SMSSending), at, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			m, err := scanSMS(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-		return rows.Err()
-	})
+			RETURNING `+smsColumns, now, lease, maxAttempts)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim sms: %w", err)
 	}
-	slices.SortFunc(out, func(a, b store.SMSMessage) int { return int(a.ID - b.ID) })
+	return out, nil
+}
+
+// claimSendQueue claims up to limit rows of a send queue in one
+// transaction: lapse fails the rows whose lapsed claim was the maxAttempts-th
+// (its parameters: Failed, now, now, the error, Sending, now, maxAttempts),
+// then claim claims the due ones and returns them (Sending, the lease's end,
+// now, Queued, now, Sending, now, limit), which scan reads. They come back
+// in the order of their ids.
+func claimSendQueue[T any](ctx context.Context, s *Store, limit int, scan func(sqlrows.Scanner) (T, error), id func(T) int64,
+	lapse, claim string, now time.Time, lease time.Duration, maxAttempts int) ([]T, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	at, until := formatTime(now), formatTime(now.Add(lease))
+	var out []T
+	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.tx.ExecContext(ctx, lapse, string(store.SendFailed), at, at, lapsedOnLastAttempt,
+			string(store.SendSending), at, maxAttempts); err != nil {
+			return err
+		}
+		var err error
+		out, err = sqlrows.All(ctx, tx.tx, claim, scan, string(store.SendSending), until, at,
+			string(store.SendQueued), at, string(store.SendSending), at, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING gives the rows in no set order.
+	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(id(a), id(b)) })
 	return out, nil
 }
 
 // SetSMSSent marks a message Sent, if it still holds the claim.
 func (s *Store) SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.setSMSDone(ctx, "set sms sent", id, attempt, store.SMSSent, at)
+	return s.setSMSDone(ctx, "set sms sent", id, attempt, store.SendSent, at)
 }
 
 // SetSMSLogged marks a message Logged (handed to the log, never sent), if
 // it still holds the claim.
 func (s *Store) SetSMSLogged(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.setSMSDone(ctx, "set sms logged", id, attempt, store.SMSLogged, at)
+	return s.setSMSDone(ctx, "set sms logged", id, attempt, store.SendLogged, at)
 }
 
-func (s *Store) setSMSDone(ctx context.Context, what string, id int64, attempt int, state store.SMSState, at time.Time) error {
+func (s *Store) setSMSDone(ctx context.Context, what string, id int64, attempt int, state store.SendState, at time.Time) error {
 	t := formatTime(at)
 	return s.updateSMSClaim(ctx, what, id, attempt, `UPDATE smsQueue
 		SET State = ?, SentUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
@@ -134,25 +141,35 @@ func (s *Store) SetSMSFailed(ctx context.Context, id int64, attempt int, cause s
 	if retryAt.IsZero() {
 		return s.updateSMSClaim(ctx, "set sms failed", id, attempt, `UPDATE smsQueue
 			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?`,
-			string(store.SMSFailed), t, t, cause)
+			string(store.SendFailed), t, t, cause)
 	}
 	return s.updateSMSClaim(ctx, "set sms failed", id, attempt, `UPDATE smsQueue
 		SET State = ?, NextAttemptUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?`,
-		string(store.SMSQueued), formatTime(retryAt), t, cause)
+		string(store.SendQueued), formatTime(retryAt), t, cause)
 }
 
 // ReleaseSMS gives back a claim that posted nothing, its attempt uncounted.
 func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error {
 	return s.updateSMSClaim(ctx, "release sms", id, attempt, `UPDATE smsQueue
 		SET State = ?, Attempts = Attempts - 1, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
-		string(store.SMSQueued), formatTime(at))
+		string(store.SendQueued), formatTime(at))
 }
 
 // updateSMSClaim runs update, an UPDATE smsQueue … SET without its WHERE,
 // on message id while it holds the claim attempt.
 func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attempt int, update string, args ...any) error {
-	res, err := s.w().ExecContext(ctx, update+` WHERE ID = ? AND State = ? AND Attempts = ?`,
-		append(args, id, string(store.SMSSending), attempt)...)
+	return s.updateClaim(ctx, what, id, attempt, func(ctx context.Context, id int64) error {
+		_, err := s.GetSMS(ctx, id)
+		return err
+	}, update+` WHERE ID = ? AND State = ? AND Attempts = ?`, args...)
+}
+
+// updateClaim runs update, an UPDATE of a send queue whose WHERE ends with
+// the row's id, state and attempts, with args and then id, Sending and
+// attempt. No row updated is the error exists returns for the row
+// (ErrNotFound for an unknown id), else ErrClaimLost.
+func (s *Store) updateClaim(ctx context.Context, what string, id int64, attempt int, exists func(context.Context, int64) error, update string, args ...any) error {
+	res, err := s.w().ExecContext(ctx, update, append(args, id, string(store.SendSending), attempt)...)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s %d: %w", what, id, err)
 	}
@@ -163,10 +180,10 @@ func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attem
 	if n == 1 {
 		return nil
 	}
-	if _, err := s.GetSMS(ctx, id); err != nil {
+	if err := exists(ctx, id); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", what, err)
 	}
-	return fmt.Errorf("sqlite: %s %d (attempt %d): %w", what, id, attempt, store.ErrSMSClaimLost)
+	return fmt.Errorf("sqlite: %s %d (attempt %d): %w", what, id, attempt, store.ErrClaimLost)
 }
 
 // GetSMS returns one message.
@@ -183,39 +200,49 @@ func (s *Store) GetSMS(ctx context.Context, id int64) (store.SMSMessage, error) 
 
 // NextSMSDue returns when the next message is due or the next claim lapses.
 func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
-	var at time.Time
-	err := s.r().QueryRowContext(ctx, `SELECT MIN(t) FROM (
+	return s.nextDue(ctx, "next sms due", `SELECT MIN(t) FROM (
 		SELECT MIN(NextAttemptUTC) AS t FROM smsQueue WHERE State = ?
 		UNION ALL
-		SELECT MIN(ClaimedUntilUTC) FROM smsQueue WHERE State = ?)`,
-		string(store.SMSQueued), string(store.SMSSending)).Scan(scanTime{&at})
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("sqlite: next sms due: %w", err)
+		SELECT MIN(ClaimedUntilUTC) FROM smsQueue WHERE State = ?)`)
+}
+
+// nextDue runs a send queue's query for the earliest due time, given Queued
+// and Sending.
+func (s *Store) nextDue(ctx context.Context, what, query string) (time.Time, bool, error) {
+	var at time.Time
+	if err := s.r().QueryRowContext(ctx, query, string(store.SendQueued), string(store.SendSending)).Scan(scanTime{&at}); err != nil {
+		return time.Time{}, false, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return at, !at.IsZero(), nil
 }
 
 // CountSMS counts the messages in each state.
-func (s *Store) CountSMS(ctx context.Context) (map[store.SMSState]int, error) {
-	out := map[store.SMSState]int{}
-	for _, st := range store.SMSStates() {
+func (s *Store) CountSMS(ctx context.Context) (map[store.SendState]int, error) {
+	return s.countStates(ctx, "count sms", `SELECT State, COUNT(*) FROM smsQueue GROUP BY State`)
+}
+
+// countStates runs a send queue's (state, count) query; every state is in
+// the answer, 0 when none is in it.
+func (s *Store) countStates(ctx context.Context, what, query string) (map[store.SendState]int, error) {
+	out := map[store.SendState]int{}
+	for _, st := range store.SendStates() {
 		out[st] = 0
 	}
-	rows, err := s.r().QueryContext(ctx, `SELECT State, COUNT(*) FROM smsQueue GROUP BY State`)
+	rows, err := s.r().QueryContext(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: count sms: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var state string
 		var n int
 		if err := rows.Scan(&state, &n); err != nil {
-			return nil, fmt.Errorf("sqlite: count sms: %w", err)
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 		}
-		out[store.SMSState(state)] = n
+		out[store.SendState(state)] = n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: count sms: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return out, nil
 }

@@ -57,7 +57,7 @@ func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
 		return o, err
 	}
 	if err := row("sms last error", `SELECT LastError, UpdatedUTC FROM smsQueue WHERE LastError IS NOT NULL AND State <> ?
-		ORDER BY UpdatedUTC DESC, ID DESC LIMIT 1`, []any{string(store.SMSSent)}, scanString{&o.SMSLastError}, scanTime{&o.SMSLastErrorUTC}); err != nil {
+		ORDER BY UpdatedUTC DESC, ID DESC LIMIT 1`, []any{string(store.SendSent)}, scanString{&o.SMSLastError}, scanTime{&o.SMSLastErrorUTC}); err != nil {
 		return o, err
 	}
 	if err := row("first sight", `SELECT COUNT(*) FROM primeflowJobFirstSeen WHERE pipelineCompletedUTC IS NULL AND pipelineAttempts > 0`, nil,

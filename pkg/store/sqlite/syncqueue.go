@@ -150,3 +150,47 @@ func querySyncQueue(ctx context.Context, q sqlrows.Querier, where string, args [
 	}
 	return out, rows.Err()
 }
+
+// ReleaseSyncQueue gives back a claim, while the item still holds it.
+func (s *Store) ReleaseSyncQueue(ctx context.Context, it store.SyncQueueItem) (bool, error) {
+	n, err := s.execCount(ctx, `UPDATE ethSyncQueue SET claimedUTC = NULL WHERE id = ? AND claimedUTC = ?`,
+		it.ID, formatTime(it.ClaimedUTC))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: release sync queue %d: %w", it.ID, err)
+	}
+	return n > 0, nil
+}
+
+// DeleteClaimedSyncQueue removes a claimed item while it is as claimed.
+func (s *Store) DeleteClaimedSyncQueue(ctx context.Context, it store.SyncQueueItem) (bool, error) {
+	n, err := s.execCount(ctx, `DELETE FROM ethSyncQueue WHERE id = ? AND queuedUTC = ? AND claimedUTC = ?`,
+		it.ID, formatTime(it.QueuedUTC), formatTime(it.ClaimedUTC))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: delete claimed sync queue %d: %w", it.ID, err)
+	}
+	return n > 0, nil
+}
+
+// execCount runs a write and returns how many rows it changed.
+func (s *Store) execCount(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := s.w().ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// SyncQueueStats counts the queue by object.
+func (s *Store) SyncQueueStats(ctx context.Context) ([]store.SyncQueueStat, error) {
+	stats, err := queryAll(ctx, s.r(), "sync queue stats", `SELECT objectName, COUNT(*),
+		SUM(CASE WHEN claimedUTC IS NULL THEN 0 ELSE 1 END), MIN(queuedUTC)
+		FROM ethSyncQueue GROUP BY objectName ORDER BY objectName`, func(sc sqlrows.Scanner) (store.SyncQueueStat, error) {
+		var st store.SyncQueueStat
+		err := sc.Scan(&st.Object, &st.Items, &st.Claimed, scanTime{&st.OldestQueuedUTC})
+		return st, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return store.EveryObject(stats), nil
+}

@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/matryer/is"
@@ -79,4 +81,175 @@ func testTriageInvites(t *testing.T, open Opener) {
 	none, err := s.ListTriageInvites(ctx, jobB)
 	is.NoErr(err)
 	is.Equal(len(none), 0) // other jobs have none
+}
+
+// The triage invite queue is a send queue like smsQueue: claimed, failed,
+// retried, sent once, Failed for a person, each outcome against its claim.
+func testTriageInviteQueue(t *testing.T, open Opener) {
+	ctx := context.Background()
+	const lease = time.Minute
+	queue := func(t *testing.T, s store.Store, job string) store.TriageInvite {
+		t.Helper()
+		is := is.New(t)
+		_, err := s.UpsertJob(ctx, sampleJob(job, statusICM, 1))
+		is.NoErr(err)
+		queued, err := s.QueueTriageInvite(ctx, job, statusICM)
+		is.NoErr(err)
+		is.True(queued)
+		got, err := s.ListTriageInvites(ctx, job)
+		is.NoErr(err)
+		return got[len(got)-1]
+	}
+
+	t.Run("queued, sending, failed, queued, sending, sent", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		_, ok, err := s.NextTriageInviteDue(ctx)
+		is.NoErr(err)
+		is.True(!ok) // nothing waits in an empty queue
+		inv := queue(t, s, jobA)
+		is.Equal(inv.State, store.SendQueued) // a new invite is queued
+		is.Equal(inv.Attempts, 0)
+		due, ok, err := s.NextTriageInviteDue(ctx)
+		is.NoErr(err)
+		is.True(ok && !due.After(time.Now())) // and due at once
+
+		t0 := time.Now().Add(time.Second).Truncate(time.Millisecond)
+		got, err := s.ClaimTriageInvites(ctx, t0, lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1)                                // claimed
+		is.Equal(got[0].ID, inv.ID)                          // the invite
+		is.Equal(got[0].JobID, jobA)                         // of the job
+		is.Equal(got[0].StatusID, statusICM)                 // in the status it was queued in
+		is.Equal(got[0].State, store.SendSending)            // now Sending
+		is.Equal(got[0].Attempts, 1)                         // first attempt
+		is.True(got[0].ClaimedUntilUTC.Equal(t0.Add(lease))) // until the lease ends
+		got, err = s.ClaimTriageInvites(ctx, t0.Add(time.Second), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // not claimed twice
+
+		is.NoErr(s.SetTriageInviteFailed(ctx, inv.ID, 1, "HTTP 503", t0.Add(30*time.Second), t0.Add(time.Second)))
+		m, err := s.GetTriageInvite(ctx, inv.ID)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendQueued)                       // queued again
+		is.Equal(m.LastError, "HTTP 503")                         // with the error
+		is.True(m.NextAttemptUTC.Equal(t0.Add(30 * time.Second))) // from the retry time
+		got, err = s.ClaimTriageInvites(ctx, t0.Add(10*time.Second), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // not before it
+		got, err = s.ClaimTriageInvites(ctx, t0.Add(30*time.Second), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1)        // claimed at it
+		is.Equal(got[0].Attempts, 2) // second attempt
+
+		err = s.SetTriageInviteSent(ctx, inv.ID, 1, t0.Add(31*time.Second))
+		is.True(errors.Is(err, store.ErrClaimLost)) // an earlier claim records nothing
+		is.NoErr(s.SetTriageInviteSent(ctx, inv.ID, 2, t0.Add(31*time.Second)))
+		m, err = s.GetTriageInvite(ctx, inv.ID)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendSent)                  // sent
+		is.True(m.SentUTC.Equal(t0.Add(31 * time.Second))) // stamped when
+		is.True(!m.Pending())                              // no longer pending
+		got, err = s.ClaimTriageInvites(ctx, t0.Add(time.Hour), lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // never claimed again
+		counts, err := s.CountTriageInvites(ctx)
+		is.NoErr(err)
+		is.Equal(counts, map[store.SendState]int{store.SendQueued: 0, store.SendSending: 0, store.SendSent: 1, store.SendLogged: 0, store.SendFailed: 0})
+
+		again := queue(t, s, jobA)
+		is.True(again.ID != inv.ID) // sent, the job can be invited again
+
+		_, err = s.GetTriageInvite(ctx, again.ID+100)
+		is.True(errors.Is(err, store.ErrNotFound)) // an unknown id
+		is.True(errors.Is(s.SetTriageInviteSent(ctx, again.ID+100, 1, t0), store.ErrNotFound))
+		is.True(errors.Is(s.ReleaseTriageInvite(ctx, again.ID+100, 1, t0), store.ErrNotFound))
+	})
+
+	t.Run("logged, never sent, is told apart from sent", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		inv := queue(t, s, jobA)
+		t0 := time.Now().Add(time.Second).Truncate(time.Millisecond)
+		got, err := s.ClaimTriageInvites(ctx, t0, lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1)
+		is.NoErr(s.SetTriageInviteLogged(ctx, inv.ID, got[0].Attempts, t0))
+		m, err := s.GetTriageInvite(ctx, inv.ID)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendLogged) // Logged, not Sent
+		is.True(m.SentUTC.Equal(t0))        // done with, stamped
+		is.True(!m.Pending())               // and no longer pending
+		counts, err := s.CountTriageInvites(ctx)
+		is.NoErr(err)
+		is.Equal(counts[store.SendLogged], 1) // counted apart
+		is.Equal(counts[store.SendSent], 0)
+		is.True(errors.Is(s.SetTriageInviteLogged(ctx, inv.ID, got[0].Attempts, t0), store.ErrClaimLost)) // once
+	})
+
+	t.Run("failed for good, it stays the job's pending invite", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		inv := queue(t, s, jobA)
+		t0 := time.Now().Add(time.Second).Truncate(time.Millisecond)
+		_, err := s.ClaimTriageInvites(ctx, t0, lease, 5, 10)
+		is.NoErr(err)
+		is.NoErr(s.SetTriageInviteFailed(ctx, inv.ID, 1, strings.Repeat("e", 2*store.MaxStatusLen), time.Time{}, t0))
+		m, err := s.GetTriageInvite(ctx, inv.ID)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendFailed)            // Failed
+		is.True(m.FailedUTC.Equal(t0))                 // when
+		is.Equal(len(m.LastError), store.MaxStatusLen) // the error cut to size
+		is.True(m.Pending())                           // not sent
+		queued, err := s.QueueTriageInvite(ctx, jobA, statusICM)
+		is.NoErr(err)
+		is.True(!queued) // so no second invite while a person looks at it
+
+		other := queue(t, s, jobB)
+		pending, err := s.ListTriageInviteQueue(ctx, store.InvitesPending, 0)
+		is.NoErr(err)
+		is.Equal(len(pending), 2) // the failed one and the queued one
+		is.Equal(pending[0].ID, inv.ID)
+		failed, err := s.ListTriageInviteQueue(ctx, store.InvitesFailed, 0)
+		is.NoErr(err)
+		is.Equal(len(failed), 1) // the failed one alone
+		is.Equal(failed[0].ID, inv.ID)
+		_, err = s.ClaimTriageInvites(ctx, t0, lease, 5, 10)
+		is.NoErr(err)
+		is.NoErr(s.SetTriageInviteSent(ctx, other.ID, 1, t0))
+		all, err := s.ListTriageInviteQueue(ctx, store.InvitesAll, 1)
+		is.NoErr(err)
+		is.Equal(len(all), 1) // the limit holds
+		pending, err = s.ListTriageInviteQueue(ctx, store.InvitesPending, 0)
+		is.NoErr(err)
+		is.Equal(len(pending), 1) // the sent one is no longer pending
+	})
+
+	t.Run("a lapsed claim is claimed again until the last attempt; a release uses none", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		inv := queue(t, s, jobA)
+		t0 := time.Now().Add(time.Second).Truncate(time.Millisecond)
+		got, err := s.ClaimTriageInvites(ctx, t0, lease, 2, 10)
+		is.NoErr(err)
+		is.NoErr(s.ReleaseTriageInvite(ctx, inv.ID, got[0].Attempts, t0))
+		m, err := s.GetTriageInvite(ctx, inv.ID)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendQueued) // given back
+		is.Equal(m.Attempts, 0)             // its attempt not counted
+		for attempt := 1; attempt <= 2; attempt++ {
+			now := t0.Add(time.Duration(attempt) * 2 * lease)
+			got, err := s.ClaimTriageInvites(ctx, now, lease, 2, 10)
+			is.NoErr(err)
+			is.Equal(len(got), 1)              // claimed (again, once the claim lapsed)
+			is.Equal(got[0].Attempts, attempt) // counting attempts
+		}
+		got, err = s.ClaimTriageInvites(ctx, t0.Add(10*lease), lease, 2, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // the last attempt's lapsed claim is not sent again
+		m, err = s.GetTriageInvite(ctx, inv.ID)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendFailed) // it failed
+		is.True(m.LastError != "")          // saying why
+	})
 }

@@ -148,7 +148,7 @@ func testMakesafe(t *testing.T, open Opener) {
 		is.Equal(sms.Body, store.MakesafeSMSBody(jobA, "J014370", "12 Smith St", "Richmond", "VIC", "3121")) // the one text
 		is.Equal(sms.Source, store.MakesafeSMSSource)                                                        // from make-safe
 		is.Equal(sms.DedupeKey, store.MakesafeSMSKey(jobA))                                                  // once a job
-		is.Equal(sms.State, store.SMSQueued)                                                                 // waiting to be sent
+		is.Equal(sms.State, store.SendQueued)                                                                // waiting to be sent
 		is.True(sms.NextAttemptUTC.Equal(now))                                                               // now
 
 		again, err := s.UpsertMakeSafePhoneCallFromJob(ctx, detect(jobA, false, now.Add(time.Minute)))
@@ -158,7 +158,7 @@ func testMakesafe(t *testing.T, open Opener) {
 		is.Equal(again.SMSID, int64(0))              // queues no SMS
 		counts, err := s.CountSMS(ctx)
 		is.NoErr(err)
-		is.Equal(counts[store.SMSQueued], 1) // one SMS in all
+		is.Equal(counts[store.SendQueued], 1) // one SMS in all
 	})
 
 	t.Run("business hours raise nothing", func(t *testing.T) {
@@ -178,7 +178,7 @@ func testMakesafe(t *testing.T, open Opener) {
 		is.True(!found) // nothing stored
 		counts, err := s.CountSMS(ctx)
 		is.NoErr(err)
-		is.Equal(counts[store.SMSQueued], 0) // no SMS
+		is.Equal(counts[store.SendQueued], 0) // no SMS
 	})
 
 	t.Run("concurrent detections raise one call", func(t *testing.T) {
@@ -206,7 +206,7 @@ func testMakesafe(t *testing.T, open Opener) {
 		is.Equal(raised, 1) // exactly one raised it
 		counts, err := s.CountSMS(ctx)
 		is.NoErr(err)
-		is.Equal(counts[store.SMSQueued], 1) // one SMS
+		is.Equal(counts[store.SendQueued], 1) // one SMS
 	})
 
 	t.Run("a rolled-back detection leaves nothing", func(t *testing.T) {
@@ -228,6 +228,6 @@ func testMakesafe(t *testing.T, open Opener) {
 		is.True(!found) // rolled back with it
 		counts, err := s.CountSMS(ctx)
 		is.NoErr(err)
-		is.Equal(counts[store.SMSQueued], 0) // and so is its SMS
+		is.Equal(counts[store.SendQueued], 0) // and so is its SMS
 	})
 }

@@ -44,7 +44,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.Equal(len(got), 1)                                // claimed when due
 		is.Equal(got[0].ID, id)                              // the message
 		is.Equal(got[0].Body, "hello")                       // as queued first
-		is.Equal(got[0].State, store.SMSSending)             // now Sending
+		is.Equal(got[0].State, store.SendSending)            // now Sending
 		is.Equal(got[0].Attempts, 1)                         // first attempt
 		is.True(got[0].ClaimedUntilUTC.Equal(t0.Add(lease))) // until the lease ends
 		got, err = s.ClaimSMS(ctx, t0.Add(time.Second), lease, 3, 10)
@@ -54,7 +54,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.NoErr(s.SetSMSFailed(ctx, id, 1, "endpoint said 503", t0.Add(30*time.Second), t0.Add(time.Second)))
 		m, err := s.GetSMS(ctx, id)
 		is.NoErr(err)
-		is.Equal(m.State, store.SMSQueued)                        // queued again
+		is.Equal(m.State, store.SendQueued)                       // queued again
 		is.Equal(m.LastError, "endpoint said 503")                // with the error
 		is.True(m.NextAttemptUTC.Equal(t0.Add(30 * time.Second))) // from the retry time
 		is.True(m.ClaimedUntilUTC.IsZero())                       // unclaimed
@@ -72,7 +72,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.NoErr(s.SetSMSSent(ctx, id, 2, t0.Add(31*time.Second)))
 		m, err = s.GetSMS(ctx, id)
 		is.NoErr(err)
-		is.Equal(m.State, store.SMSSent)                   // sent
+		is.Equal(m.State, store.SendSent)                  // sent
 		is.True(m.SentUTC.Equal(t0.Add(31 * time.Second))) // when
 		is.True(m.QueuedUTC.Equal(t0))                     // queued when it was
 		got, err = s.ClaimSMS(ctx, t0.Add(time.Hour), lease, 3, 10)
@@ -83,7 +83,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.True(!ok) // nothing waits
 		counts, err := s.CountSMS(ctx)
 		is.NoErr(err)
-		is.Equal(counts, map[store.SMSState]int{store.SMSQueued: 0, store.SMSSending: 0, store.SMSSent: 1, store.SMSLogged: 0, store.SMSFailed: 0}) // one sent
+		is.Equal(counts, map[store.SendState]int{store.SendQueued: 0, store.SendSending: 0, store.SendSent: 1, store.SendLogged: 0, store.SendFailed: 0}) // one sent
 
 		// A message a log-only sender handed on is Logged, never Sent.
 		logged, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "logged", Now: t0})
@@ -94,12 +94,12 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.NoErr(s.SetSMSLogged(ctx, logged, claims[0].Attempts, t0.Add(time.Minute)))
 		m, err = s.GetSMS(ctx, logged)
 		is.NoErr(err)
-		is.Equal(m.State, store.SMSLogged) // logged
+		is.Equal(m.State, store.SendLogged) // logged
 		counts, err = s.CountSMS(ctx)
 		is.NoErr(err)
-		is.Equal(counts[store.SMSSent], 1)                                                             // the sent one alone is Sent
-		is.Equal(counts[store.SMSLogged], 1)                                                           // and the logged one is told apart
-		is.True(errors.Is(s.SetSMSLogged(ctx, logged, claims[0].Attempts, t0), store.ErrSMSClaimLost)) // once
+		is.Equal(counts[store.SendSent], 1)                                                         // the sent one alone is Sent
+		is.Equal(counts[store.SendLogged], 1)                                                       // and the logged one is told apart
+		is.True(errors.Is(s.SetSMSLogged(ctx, logged, claims[0].Attempts, t0), store.ErrClaimLost)) // once
 
 		_, err = s.GetSMS(ctx, id+100)
 		is.True(errors.Is(err, store.ErrNotFound)) // an unknown id
@@ -128,7 +128,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.Equal(len(got), 0) // the last attempt's lapsed claim is not sent again
 		m, err := s.GetSMS(ctx, id)
 		is.NoErr(err)
-		is.Equal(m.State, store.SMSFailed)             // it failed
+		is.Equal(m.State, store.SendFailed)            // it failed
 		is.True(m.LastError != "")                     // saying why
 		is.True(m.FailedUTC.Equal(t0.Add(10 * lease))) // when
 	})
@@ -150,20 +150,20 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.Equal(second[0].Attempts, 2) // the second claim
 
 		err = s.SetSMSSent(ctx, id, first[0].Attempts, t0.Add(2*lease))
-		is.True(errors.Is(err, store.ErrSMSClaimLost)) // the lapsed claim records nothing
+		is.True(errors.Is(err, store.ErrClaimLost)) // the lapsed claim records nothing
 		m, err := s.GetSMS(ctx, id)
 		is.NoErr(err)
-		is.Equal(m.State, store.SMSSending) // the second claim still holds it
+		is.Equal(m.State, store.SendSending) // the second claim still holds it
 		is.Equal(m.Attempts, 2)
 
 		is.NoErr(s.SetSMSSent(ctx, id, second[0].Attempts, t0.Add(2*lease+time.Second))) // the holder records
 		err = s.SetSMSFailed(ctx, id, first[0].Attempts, "context deadline exceeded", t0.Add(3*lease), t0.Add(3*lease))
-		is.True(errors.Is(err, store.ErrSMSClaimLost))                                                        // a late failure of the first claim
-		is.True(errors.Is(s.ReleaseSMS(ctx, id, second[0].Attempts, t0.Add(3*lease)), store.ErrSMSClaimLost)) // nor can a claim be given back once recorded
+		is.True(errors.Is(err, store.ErrClaimLost))                                                        // a late failure of the first claim
+		is.True(errors.Is(s.ReleaseSMS(ctx, id, second[0].Attempts, t0.Add(3*lease)), store.ErrClaimLost)) // nor can a claim be given back once recorded
 		m, err = s.GetSMS(ctx, id)
 		is.NoErr(err)
-		is.Equal(m.State, store.SMSSent) // stays Sent: not queued for a third post
-		is.Equal(m.LastError, "")        // with nothing of the late failure
+		is.Equal(m.State, store.SendSent) // stays Sent: not queued for a third post
+		is.Equal(m.LastError, "")         // with nothing of the late failure
 		got, err := s.ClaimSMS(ctx, t0.Add(time.Hour), lease, 5, 10)
 		is.NoErr(err)
 		is.Equal(len(got), 0) // and is never claimed again
@@ -180,7 +180,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.NoErr(s.ReleaseSMS(ctx, id, got[0].Attempts, t0.Add(time.Second)))
 		m, err := s.GetSMS(ctx, id)
 		is.NoErr(err)
-		is.Equal(m.State, store.SMSQueued)               // queued again
+		is.Equal(m.State, store.SendQueued)              // queued again
 		is.Equal(m.Attempts, 0)                          // the attempt not counted
 		is.True(m.NextAttemptUTC.Equal(t0))              // as due as it was
 		is.True(m.ClaimedUntilUTC.IsZero())              // unclaimed
@@ -188,9 +188,9 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.True(m.UpdatedUTC.Equal(t0.Add(time.Second))) // when
 		got, err = s.ClaimSMS(ctx, t0.Add(time.Second), lease, 1, 10)
 		is.NoErr(err)
-		is.Equal(len(got), 1)                                                                    // claimed at once
-		is.Equal(got[0].Attempts, 1)                                                             // for its one attempt still
-		is.True(errors.Is(s.ReleaseSMS(ctx, id, 2, t0.Add(time.Second)), store.ErrSMSClaimLost)) // a claim it does not hold
+		is.Equal(len(got), 1)                                                                 // claimed at once
+		is.Equal(got[0].Attempts, 1)                                                          // for its one attempt still
+		is.True(errors.Is(s.ReleaseSMS(ctx, id, 2, t0.Add(time.Second)), store.ErrClaimLost)) // a claim it does not hold
 	})
 
 	t.Run("a final failure stays failed", func(t *testing.T) {
@@ -203,7 +203,7 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.NoErr(s.SetSMSFailed(ctx, id, 1, strings.Repeat("e", 2*store.MaxStatusLen), time.Time{}, t0.Add(time.Second)))
 		m, err := s.GetSMS(ctx, id)
 		is.NoErr(err)
-		is.Equal(m.State, store.SMSFailed)             // failed for good
+		is.Equal(m.State, store.SendFailed)            // failed for good
 		is.Equal(len(m.LastError), store.MaxStatusLen) // the error cut to size
 		got, err := s.ClaimSMS(ctx, t0.Add(time.Hour), lease, 5, 10)
 		is.NoErr(err)

@@ -19,7 +19,7 @@ func testStatus(t *testing.T, open Opener) {
 		is.Equal(o.OldestUnprocessed.ID, int64(0))                    // nothing queued
 		is.Equal(len(o.Failing), 0)
 		is.True(o.OutboxOldestUTC.IsZero())
-		is.Equal(o.SMS[store.SMSFailed], 0) // every state, at 0
+		is.Equal(o.SMS[store.SendFailed], 0) // every state, at 0
 		is.Equal(len(o.PlanDates), 0)
 	})
 
@@ -100,7 +100,7 @@ func testStatus(t *testing.T, open Opener) {
 		is.Equal(byAction["change-job-status"].ID, capped)                               // capped rows too
 		is.Equal(o.OutboxUnpublished, 1)
 		is.True(!o.OutboxOldestUTC.IsZero())
-		is.Equal(o.SMS[store.SMSFailed], 1)
+		is.Equal(o.SMS[store.SendFailed], 1)
 		is.Equal(o.SMSLastError, "sms endpoint: 400 bad number")
 		is.Equal(o.FirstSeenFailing, 1)
 		is.Equal(o.FirstSeenLastErrorJob, jobA)

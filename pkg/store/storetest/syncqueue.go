@@ -125,3 +125,116 @@ func testSyncQueue(t *testing.T, open Opener) {
 		}
 	})
 }
+
+func testSyncQueueDrains(t *testing.T, open Opener) {
+	ctx := context.Background()
+	stale := func() time.Time { return time.Now().Add(-time.Minute) }
+
+	t.Run("a claim is released or drained only as it was made", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		_, err := s.QueueMissingObjectsByJob(ctx, jobA)
+		is.NoErr(err)
+		got, err := s.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations}, stale())
+		is.NoErr(err)
+		is.Equal(len(got), 1)
+		it := got[0]
+
+		other := it
+		other.ClaimedUTC = it.ClaimedUTC.Add(-time.Second)
+		released, err := s.ReleaseSyncQueue(ctx, other)
+		is.NoErr(err)
+		is.True(!released) // another claim's release changes nothing
+		released, err = s.ReleaseSyncQueue(ctx, it)
+		is.NoErr(err)
+		is.True(released) // its own claim is given back
+		got, err = s.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations}, time.Now().Add(-time.Hour))
+		is.NoErr(err)
+		is.Equal(len(got), 1) // and the item may be claimed again at once
+		deleted, err := s.DeleteClaimedSyncQueue(ctx, it)
+		is.NoErr(err)
+		is.True(!deleted) // a claim given back drains nothing
+		it = got[0]
+
+		time.Sleep(5 * time.Millisecond) // the re-queue gets a later stamp
+		is.NoErr(s.UpsertSyncQueue(ctx, store.TableAllocations, jobA))
+		deleted, err = s.DeleteClaimedSyncQueue(ctx, it)
+		is.NoErr(err)
+		is.True(!deleted) // queued again since the claim: kept for the next pass
+		got, err = s.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations}, stale())
+		is.NoErr(err)
+		is.Equal(len(got), 1)
+		deleted, err = s.DeleteClaimedSyncQueue(ctx, got[0])
+		is.NoErr(err)
+		is.True(deleted) // as claimed: drained
+		items, err := s.ListSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations})
+		is.NoErr(err)
+		is.Equal(len(items), 0) // gone
+	})
+
+	t.Run("stats by object", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		stats, err := s.SyncQueueStats(ctx)
+		is.NoErr(err)
+		is.Equal(len(stats), 4) // every object, the queue empty
+		for i, st := range stats {
+			is.Equal(st.Object, store.MissingObjects()[i]) // in their order
+			is.Equal(st.Items, 0)
+			is.True(st.OldestQueuedUTC.IsZero())
+		}
+		before := time.Now().Add(-time.Second)
+		_, err = s.QueueMissingObjectsByJob(ctx, jobA)
+		is.NoErr(err)
+		is.NoErr(s.UpsertSyncQueue(ctx, store.TableContacts, jobB))
+		is.NoErr(s.UpsertSyncQueue(ctx, "primeSomethingElse", jobB))
+		_, err = s.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableContacts, Limit: 1}, stale())
+		is.NoErr(err)
+		stats, err = s.SyncQueueStats(ctx)
+		is.NoErr(err)
+		is.Equal(len(stats), 5) // the four and the other one the queue holds
+		byObject := map[string]store.SyncQueueStat{}
+		for _, st := range stats {
+			byObject[st.Object] = st
+		}
+		is.Equal(byObject[store.TableContacts].Items, 2)   // two jobs' contacts
+		is.Equal(byObject[store.TableContacts].Claimed, 1) // one claimed
+		is.Equal(byObject[store.TableAllocations].Items, 1)
+		is.Equal(byObject["primeSomethingElse"].Items, 1)
+		oldest := byObject[store.TableContacts].OldestQueuedUTC
+		is.True(oldest.After(before) && !oldest.After(time.Now())) // when the oldest was queued
+	})
+}
+
+func testStatusHistories(t *testing.T, open Opener) {
+	ctx := context.Background()
+	is := is.New(t)
+	s := open(t)
+	at := time.Date(2026, 3, 2, 1, 2, 3, 0, time.UTC)
+	const h1, h2, h3 = "1a2b3c4d-0000-4000-8000-000000000001", "1a2b3c4d-0000-4000-8000-000000000002", "1a2b3c4d-0000-4000-8000-000000000003"
+	is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, []store.JobStatusHistory{
+		{StatusHistoryID: strings.ToUpper(h2), StatusID: strings.ToUpper(statusICM), CreatedAt: at.Add(time.Hour), Attributes: `{"n":2}`},
+		{StatusHistoryID: h1, StatusID: statusNew, CreatedAt: at},
+	}))
+	is.NoErr(s.ReplaceJobStatusHistory(ctx, jobB, []store.JobStatusHistory{{StatusHistoryID: h3, StatusID: statusNew, CreatedAt: at}}))
+	got, err := s.ListJobStatusHistory(ctx, strings.ToUpper(jobA))
+	is.NoErr(err)
+	is.Equal(len(got), 2)                  // the job's two changes
+	is.Equal(got[0].StatusHistoryID, h1)   // oldest first
+	is.True(got[0].CreatedAt.Equal(at))    // with its time
+	is.Equal(got[1].StatusHistoryID, h2)   // lower-case
+	is.Equal(got[1].StatusID, statusICM)   // lower-case
+	is.Equal(got[1].JobID, jobA)           // filed under the job
+	is.Equal(got[1].Attributes, `{"n":2}`) // the raw attributes
+	is.True(!got[1].SyncedUTC.IsZero())
+
+	is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, []store.JobStatusHistory{{StatusHistoryID: h2, StatusID: statusNew, CreatedAt: at}}))
+	got, err = s.ListJobStatusHistory(ctx, jobA)
+	is.NoErr(err)
+	is.Equal(len(got), 1)                // what Prime no longer lists is gone
+	is.Equal(got[0].StatusID, statusNew) // the rest updated
+	other, err := s.ListJobStatusHistory(ctx, jobB)
+	is.NoErr(err)
+	is.Equal(len(other), 1)                                                                               // another job's history is left alone
+	is.True(s.ReplaceJobStatusHistory(ctx, jobA, []store.JobStatusHistory{{StatusID: statusNew}}) != nil) // an entry needs an id
+}

@@ -44,7 +44,7 @@ func StartFront(env *flowtest.Env, apiKey string) (webhookURL string) {
 	mc := jobmirror.DefaultConfig()
 	mc.Workers, mc.EnsureTimeout = 4, 10*time.Second
 	mc.JobsSweepEvery = jobmirror.SweepOff // no jobs-by-date sweep behind the test's back
-	jm, err := jobmirror.New(mc, d, env.Prime)
+	jm, err := jobmirror.New(mc, d, env.Prime, jobmirror.LogInvites{Log: d.Log})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,34 @@
+package store
+
+import "errors"
+
+// SendState is where a row of a send queue — smsQueue, ethTriageInviteQueue:
+// something to send out of primeflow, and how its sending went — is in its
+// life (package delivery sends them).
+type SendState string
+
+// The states of a send queue's rows.
+const (
+	// SendQueued waits to be sent, from its next attempt's time.
+	SendQueued SendState = "Queued"
+	// SendSending is claimed by a sender until its claim lapses.
+	SendSending SendState = "Sending"
+	// SendSent was accepted by the endpoint (a 2xx).
+	SendSent SendState = "Sent"
+	// SendLogged was written to the log instead of sent: no endpoint is
+	// configured (bin/primeflow on the Prime simulator). Done, never sent.
+	SendLogged SendState = "Logged"
+	// SendFailed gave up: it used up its attempts or was refused for good.
+	// It stays for a person to look at.
+	SendFailed SendState = "Failed"
+)
+
+// SendStates lists every state, for counting.
+func SendStates() []SendState {
+	return []SendState{SendQueued, SendSending, SendSent, SendLogged, SendFailed}
+}
+
+// ErrClaimLost: an outcome or release of a send queue's row named a claim
+// the row no longer holds (the claim lapsed and the row was claimed again,
+// or failed on the lapse); nothing was written.
+var ErrClaimLost = errors.New("claim no longer held")

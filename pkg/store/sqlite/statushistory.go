@@ -1,0 +1,56 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
+)
+
+// ReplaceJobStatusHistory makes the job's status changes exactly hs.
+func (s *Store) ReplaceJobStatusHistory(ctx context.Context, jobID string, hs []store.JobStatusHistory) error {
+	if jobID == "" {
+		return errors.New("sqlite: replace job status history: no job id")
+	}
+	now := formatTime(time.Now())
+	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM primeJobStatusHistory WHERE jobId = ?`, mirrorGUID(jobID)); err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if h.StatusHistoryID == "" {
+				return errors.New("a status history entry has no id")
+			}
+			if _, err := tx.tx.ExecContext(ctx, `INSERT INTO primeJobStatusHistory
+				(statusHistoryId, jobId, statusId, createdAt, attributes, syncedUTC)
+				VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (statusHistoryId) DO UPDATE SET
+					jobId = excluded.jobId, statusId = excluded.statusId, createdAt = excluded.createdAt,
+					attributes = excluded.attributes, syncedUTC = excluded.syncedUTC`,
+				mirrorGUID(h.StatusHistoryID), mirrorGUID(jobID), mirrorGUID(h.StatusID), nullTime(h.CreatedAt),
+				nullString(h.Attributes), now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: replace job status history: %w", err)
+	}
+	return nil
+}
+
+// ListJobStatusHistory reads a job's status changes, oldest first.
+func (s *Store) ListJobStatusHistory(ctx context.Context, jobID string) ([]store.JobStatusHistory, error) {
+	return queryAll(ctx, s.r(), "list job status history", `SELECT statusHistoryId, jobId, statusId, createdAt,
+		attributes, syncedUTC FROM primeJobStatusHistory WHERE jobId = ? ORDER BY createdAt, statusHistoryId`,
+		func(sc sqlrows.Scanner) (store.JobStatusHistory, error) {
+			var h store.JobStatusHistory
+			err := sc.Scan(&h.StatusHistoryID, scanString{&h.JobID}, scanString{&h.StatusID}, scanTime{&h.CreatedAt},
+				scanString{&h.Attributes}, scanTime{&h.SyncedUTC})
+			return h, err
+		}, mirrorGUID(jobID))
+}

@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
+)
+
+// inviteColumns are the ethTriageInviteQueue columns scanInvite reads, in
+// its order.
+const inviteColumns = `id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
+	claimedUntilUTC, lastError, failedUTC, updatedUTC`
+
+func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
+	var t store.TriageInvite
+	var state string
+	err := r.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC}, &state,
+		&t.Attempts, scanTime{&t.NextAttemptUTC}, scanTime{&t.ClaimedUntilUTC}, scanString{&t.LastError},
+		scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC})
+	t.State = store.SendState(state)
+	return t, err
+}
+
+// ListTriageInviteQueue lists invites in a state, oldest first.
+func (s *Store) ListTriageInviteQueue(ctx context.Context, state store.InviteListState, limit int) ([]store.TriageInvite, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	where := ""
+	switch state {
+	case store.InvitesPending:
+		where = ` WHERE sentUTC IS NULL`
+	case store.InvitesFailed:
+		where = ` WHERE state = '` + string(store.SendFailed) + `'`
+	}
+	return queryAll(ctx, s.r(), "list triage invite queue", `SELECT `+inviteColumns+` FROM ethTriageInviteQueue`+where+
+		` ORDER BY id LIMIT ?`, scanInvite, limit)
+}
+
+// ClaimTriageInvites claims the invites due at now, as ClaimSMS claims
+// messages; an invite stamped sent by another writer is never claimed.
+func (s *Store) ClaimTriageInvites(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]store.TriageInvite, error) {
+	out, err := claimSendQueue(ctx, s, limit, scanInvite, func(t store.TriageInvite) int64 { return t.ID }, `UPDATE ethTriageInviteQueue
+			SET state = ?, failedUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL, lastError = ?
+			WHERE state = ? AND claimedUntilUTC <= ? AND attempts >= ?`, `UPDATE ethTriageInviteQueue
+			SET state = ?, attempts = attempts + 1, claimedUntilUTC = ?, updatedUTC = ?
+			WHERE id IN (SELECT id FROM ethTriageInviteQueue
+				WHERE sentUTC IS NULL AND ((state = ? AND nextAttemptUTC <= ?) OR (state = ? AND claimedUntilUTC <= ?))
+				ORDER BY id LIMIT ?)
+			RETURNING `+inviteColumns, now, lease, maxAttempts)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim triage invites: %w", err)
+	}
+	return out, nil
+}
+
+// SetTriageInviteSent marks an invite Sent, if it still holds the claim.
+func (s *Store) SetTriageInviteSent(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.setInviteDone(ctx, "set triage invite sent", id, attempt, store.SendSent, at)
+}
+
+// SetTriageInviteLogged marks an invite Logged (handed to the log, never
+// sent), if it still holds the claim.
+func (s *Store) SetTriageInviteLogged(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.setInviteDone(ctx, "set triage invite logged", id, attempt, store.SendLogged, at)
+}
+
+func (s *Store) setInviteDone(ctx context.Context, what string, id int64, attempt int, state store.SendState, at time.Time) error {
+	t := formatTime(at)
+	return s.updateInviteClaim(ctx, what, id, attempt, `UPDATE ethTriageInviteQueue
+		SET state = ?, sentUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL`, string(state), t, t)
+}
+
+// SetTriageInviteFailed records a failed send against its claim.
+func (s *Store) SetTriageInviteFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error {
+	t := formatTime(at)
+	cause = store.TruncateStatus(cause)
+	if retryAt.IsZero() {
+		return s.updateInviteClaim(ctx, "set triage invite failed", id, attempt, `UPDATE ethTriageInviteQueue
+			SET state = ?, failedUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL, lastError = ?`,
+			string(store.SendFailed), t, t, cause)
+	}
+	return s.updateInviteClaim(ctx, "set triage invite failed", id, attempt, `UPDATE ethTriageInviteQueue
+		SET state = ?, nextAttemptUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL, lastError = ?`,
+		string(store.SendQueued), formatTime(retryAt), t, cause)
+}
+
+// ReleaseTriageInvite gives back a claim that posted nothing.
+func (s *Store) ReleaseTriageInvite(ctx context.Context, id int64, attempt int, at time.Time) error {
+	return s.updateInviteClaim(ctx, "release triage invite", id, attempt, `UPDATE ethTriageInviteQueue
+		SET state = ?, attempts = attempts - 1, updatedUTC = ?, claimedUntilUTC = NULL`,
+		string(store.SendQueued), formatTime(at))
+}
+
+func (s *Store) updateInviteClaim(ctx context.Context, what string, id int64, attempt int, update string, args ...any) error {
+	return s.updateClaim(ctx, what, id, attempt, func(ctx context.Context, id int64) error {
+		_, err := s.GetTriageInvite(ctx, id)
+		return err
+	}, update+` WHERE id = ? AND state = ? AND attempts = ?`, args...)
+}
+
+// GetTriageInvite returns one invite.
+func (s *Store) GetTriageInvite(ctx context.Context, id int64) (store.TriageInvite, error) {
+	t, err := scanInvite(s.r().QueryRowContext(ctx, `SELECT `+inviteColumns+` FROM ethTriageInviteQueue WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, fmt.Errorf("sqlite: get triage invite %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return t, fmt.Errorf("sqlite: get triage invite %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// NextTriageInviteDue returns when the next invite is due or the next claim
+// lapses.
+func (s *Store) NextTriageInviteDue(ctx context.Context) (time.Time, bool, error) {
+	return s.nextDue(ctx, "next triage invite due", `SELECT MIN(t) FROM (
+		SELECT MIN(nextAttemptUTC) AS t FROM ethTriageInviteQueue WHERE state = ? AND sentUTC IS NULL
+		UNION ALL
+		SELECT MIN(claimedUntilUTC) FROM ethTriageInviteQueue WHERE state = ?)`)
+}
+
+// CountTriageInvites counts the invites in each state.
+func (s *Store) CountTriageInvites(ctx context.Context) (map[store.SendState]int, error) {
+	return s.countStates(ctx, "count triage invites", `SELECT state, COUNT(*) FROM ethTriageInviteQueue GROUP BY state`)
+}

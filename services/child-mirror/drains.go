@@ -1,0 +1,422 @@
+package childmirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The sync-queue drains (§6, §7, §9, §11): one a kind of object the
+// new-job pipeline queues in ethSyncQueue — status histories, contacts,
+// allocations, contact relationships — each the n8n flow "Prime Sync Queued
+// <object>" of the spec. A drain claims an item (the item stays the
+// drain's for SYNC_DRAIN_LEASE), fetches the job's object from Prime, and
+// in one transaction writes the mirror and removes the item while it is as
+// the claim found it. Items come to the drains two ways:
+//
+//   - pushed: whoever queues items hands them on through the outbox in the
+//     same transaction (events.SyncQueued on prime.job.syncqueued: the
+//     new-job pipeline's first sight, a triage invite whose contact is not
+//     mirrored), so they are drained within seconds;
+//   - the backstop: each drain goes through its whole queue at an interval
+//     of its own (SYNC_DRAIN_EVERY_*, 31, 37, 41 and 47 minutes, primes, so
+//     no two passes fall together again for hours), for items queued by
+//     callers outside primeflow (the email flow, §7) and any a push missed.
+//
+// The race of §7 and §9: straight after a job's first sight Prime may not
+// have its allocation yet, and "Prime Sync Queued Allocations" treats an
+// empty answer as done. Here an empty answer for an item queued less than
+// SYNC_DRAIN_EMPTY_GRACE ago keeps the item for a later pass — after as
+// long again as it has waited, at least SYNC_DRAIN_EMPTY_WAIT — and only an
+// empty answer past the grace counts as done (spEthSyncQueueDelete); the
+// make-safe ladder still covers a make-safe job (§6).
+
+// DrainConfig configures the sync-queue drains.
+type DrainConfig struct {
+	// Workers is how many pushed hand-offs are drained at once (one at a
+	// time for a job).
+	Workers int `env:"SYNC_DRAIN_WORKERS" envDefault:"4"`
+	// Lease is how long a claim holds an item: a drain that dies holding
+	// one leaves it to another drain once this has passed. A pass works an
+	// item only in the first half of its claim.
+	Lease time.Duration `env:"SYNC_DRAIN_LEASE" envDefault:"5m"`
+	// Batch is how many items a backstop pass claims at a time.
+	Batch int `env:"SYNC_DRAIN_BATCH" envDefault:"10"`
+	// EmptyGrace is how long after an item was queued an empty answer from
+	// Prime keeps it for a later pass (§7, §9).
+	EmptyGrace time.Duration `env:"SYNC_DRAIN_EMPTY_GRACE" envDefault:"15m"`
+	// EmptyWait is the least wait before the later pass of an item kept.
+	EmptyWait time.Duration `env:"SYNC_DRAIN_EMPTY_WAIT" envDefault:"30s"`
+	// The backstop passes, one an object, at intervals that share no
+	// factor (§11's "*/47" fired at minutes 0 and 47 of every hour).
+	EveryStatusHistories      time.Duration `env:"SYNC_DRAIN_EVERY_STATUS_HISTORIES" envDefault:"41m"`
+	EveryContacts             time.Duration `env:"SYNC_DRAIN_EVERY_CONTACTS" envDefault:"31m"`
+	EveryAllocations          time.Duration `env:"SYNC_DRAIN_EVERY_ALLOCATIONS" envDefault:"47m"`
+	EveryContactRelationships time.Duration `env:"SYNC_DRAIN_EVERY_CONTACT_RELATIONSHIPS" envDefault:"37m"`
+}
+
+// Validate reports a setting the drains cannot work with, naming its
+// variable.
+func (c DrainConfig) Validate() error {
+	switch {
+	case c.Workers <= 0 || c.Batch <= 0:
+		return errors.New("child-mirror: SYNC_DRAIN_WORKERS and SYNC_DRAIN_BATCH must be above zero")
+	case c.Lease <= 0 || c.EmptyGrace < 0 || c.EmptyWait <= 0:
+		return errors.New("child-mirror: SYNC_DRAIN_LEASE and SYNC_DRAIN_EMPTY_WAIT must be above zero, SYNC_DRAIN_EMPTY_GRACE not below it")
+	case c.EveryStatusHistories <= 0 || c.EveryContacts <= 0 || c.EveryAllocations <= 0 || c.EveryContactRelationships <= 0:
+		return errors.New("child-mirror: SYNC_DRAIN_EVERY_STATUS_HISTORIES, _CONTACTS, _ALLOCATIONS and _CONTACT_RELATIONSHIPS must be above zero: the backstop is what drains items queued outside primeflow")
+	}
+	return nil
+}
+
+// drain is one object's drain: how often its backstop passes, and how its
+// object is fetched from Prime and written.
+type drain struct {
+	object string
+	every  time.Duration
+	fetch  func(ctx context.Context, job store.Job) (synced, error)
+}
+
+// synced is an object fetched from Prime for a job: what to write, with
+// the item's removal, and what to hand on.
+type synced struct {
+	// empty: Prime answered with nothing for the job.
+	empty   bool
+	write   func(ctx context.Context, tx store.Store) error
+	handOff []store.OutboxMessage
+}
+
+// Outcomes of draining an item, as counted.
+const (
+	drainMirrored = "mirrored" // written, and the item removed
+	drainEmpty    = "empty"    // Prime had nothing and the item was past its grace: removed
+	drainKept     = "kept"     // Prime had nothing soon after the item was queued: kept for a later pass
+	drainRequeued = "requeued" // written, but the item was queued again meanwhile: kept for the next pass
+	drainNoJob    = "no_job"   // Prime has no such job: removed
+	drainWaited   = "waited"   // Prime's rate limit, or job-mirror not answering: given back to wait
+	drainFailed   = "failed"   // any other failure: given back for a later pass
+)
+
+func drainOutcomes() []string {
+	return []string{drainMirrored, drainEmpty, drainKept, drainRequeued, drainNoJob, drainWaited, drainFailed}
+}
+
+// drains are child-mirror's drains, one an object of store.MissingObjects.
+func (c *ChildMirror) drains() map[string]drain {
+	cfg := c.cfg.Drain
+	return map[string]drain{
+		store.TableJobStatusHistory:     {store.TableJobStatusHistory, cfg.EveryStatusHistories, c.syncStatusHistory},
+		store.TableContacts:             {store.TableContacts, cfg.EveryContacts, c.syncContactsOf},
+		store.TableAllocations:          {store.TableAllocations, cfg.EveryAllocations, c.syncAllocations},
+		store.TableContactRelationships: {store.TableContactRelationships, cfg.EveryContactRelationships, c.syncRelationships},
+	}
+}
+
+// drainResult is how draining one item went: its outcome, and for an item
+// left for later, how long to wait before it is tried again.
+type drainResult struct {
+	outcome string
+	wait    time.Duration
+	err     error
+}
+
+// drainItem drains one claimed item. An item it does not remove is given
+// back, so the next pass, or another drain, takes it at once.
+func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueueItem) drainResult {
+	log := c.log.With("object", it.Object, "jobId", it.JobID, "item", it.ID)
+	res := c.drainClaimed(ctx, log, d, it)
+	if res.outcome == drainKept || res.outcome == drainWaited || res.outcome == drainFailed {
+		// Written after ctx ends too: a claim left held waits out its lease.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterTimeout)
+		if _, err := c.store.ReleaseSyncQueue(rctx, it); err != nil {
+			log.Warn("sync queue item not given back: it is drained once its claim lapses", "err", err)
+		}
+		cancel()
+	}
+	if ctx.Err() != nil && res.outcome == drainFailed {
+		log.Debug("sync queue item given back: the drain is stopping", "err", res.err)
+		return res // not the item's failure: it is drained after the restart
+	}
+	c.metrics.drained.WithLabelValues(it.Object, res.outcome).Inc()
+	switch res.outcome {
+	case drainFailed:
+		log.Warn("sync queue item not drained; tried again later", "err", res.err)
+	case drainKept:
+		log.Info("Prime has nothing yet for a job queued moments ago: the item is kept for a later pass (§7, §9)",
+			"queuedUTC", it.QueuedUTC, "retryIn", res.wait)
+	default:
+		log.Debug("sync queue item", "outcome", res.outcome)
+	}
+	return res
+}
+
+func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drain, it store.SyncQueueItem) drainResult {
+	job, err := c.drainJob(ctx, it.JobID)
+	if errors.Is(err, prime.ErrNotFound) {
+		return c.remove(ctx, log, it, synced{}, drainNoJob)
+	}
+	if err != nil {
+		return failure(err)
+	}
+	s, err := d.fetch(ctx, job)
+	if err != nil {
+		return failure(err)
+	}
+	if s.empty {
+		if age := time.Since(it.QueuedUTC); age < c.cfg.Drain.EmptyGrace {
+			// Wait as long again as the item has waited, and be back by
+			// the end of its grace.
+			wait := min(max(age, c.cfg.Drain.EmptyWait), c.cfg.Drain.EmptyGrace-age+time.Second)
+			return drainResult{outcome: drainKept, wait: wait}
+		}
+		return c.remove(ctx, log, it, s, drainEmpty)
+	}
+	return c.remove(ctx, log, it, s, drainMirrored)
+}
+
+// failure is the result of a fetch or write that failed: a wait (Prime's
+// rate limit, job-mirror not answering) or a failure.
+func failure(err error) drainResult {
+	if d := retry.Delay(err); d > 0 {
+		return drainResult{outcome: drainWaited, wait: d, err: err}
+	}
+	return drainResult{outcome: drainFailed, err: err}
+}
+
+// remove writes what was synced and removes the item in one transaction,
+// handing on what the sync hands on once it commits. An item queued again
+// since its claim is kept (the data may predate what queued it again).
+func (c *ChildMirror) remove(ctx context.Context, log *slog.Logger, it store.SyncQueueItem, s synced, outcome string) drainResult {
+	var removed bool
+	_, err := c.stage.Outbox.With("object", it.Object, "jobId", it.JobID).InTx(ctx, c.store, "sync hand-off", func(tx store.Store) error {
+		if s.write != nil {
+			if err := s.write(ctx, tx); err != nil {
+				return err
+			}
+		}
+		if len(s.handOff) > 0 {
+			if _, err := tx.InsertOutbox(ctx, s.handOff); err != nil {
+				return err
+			}
+		}
+		var err error
+		removed, err = tx.DeleteClaimedSyncQueue(ctx, it)
+		return err
+	})
+	if err != nil {
+		return failure(fmt.Errorf("write the mirror and remove the item: %w", err))
+	}
+	if !removed {
+		log.Info("sync queue item queued again while it was drained: kept for the next pass")
+		return drainResult{outcome: drainRequeued}
+	}
+	return drainResult{outcome: outcome}
+}
+
+// drainJob is the item's job from the mirror, made sure of first when the
+// mirror lacks it (§4.3: an item queued outside primeflow may name a job
+// primeflow has not seen).
+func (c *ChildMirror) drainJob(ctx context.Context, jobID string) (store.Job, error) {
+	job, found, err := c.store.GetJob(ctx, jobID)
+	if err != nil || found {
+		return job, err
+	}
+	if _, err := c.ensureJob(ctx, events.EnsureJobRequest{JobID: jobID}); err != nil {
+		return store.Job{}, err
+	}
+	job, found, err = c.store.GetJob(ctx, jobID)
+	if err == nil && !found {
+		err = fmt.Errorf("job %s is not in the mirror after job-mirror ensured it", jobID)
+	}
+	return job, err
+}
+
+// drainPushed handles one events.SyncQueued: each object's item of the
+// job is drained now. An item left for later (kept, held by another drain,
+// waiting for Prime) brings the message back when it is due.
+func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error {
+	var sq events.SyncQueued
+	if err := json.Unmarshal(msg.Data(), &sq); err != nil || !isGUID(sq.JobID) {
+		return consume.Drop(fmt.Errorf("%s: not a sync hand-off of a job: %v", msg.Subject(), err))
+	}
+	jobID := strings.ToLower(sq.JobID)
+	drains := c.drains()
+	var later time.Duration
+	var cause, failed error
+	for _, object := range sq.Objects {
+		d, ok := drains[object]
+		if !ok {
+			c.log.Warn("sync hand-off names an object no drain syncs: left to whoever queued it", "object", object, "jobId", jobID, "source", sq.Source)
+			continue
+		}
+		res, err := c.drainOne(ctx, d, jobID)
+		if err != nil {
+			return err // the database: redelivered with the consumer's backoff
+		}
+		switch {
+		case res.outcome == drainFailed:
+			failed = res.err
+		case res.wait > 0 && (later == 0 || res.wait < later):
+			later, cause = res.wait, res.err
+		}
+	}
+	switch {
+	case later > 0:
+		if cause == nil {
+			cause = errors.New("an item is kept for a later pass, or held by another drain")
+		}
+		return consume.Retry(cause, later)
+	case failed != nil:
+		// Redelivered with the consumer's backoff a few times; then the
+		// item is the backstop's, which tries it at every pass.
+		if md, err := msg.Metadata(); err == nil && md.NumDelivered >= maxPushDeliveries {
+			c.log.Warn("sync hand-off failed again: its items are left to the backstop pass", "jobId", jobID, "delivered", md.NumDelivered, "err", failed)
+			return nil
+		}
+		return failed
+	}
+	return nil
+}
+
+// maxPushDeliveries is how many times a pushed hand-off whose drain fails is
+// delivered before its items are left to the backstop.
+const maxPushDeliveries = 5
+
+// drainOne claims and drains a job's item of d's object. No item to claim is
+// no work, unless another drain holds it: then the result waits for that
+// claim to lapse, in case its drain died.
+func (c *ChildMirror) drainOne(ctx context.Context, d drain, jobID string) (drainResult, error) {
+	f := store.SyncQueueFilter{Object: d.object, JobID: jobID, Limit: 1}
+	items, err := c.store.ClaimSyncQueue(ctx, f, time.Now().Add(-c.cfg.Drain.Lease))
+	if err != nil {
+		return drainResult{}, err
+	}
+	if len(items) == 1 {
+		return c.drainItem(ctx, d, items[0]), nil
+	}
+	held, err := c.store.ListSyncQueue(ctx, f)
+	if err != nil || len(held) == 0 || held[0].ClaimedUTC.IsZero() {
+		return drainResult{}, err
+	}
+	return drainResult{outcome: "held", wait: max(time.Until(held[0].ClaimedUTC.Add(c.cfg.Drain.Lease)), retry.MinWait)}, nil
+}
+
+// backstop is d's scheduled pass, every d.every from the start until ctx
+// ends.
+func (c *ChildMirror) backstop(ctx context.Context, d drain) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		n, err := c.Pass(ctx, d.object)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			c.log.Warn("sync queue backstop pass stopped; the next pass goes on", "object", d.object, "drained", n, "err", err)
+		case n > 0:
+			c.log.Info("sync queue backstop pass", "object", d.object, "items", n)
+		}
+		timer.Reset(d.every)
+	}
+}
+
+// Pass is one backstop pass of object's drain: it claims the items no
+// drain holds, SYNC_DRAIN_BATCH at a time, and drains each, until none is
+// left, Prime asks it to wait, or ctx ends (the claims it has not worked
+// are given back). It returns how many items it worked.
+func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
+	d, ok := c.drains()[object]
+	if !ok {
+		return 0, fmt.Errorf("no drain syncs %s", object)
+	}
+	worked := 0
+	for ctx.Err() == nil {
+		claimed := time.Now()
+		items, err := c.store.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: object, Limit: c.cfg.Drain.Batch}, claimed.Add(-c.cfg.Drain.Lease))
+		if err != nil {
+			return worked, err
+		}
+		var stop error
+		for i, it := range items {
+			// An item is worked only in the first half of its claim: past
+			// it, another drain may soon take it too.
+			if stop != nil || ctx.Err() != nil || time.Since(claimed) > c.cfg.Drain.Lease/2 {
+				c.giveBack(ctx, items[i:])
+				break
+			}
+			res := c.drainItem(ctx, d, it)
+			worked++
+			if res.outcome == drainWaited {
+				stop = res.err // Prime's budget is spent for now: the rest waits for the next pass
+			}
+		}
+		if stop != nil {
+			return worked, stop
+		}
+		if len(items) < c.cfg.Drain.Batch {
+			return worked, nil
+		}
+	}
+	return worked, nil
+}
+
+// giveBack releases claims a pass will not work.
+func (c *ChildMirror) giveBack(ctx context.Context, items []store.SyncQueueItem) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterTimeout)
+	defer cancel()
+	for _, it := range items {
+		if _, err := c.store.ReleaseSyncQueue(rctx, it); err != nil {
+			c.log.Warn("sync queue item not given back: it is drained once its claim lapses", "object", it.Object, "jobId", it.JobID, "err", err)
+		}
+	}
+}
+
+// isGUID reports whether s is a GUID in its 36-character form, as Prime's
+// ids are.
+func isGUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
+}
+
+// afterTimeout bounds a write that a shutdown does not cut short.
+const afterTimeout = 10 * time.Second
+
+// runDrains consumes the pushed hand-offs and runs the backstop passes
+// until ctx ends.
+func (c *ChildMirror) runDrains(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, d := range c.drains() {
+		wg.Go(func() { c.backstop(ctx, d) })
+	}
+	defer wg.Wait()
+	return consume.Run(ctx, c.js, consume.Spec{
+		Stream:   events.ConsumerSyncDrain.Stream,
+		Durable:  events.ConsumerSyncDrain.Durable,
+		Subjects: events.ConsumerSyncDrain.Subjects,
+		Workers:  c.cfg.Drain.Workers,
+		AckWait:  time.Minute,
+		Key: func(m jetstream.Msg) string {
+			var sq events.SyncQueued
+			_ = json.Unmarshal(m.Data(), &sq) // a bad body gets the "" lane and is dropped there
+			return strings.ToLower(sq.JobID)
+		},
+	}, c.log, c.reg, c.drainPushed)
+}

@@ -1,0 +1,359 @@
+package childmirror_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
+	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
+	"github.com/matryer/is"
+)
+
+// drainConfig is child-mirror with drains quick enough for a test, and
+// backstop passes that do not come round during one unless asked for.
+func drainConfig(edit ...func(*childmirror.DrainConfig)) func(*childmirror.Config) {
+	return func(c *childmirror.Config) {
+		c.Drain.EmptyWait = 100 * time.Millisecond
+		c.Drain.EveryStatusHistories, c.Drain.EveryContacts = time.Hour, time.Hour
+		c.Drain.EveryAllocations, c.Drain.EveryContactRelationships = time.Hour, time.Hour
+		for _, e := range edit {
+			e(&c.Drain)
+		}
+	}
+}
+
+// startPipeline runs the new-job pipeline beside the env's services: it
+// queues a new job's objects and hands them to the drains.
+func (e *env) startPipeline() {
+	e.T.Helper()
+	cfg := newjobpipeline.DefaultConfig()
+	cfg.Backoff = retry.Backoff{50 * time.Millisecond}
+	p, err := newjobpipeline.New(cfg, e.deps)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.Run("newjob-pipeline", p)
+}
+
+// queued is what ethSyncQueue holds for a job.
+func (e *env) queued(jobID string) []store.SyncQueueItem {
+	e.T.Helper()
+	items, err := e.Env.Store.ListSyncQueue(context.Background(), store.SyncQueueFilter{JobID: jobID})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return items
+}
+
+func (e *env) drained(object, outcome string) float64 {
+	return flowtest.Counter(e.T, e.Deps.Metrics, "primeflow_syncqueue_drained_total", map[string]string{"object": object, "outcome": outcome})
+}
+
+// waitDrained waits for the count of object's items drained with outcome
+// to reach want: it is counted just after the commit a test waits for.
+func (e *env) waitDrained(object, outcome string, want float64) {
+	e.T.Helper()
+	flowtest.Eventually(e.T, object+" "+outcome, func() bool { return e.drained(object, outcome) >= want })
+	if got := e.drained(object, outcome); got != want {
+		e.T.Errorf("%s %s: %v, want %v", object, outcome, got, want)
+	}
+}
+
+// count counts the writes recorded as what.
+func (s *shared) count(what string) int {
+	n := 0
+	for _, w := range s.writes() {
+		if w == what {
+			n++
+		}
+	}
+	return n
+}
+
+// A new job's four objects are queued by the new-job pipeline, handed on
+// through the outbox, and each drain mirrors its object and removes its
+// item: the queue is empty within seconds, no backstop pass needed.
+func TestEachDrainMirrorsItsObjectAndEmptiesTheQueue(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig()})
+	e.startPipeline()
+	j := e.Sim.NewJob()
+	primary, _ := e.Sim.NewContact(j.ID)
+	other, _ := e.Sim.NewContact(j.ID)
+	e.Sim.NewStatusHistory(j.ID, j.StatusID)
+	e.Sim.NewStatusHistory(j.ID, "7c9e6679-7425-40de-944b-e07fc1f90ae7")
+	ms := e.Sim.NewMakeSafeAllocation(j.ID)
+	plumbing := e.Sim.NewAllocation(j.ID, "Plumbing")
+
+	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // first sight: the pipeline queues the four objects
+	flowtest.Eventually(t, "the job's items drained", func() bool {
+		fs, found, err := e.Env.Store.GetFirstSeen(context.Background(), j.ID)
+		return err == nil && found && fs.Completed() && len(e.queued(j.ID)) == 0
+	})
+	ctx := context.Background()
+	hs, err := e.Env.Store.ListJobStatusHistory(ctx, j.ID)
+	is.NoErr(err)
+	is.Equal(len(hs), 2) // the status histories
+	for _, c := range []prime.Contact{primary, other} {
+		_, found, err := e.Env.Store.GetContact(ctx, c.ID)
+		is.NoErr(err)
+		is.True(found) // every contact of the job
+	}
+	allocs, err := e.Env.Store.ListJobAllocations(ctx, j.ID)
+	is.NoErr(err)
+	is.Equal(len(allocs), 2) // the allocations
+	rels, err := e.Env.Store.ListJobContactRelationships(ctx, j.ID)
+	is.NoErr(err)
+	is.Equal(len(rels), 2) // the contact relationships
+	for _, o := range store.MissingObjects() {
+		e.waitDrained(o, "mirrored", 1) // each drain drained its item once
+	}
+	is.Equal(e.store.count("allocation:"+ms.ID), 1) // and mirrored each allocation once
+	is.Equal(e.store.count("allocation:"+plumbing.ID), 1)
+	e.waitPublished()
+	var fromDrain int
+	for _, d := range e.makesafeDetects(j.ID) {
+		if d.Source == "syncqueue" {
+			fromDrain++
+			is.True(!d.QueueChecks) // as the allocation's own event would (§5.5)
+		}
+	}
+	is.Equal(fromDrain, 1) // the Make Safe found by the drain goes to detection
+}
+
+// waitPublished waits until every hand-off in the outbox is published.
+func (e *env) waitPublished() {
+	e.T.Helper()
+	flowtest.Eventually(e.T, "the outbox published", func() bool {
+		msgs, err := e.Env.Store.GetOutboxUnpublished(context.Background(), 0, time.Now().Add(time.Hour), 10)
+		return err == nil && len(msgs) == 0
+	})
+}
+
+// §7, §9: straight after first sight Prime may not have the allocation yet.
+// An empty answer then keeps the item; a later pass mirrors the allocation
+// once Prime has it. Past the grace, an empty answer counts as done.
+func TestAnEarlyEmptyAnswerKeepsTheItemForALaterPass(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig()})
+	e.startPipeline()
+	j := e.Sim.NewJob()
+	e.Sim.NewContact(j.ID)
+	e.Sim.NewStatusHistory(j.ID, j.StatusID)
+
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	flowtest.Eventually(t, "an empty answer for the allocations, the rest drained", func() bool {
+		return e.drained(store.TableAllocations, "kept") >= 1 && len(e.queued(j.ID)) == 1
+	})
+	is.Equal(e.queued(j.ID)[0].Object, store.TableAllocations) // the allocations' item is kept
+	a := e.Sim.NewMakeSafeAllocation(j.ID)                     // Prime has it now
+	flowtest.Eventually(t, "the allocation mirrored by a later pass", func() bool {
+		_, found, err := e.Env.Store.GetAllocation(context.Background(), a.ID)
+		return err == nil && found && len(e.queued(j.ID)) == 0
+	})
+	e.waitDrained(store.TableAllocations, "mirrored", 1)      // by the later pass
+	is.Equal(e.drained(store.TableAllocations, "empty"), 0.0) // never dropped as done
+}
+
+func TestAnEmptyAnswerPastTheGraceIsDone(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig(func(c *childmirror.DrainConfig) { c.EmptyGrace = 0 })})
+	j := e.Sim.NewJob()
+	e.mirrorJobOf(j.ID)
+	_, err := e.Env.Store.QueueMissingObjectsByJob(context.Background(), j.ID)
+	is.NoErr(err)
+	e.publishSyncQueued(j.ID, store.TableAllocations)
+	flowtest.Eventually(t, "the allocations' item removed", func() bool { return e.drained(store.TableAllocations, "empty") == 1 })
+	for _, it := range e.queued(j.ID) {
+		is.True(it.Object != store.TableAllocations) // an empty answer past the grace counts as done (§7)
+	}
+}
+
+// publishSyncQueued hands items to the drains as the pipeline does.
+func (e *env) publishSyncQueued(jobID string, objects ...string) {
+	e.T.Helper()
+	b, err := json.Marshal(events.SyncQueued{JobID: jobID, Objects: objects, Source: "test"})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if _, err := e.JS.Publish(context.Background(), events.SubjectSyncQueued, b); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// killingPrime is the Prime client of a drain that is killed: after its
+// n-th allocation list it cancels the drain's context.
+type killingPrime struct {
+	childmirror.PrimeAPI
+	calls atomic.Int32
+	after int32
+	kill  context.CancelFunc
+}
+
+func (k *killingPrime) ListJobAllocations(ctx context.Context, jobID string) ([]prime.Allocation, error) {
+	as, err := k.PrimeAPI.ListJobAllocations(ctx, jobID)
+	if k.calls.Add(1) == k.after {
+		k.kill()
+	}
+	return as, err
+}
+
+// noRelease is the store of a drain that dies without a word: it gives no
+// claim back.
+type noRelease struct{ store.Store }
+
+func (noRelease) ReleaseSyncQueue(context.Context, store.SyncQueueItem) (bool, error) {
+	return false, errors.New("the process is gone")
+}
+
+// A backstop pass stopped in the middle of its batch — shut down, or dead
+// without giving its claims back — loses no item and mirrors none twice: a
+// later drain takes what it did not finish, once the claims it kept lapse.
+func TestADrainKilledMidBatchLosesNothingAndMirrorsNothingTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dies bool
+	}{{"shut down", false}, {"dies holding its claims", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			e := start(t, options{cfg: drainConfig()})
+			ctx := context.Background()
+			var allocs []prime.Allocation
+			for range 6 {
+				j := e.Sim.NewJob()
+				allocs = append(allocs, e.Sim.NewAllocation(j.ID, "Plumbing"))
+				e.mirrorJobOf(j.ID)
+				is.NoErr(e.Env.Store.UpsertSyncQueue(ctx, store.TableAllocations, j.ID)) // queued outside primeflow: no hand-off
+			}
+
+			killCtx, kill := context.WithCancel(ctx)
+			cfg := childmirror.DefaultConfig()
+			drainConfig(func(c *childmirror.DrainConfig) { c.Batch, c.Lease = 6, 2*time.Second })(&cfg)
+			d := e.deps
+			if tc.dies {
+				d.Store = noRelease{e.deps.Store}
+			}
+			dying, err := childmirror.New(cfg, d, &killingPrime{PrimeAPI: e.Prime, after: 2, kill: kill})
+			is.NoErr(err)
+			worked, _ := dying.Pass(killCtx, store.TableAllocations)
+			is.True(worked < len(allocs)) // stopped in the middle of its batch
+
+			later, err := childmirror.New(cfg, e.deps, e.Prime)
+			is.NoErr(err)
+			flowtest.Eventually(t, "the rest drained by a later pass", func() bool {
+				_, err := later.Pass(ctx, store.TableAllocations)
+				items, lerr := e.Env.Store.ListSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations})
+				return err == nil && lerr == nil && len(items) == 0
+			})
+			for _, a := range allocs {
+				is.Equal(e.store.count("allocation:"+a.ID), 1) // every allocation mirrored, once
+			}
+		})
+	}
+}
+
+// mirrorJobOf writes a Prime job into the mirror, as job-mirror would.
+func (e *env) mirrorJobOf(jobID string) {
+	e.T.Helper()
+	j, ok := e.Sim.Job(jobID)
+	if !ok {
+		e.T.Fatalf("no job %s in the simulator", jobID)
+	}
+	if _, err := e.Env.Store.UpsertJob(context.Background(), store.Job{JobID: j.ID, JobNumber: j.JobNumber, StatusID: j.StatusID,
+		PrimaryContactID: j.PrimaryContactID, CreatedAt: j.CreatedAt.Time}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// Items queued by a caller outside primeflow (the email flow, §7) come with
+// no hand-off: the backstop passes drain them.
+func TestTheBackstopDrainsWhatNobodyHandedOn(t *testing.T) {
+	e := start(t, options{cfg: drainConfig(func(c *childmirror.DrainConfig) {
+		c.EveryStatusHistories, c.EveryContacts = 200*time.Millisecond, 300*time.Millisecond
+		c.EveryAllocations, c.EveryContactRelationships = 500*time.Millisecond, 700*time.Millisecond
+	})})
+	j := e.Sim.NewJob()
+	e.Sim.NewContact(j.ID)
+	e.Sim.NewStatusHistory(j.ID, j.StatusID)
+	e.Sim.NewAllocation(j.ID, "Plumbing")
+	e.mirrorJobOf(j.ID)
+	_, err := e.Env.Store.QueueMissingObjectsByJob(context.Background(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowtest.Eventually(t, "the queue drained by the backstop", func() bool { return len(e.queued(j.ID)) == 0 })
+	for _, o := range store.MissingObjects() {
+		e.waitDrained(o, "mirrored", 1)
+	}
+}
+
+// The queue's depth and the age of its oldest item are served by object,
+// every object from the start.
+func TestTheQueueIsMeasuredByObject(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig(func(c *childmirror.DrainConfig) { c.EmptyGrace = time.Hour })})
+	for _, o := range store.MissingObjects() {
+		is.True(e.served("primeflow_syncqueue_items", o, ""))              // served from the start
+		is.True(e.served("primeflow_syncqueue_oldest_age_seconds", o, "")) // both
+		for _, outcome := range []string{"mirrored", "kept", "failed"} {
+			is.True(e.served("primeflow_syncqueue_drained_total", o, outcome)) // and the outcomes
+		}
+		is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_syncqueue_items", map[string]string{"object": o}), 0.0) // at 0
+	}
+	j := e.Sim.NewJob()
+	is.NoErr(e.Env.Store.UpsertSyncQueue(context.Background(), store.TableAllocations, j.ID))
+	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_syncqueue_items", map[string]string{"object": store.TableAllocations}), 1.0) // one waits
+	flowtest.Eventually(t, "the oldest item's age", func() bool {
+		return flowtest.Counter(t, e.Deps.Metrics, "primeflow_syncqueue_oldest_age_seconds", map[string]string{"object": store.TableAllocations}) > 0
+	})
+}
+
+// served reports whether the registry has a series of name for object (and
+// outcome, when given).
+func (e *env) served(name, object, outcome string) bool {
+	e.T.Helper()
+	mfs, err := e.Deps.Metrics.Gather()
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			if have["object"] == object && (outcome == "" || have["outcome"] == outcome) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// §11's "*/47" fired at minutes 0 and 47; the backstops' intervals share no
+// factor, so no two passes fall together again for a long while.
+func TestTheBackstopIntervalsAreCoprime(t *testing.T) {
+	c := childmirror.DefaultConfig().Drain
+	every := []time.Duration{c.EveryStatusHistories, c.EveryContacts, c.EveryAllocations, c.EveryContactRelationships}
+	for i, a := range every {
+		for _, b := range every[i+1:] {
+			x, y := big.NewInt(int64(a/time.Minute)), big.NewInt(int64(b/time.Minute))
+			if g := new(big.Int).GCD(nil, nil, x, y); g.Int64() != 1 || a%time.Minute != 0 {
+				t.Errorf("%s and %s share the factor %s", a, b, g)
+			}
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package jobmirror_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	jobmirror "github.com/ethosbuilding/primeflow/services/job-mirror"
+	"github.com/matryer/is"
+)
+
+// inviteEndpoint is TRIAGE_INVITE_SEND_URL over real HTTP: it answers each
+// post with the next status of a script (the last repeats), can hold a post
+// unanswered, and records what it got.
+type inviteEndpoint struct {
+	mu       sync.Mutex
+	statuses []int
+	posts    []invitePost
+	arrived  chan int64
+	hold     chan struct{}
+}
+
+type invitePost struct {
+	payload jobmirror.InvitePayload
+	key     string
+	status  int
+}
+
+func (ep *inviteEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var p jobmirror.InvitePayload
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	if ep.arrived != nil {
+		ep.arrived <- p.ID
+	}
+	if ep.hold != nil {
+		select {
+		case <-ep.hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	ep.mu.Lock()
+	status := http.StatusOK
+	if len(ep.statuses) > 0 {
+		status = ep.statuses[min(len(ep.posts), len(ep.statuses)-1)]
+	}
+	ep.posts = append(ep.posts, invitePost{payload: p, key: r.Header.Get(delivery.IdempotencyKeyHeader), status: status})
+	ep.mu.Unlock()
+	w.WriteHeader(status)
+}
+
+func (ep *inviteEndpoint) got() []invitePost {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return append([]invitePost(nil), ep.posts...)
+}
+
+// accepted are the posts answered 2xx.
+func (ep *inviteEndpoint) accepted() []invitePost {
+	var out []invitePost
+	for _, p := range ep.got() {
+		if p.status/100 == 2 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (ep *inviteEndpoint) sender(t *testing.T) *jobmirror.HTTPInvites {
+	t.Helper()
+	srv := httptest.NewServer(ep)
+	t.Cleanup(srv.Close)
+	s, err := jobmirror.NewHTTPInvites(delivery.HTTPConfig{URL: srv.URL + "/triage/invite"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// quickInvites retries an invite at once: the drainer's timing is not what
+// these tests are about.
+func quickInvites(c *jobmirror.Config) {
+	c.InviteDrainer = delivery.Config{MaxAttempts: 5, Backoff: []time.Duration{50 * time.Millisecond}, Lease: time.Minute, Sweep: time.Minute, Workers: 2}
+}
+
+// icmJob is a job in Prime whose status is Initial Contact Made, with a
+// primary contact, that the mirror holds; firing its change-job-status
+// queues an invite.
+func (e *env) icmJob(mirrorContact bool) (primeJob prime.Job, contact prime.Contact) {
+	e.T.Helper()
+	j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
+	c, _ := e.Sim.NewContact(j.ID, func(c *prime.Contact) { c.Mobile = "0412 345 678"; c.Email = "olivia@example.com.au" })
+	if mirrorContact {
+		if err := e.Store.SaveContact(context.Background(), store.Contact{ContactID: c.ID, Name: c.Name, Mobile: c.Mobile, Email: c.Email}); err != nil {
+			e.T.Fatal(err)
+		}
+	}
+	pj, _ := e.Sim.Job(j.ID)
+	return pj.Job, c
+}
+
+// invite waits for the job's one invite to reach a state and returns it.
+func (e *env) invite(jobID string, want store.SendState) store.TriageInvite {
+	e.T.Helper()
+	var inv store.TriageInvite
+	flowtest.Eventually(e.T, "the invite "+string(want), func() bool {
+		got := e.invites(jobID)
+		if len(got) != 1 {
+			return false
+		}
+		inv = got[0]
+		return inv.State == want
+	})
+	return inv
+}
+
+// §3.1: the commit that queued an invite sends it, with the job, its number,
+// the primary contact from the mirror and the status; an endpoint that fails
+// and then recovers gets it once, and the row says when it was sent.
+func TestAQueuedInviteIsSentOnceToAFailingThenRecoveringEndpoint(t *testing.T) {
+	is := is.New(t)
+	ep := &inviteEndpoint{statuses: []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusOK}}
+	e := start(t, options{invites: ep.sender(t), config: quickInvites})
+	j, c := e.icmJob(true)
+
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	inv := e.invite(j.ID, store.SendSent)
+	is.Equal(inv.Attempts, 3)                                            // two failures, then the send
+	is.True(!inv.SentUTC.IsZero() && !inv.SentUTC.Before(inv.QueuedUTC)) // the sent time stamped
+	is.True(strings.Contains(inv.LastError, "HTTP 500"))                 // the last failure stays on the row
+	is.Equal(len(ep.got()), 3)                                           // three posts
+	sent := ep.accepted()
+	is.Equal(len(sent), 1) // accepted once
+	want := jobmirror.InvitePayload{ID: inv.ID, Reference: fmt.Sprintf("primeflow-triage-invite-%d", inv.ID), JobID: j.ID,
+		JobNumber: j.JobNumber, StatusID: statusICM, Attempt: 3,
+		Contact: jobmirror.InviteContact{Name: c.Name, Phone: "0412 345 678", Email: "olivia@example.com.au"}}
+	is.Equal(sent[0].payload, want)              // the job, its primary contact and the status
+	is.Equal(sent[0].key, want.Reference)        // the same idempotency key on every attempt
+	is.Equal(ep.got()[0].key, want.Reference)    //
+	is.Equal(e.inviteCounter("sent_total"), 1.0) // counted sent
+	is.Equal(e.inviteCounter("send_retries_total"), 2.0)
+	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_triage_invites_queue", map[string]string{"state": "Sent"}), 1.0)
+}
+
+func (e *env) inviteCounter(name string) float64 {
+	return flowtest.Counter(e.T, e.Deps.Metrics, "primeflow_triage_invites_"+name, nil)
+}
+
+// A queued invite survives a restart: job-mirror stopped before it could send
+// (the endpoint failing) and started again sends it, once. A post in flight
+// when job-mirror stops finishes and is recorded, so the next job-mirror
+// does not send it again.
+func TestAnInviteIsSentOnceAcrossARestart(t *testing.T) {
+	t.Run("queued, not sent yet", func(t *testing.T) {
+		is := is.New(t)
+		down := &inviteEndpoint{statuses: []int{http.StatusBadGateway}}
+		retryLater := func(c *jobmirror.Config) {
+			quickInvites(c)
+			c.InviteDrainer.Backoff = []time.Duration{3 * time.Second} // the restart comes first
+		}
+		e := start(t, options{invites: down.sender(t), config: retryLater})
+		j, _ := e.icmJob(true)
+		e.WaitProcessed(e.Fire("change-job-status", j.ID))
+		flowtest.Eventually(t, "the first post failed", func() bool { return len(down.got()) == 1 })
+		e.stopMirror() // before its retry
+		inv := e.invite(j.ID, store.SendQueued)
+
+		up := &inviteEndpoint{}
+		e.Run("job-mirror after the restart", e.newMirror(up.sender(t), retryLater))
+		got := e.invite(j.ID, store.SendSent)
+		is.Equal(got.ID, inv.ID)        // the invite queued before the restart
+		is.True(got.Attempts >= 2)      // after the failed one
+		is.Equal(len(up.accepted()), 1) // sent once
+		for _, p := range down.got() {
+			is.Equal(p.status, http.StatusBadGateway) // the failing endpoint took none
+		}
+	})
+
+	t.Run("a post in flight at shutdown", func(t *testing.T) {
+		is := is.New(t)
+		held := &inviteEndpoint{arrived: make(chan int64, 1), hold: make(chan struct{})}
+		answer := sync.OnceFunc(func() { close(held.hold) })
+		t.Cleanup(answer)
+		e := start(t, options{invites: held.sender(t), config: quickInvites})
+		j, _ := e.icmJob(true)
+		e.WaitProcessed(e.Fire("change-job-status", j.ID))
+		select {
+		case <-held.arrived: // the post reached the endpoint
+		case <-time.After(20 * time.Second):
+			t.Fatal("the invite was never posted")
+		}
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); e.stopMirror() }()
+		select {
+		case <-stopped:
+			t.Fatal("job-mirror stopped with its post unanswered")
+		case <-time.After(200 * time.Millisecond):
+		}
+		answer()
+		<-stopped
+		inv := e.invite(j.ID, store.SendSent) // recorded by the job-mirror that posted it
+		is.Equal(inv.Attempts, 1)
+
+		again := &inviteEndpoint{}
+		is.NoErr(e.newMirror(again.sender(t), quickInvites).SendInvites(context.Background()))
+		is.Equal(len(again.got()), 0)     // the next job-mirror sends nothing more
+		is.Equal(len(held.accepted()), 1) // the endpoint had it once
+	})
+}
+
+// A primary contact the mirror does not hold yet is queued for the contacts
+// drain (handed on at once); the invite is retried and goes out once the
+// contact is mirrored.
+func TestAnInviteWaitsForItsContact(t *testing.T) {
+	is := is.New(t)
+	ep := &inviteEndpoint{}
+	e := start(t, options{invites: ep.sender(t), config: quickInvites})
+	j, c := e.icmJob(false)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	flowtest.Eventually(t, "the job's contacts queued for a sync", func() bool {
+		items, err := e.Store.ListSyncQueue(context.Background(), store.SyncQueueFilter{Object: store.TableContacts, JobID: j.ID})
+		return err == nil && len(items) == 1
+	})
+	flowtest.Eventually(t, "and handed to the drains", func() bool {
+		for _, b := range e.Published(events.StreamJob, events.SubjectSyncQueued) {
+			var sq events.SyncQueued
+			if json.Unmarshal(b, &sq) == nil && sq.JobID == j.ID && len(sq.Objects) == 1 && sq.Objects[0] == store.TableContacts {
+				return true
+			}
+		}
+		return false
+	})
+	is.Equal(len(ep.got()), 0) // nothing posted without the contact
+	is.NoErr(e.Store.SaveContact(context.Background(), store.Contact{ContactID: c.ID, Name: c.Name, Mobile: c.Mobile, Email: c.Email}))
+	inv := e.invite(j.ID, store.SendSent) // the drain mirrored it: the retry sends it
+	is.True(inv.Attempts >= 2)
+	is.Equal(len(ep.accepted()), 1)
+	is.Equal(ep.accepted()[0].payload.Contact.Name, c.Name)
+}
+
+// A job with no primary contact has nobody to invite: the invite is Failed
+// at once, for a person, and counted.
+func TestAnInviteWithNobodyToInviteFails(t *testing.T) {
+	is := is.New(t)
+	ep := &inviteEndpoint{}
+	e := start(t, options{invites: ep.sender(t), config: quickInvites})
+	j := e.Sim.NewJob(func(pj *prime.Job) { pj.StatusID = statusICM })
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	inv := e.invite(j.ID, store.SendFailed)
+	is.Equal(inv.Attempts, 1)                                   // refused for good
+	is.True(strings.Contains(inv.LastError, "primary contact")) // saying why
+	is.Equal(len(ep.got()), 0)                                  // nothing posted
+	flowtest.Eventually(t, "counted failed", func() bool { return e.inviteCounter("failed_total") == 1 })
+}
+
+// A shadow run records invites instead of sending them.
+func TestAShadowRunRecordsTheInvites(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	dry := dryrun.Config{Send: true, Dir: dir}
+	s, err := jobmirror.InviteSenderFor(delivery.HTTPConfig{URL: "http://127.0.0.1:9/never"}, dry, slog.New(slog.DiscardHandler))
+	is.NoErr(err)
+	e := start(t, options{invites: s, config: quickInvites})
+	j, _ := e.icmJob(true)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	e.invite(j.ID, store.SendSent)
+	recs, err := dryrun.Read(filepath.Join(dir, "triage-invite.jsonl"))
+	is.NoErr(err)
+	is.Equal(len(recs), 1) // recorded, not sent
+}

@@ -1,0 +1,132 @@
+package primectl
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+)
+
+// syncQueue is `primectl syncqueue`: ethSyncQueue by object (items, held by
+// a drain, the oldest's age), then the items themselves, oldest first.
+func (c *cli) syncQueue(ctx context.Context, args []string) error {
+	fs := c.flags("syncqueue")
+	object := fs.String("object", "", "only this object (primeJobStatusHistory, primeContacts, primeAllocations, primeContactRelationships)")
+	job := fs.String("job", "", "only this job's items")
+	limit := fs.Int("limit", 100, "at most this many items, oldest first")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fmt.Fprintln(c.stderr, "primectl syncqueue: takes no arguments")
+		return ErrUsage
+	}
+	st, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stats, err := st.SyncQueueStats(ctx)
+	if err != nil {
+		return err
+	}
+	items, err := st.ListSyncQueue(ctx, store.SyncQueueFilter{Object: *object, JobID: *job, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECT\tITEMS\tHELD BY A DRAIN\tOLDEST WAITING")
+	for _, s := range stats {
+		writeRow(tw, s.Object, strconv.Itoa(s.Items), strconv.Itoa(s.Claimed), waited(now, s.OldestQueuedUTC))
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "OBJECT\tJOB\tQUEUED (UTC)\tCLAIMED (UTC)")
+	for _, it := range items {
+		claimed := "-"
+		if !it.ClaimedUTC.IsZero() {
+			claimed = it.ClaimedUTC.Format(timeLayout)
+		}
+		writeRow(tw, it.Object, it.JobID, it.QueuedUTC.Format(timeLayout), claimed)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%d items\n", len(items))
+	return nil
+}
+
+// invites is `primectl invites`: the triage invites not sent (Queued,
+// Sending, Failed), only the Failed ones, or all, oldest first.
+func (c *cli) invites(ctx context.Context, args []string) error {
+	fs := c.flags("invites")
+	failed := fs.Bool("failed", false, "only the invites given up on, which wait for a person")
+	all := fs.Bool("all", false, "sent ones too")
+	limit := fs.Int("limit", 100, "at most this many invites, oldest first")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || (*failed && *all) {
+		fmt.Fprintln(c.stderr, "primectl invites: takes --failed or --all, and no arguments")
+		return ErrUsage
+	}
+	want := store.InvitesPending
+	switch {
+	case *failed:
+		want = store.InvitesFailed
+	case *all:
+		want = store.InvitesAll
+	}
+	st, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rows, err := st.ListTriageInviteQueue(ctx, want, *limit)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tJOB\tSTATE\tATTEMPTS\tQUEUED (UTC)\tNEXT OR DONE (UTC)\tLAST ERROR")
+	for _, r := range rows {
+		when := r.NextAttemptUTC
+		switch r.State {
+		case store.SendSent:
+			when = r.SentUTC
+		case store.SendFailed:
+			when = r.FailedUTC
+		case store.SendSending:
+			when = r.ClaimedUntilUTC
+		}
+		writeRow(tw, strconv.FormatInt(r.ID, 10), r.JobID, string(r.State), strconv.Itoa(r.Attempts),
+			r.QueuedUTC.Format(timeLayout), at(when), dash(cut(r.LastError, 80)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%d invites\n", len(rows))
+	return nil
+}
+
+// timeLayout is how primectl prints a time.
+const timeLayout = "2006-01-02 15:04:05"
+
+func at(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// waited is how long ago since was, to the second; "-" for none.
+func waited(now, since time.Time) string {
+	if since.IsZero() {
+		return "-"
+	}
+	return now.Sub(since).Truncate(time.Second).String()
+}

@@ -1,0 +1,68 @@
+package primectl_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/matryer/is"
+)
+
+func TestSyncQueue(t *testing.T) {
+	is := is.New(t)
+	w := emptyWorld(t)
+	ctx := context.Background()
+	_, err := w.store.QueueMissingObjectsByJob(ctx, jobA)
+	is.NoErr(err)
+	is.NoErr(w.store.UpsertSyncQueue(ctx, store.TableAllocations, jobB))
+	_, err = w.store.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations, Limit: 1}, time.Now().Add(-time.Minute))
+	is.NoErr(err)
+
+	out, _, err := w.run("", "syncqueue")
+	is.NoErr(err)
+	is.True(regexp.MustCompile(`primeAllocations\s+2\s+1\s`).MatchString(out)) // by object: two items, one held by a drain
+	is.True(regexp.MustCompile(`primeContacts\s+1\s+0\s`).MatchString(out))
+	is.True(strings.Contains(out, jobB))      // the items
+	is.True(strings.Contains(out, "5 items")) // all five
+
+	out, _, err = w.run("", "syncqueue", "--job", jobB)
+	is.NoErr(err)
+	is.True(strings.Contains(out, "1 items")) // one job's
+	out, _, err = w.run("", "syncqueue", "--object", store.TableContacts)
+	is.NoErr(err)
+	is.True(strings.Contains(out, "1 items")) // one object's
+}
+
+func TestInvites(t *testing.T) {
+	is := is.New(t)
+	w := emptyWorld(t)
+	ctx := context.Background()
+	const icm = "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6"
+	for _, j := range []string{jobA, jobB} {
+		_, err := w.store.UpsertJob(ctx, store.Job{JobID: j, StatusID: icm})
+		is.NoErr(err)
+		queued, err := w.store.QueueTriageInvite(ctx, j, icm)
+		is.NoErr(err)
+		is.True(queued)
+	}
+	now := time.Now().Add(time.Second)
+	claimed, err := w.store.ClaimTriageInvites(ctx, now, time.Minute, 5, 1)
+	is.NoErr(err)
+	is.NoErr(w.store.SetTriageInviteFailed(ctx, claimed[0].ID, 1, "HTTP 400: \x1b[31mno such contact\x1b[0m", time.Time{}, now))
+
+	out, _, err := w.run("", "invites")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "2 invites")) // both not sent
+	is.True(strings.Contains(out, "Failed") && strings.Contains(out, "Queued"))
+	is.True(strings.Contains(out, `\x1b[31mno such contact`)) // the error, printable
+	is.True(!strings.Contains(out, "\x1b"))                   // never raw
+	out, _, err = w.run("", "invites", "--failed")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "1 invites")) // the failed one alone
+	is.True(strings.Contains(out, claimed[0].JobID))
+	_, _, err = w.run("", "invites", "--failed", "--all")
+	is.True(err != nil) // one or the other
+}
