@@ -202,12 +202,22 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 		nc.Close()
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
-	if hasRole && len(streams) == 0 {
-		return nc, js, nil // a role that touches no stream (mail-intake) applies none
-	}
 	for attempt := 0; ; attempt++ {
-		err = events.EnsureStreams(ctx, js, c.Replicas, streams...)
-		if err == nil {
+		// A refused login is the configuration's: the client gives up on it
+		// (it closes the connection after the server refuses it twice), and
+		// so does the process, naming the variables, rather than wait for a
+		// server that will never let it in.
+		if nc.IsClosed() {
+			return nil, nil, refused(c, nc.LastError())
+		}
+		if hasRole && len(streams) == 0 {
+			// A role that touches no stream (mail-intake) applies none: it
+			// waits for the server to let it in, as the others do.
+			if nc.IsConnected() {
+				return nc, js, nil
+			}
+			err = errors.Join(errors.New("not connected yet"), nc.LastError())
+		} else if err = events.EnsureStreams(ctx, js, c.Replicas, streams...); err == nil {
 			return nc, js, nil
 		}
 		if attempt%20 == 0 {
@@ -220,6 +230,19 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// refused is the error of a connection NATS closed: for a refused login,
+// which variables to look at.
+func refused(c NATS, err error) error {
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
+		who := "NATS_USER and NATS_PASSWORD (or NATS_PASSWORD_FILE)"
+		if c.User == "" {
+			who = "NATS_URL's user and password, or NATS_USER and NATS_PASSWORD"
+		}
+		return fmt.Errorf("nats refused the login (%w): check %s", err, who)
+	}
+	return fmt.Errorf("nats connect: the connection was closed: %w", err)
 }
 
 // OpenStore opens the database (database.Open), waiting with backoff while
