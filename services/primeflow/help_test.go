@@ -58,6 +58,7 @@ func TestHelpListsWhatMainReads(t *testing.T) {
 			is := is.New(t)
 			set := map[string]string{ // what each must have to get as far as connecting
 				"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_URL": "nats://127.0.0.1:1",
+				"SIM_ADDR": flowtest.FreeAddr(t), "NATS_MONITOR_LISTEN": "off",
 				"MAKESAFE_SMS_TO": "+61400000000", "SMS_SEND_URL": "http://127.0.0.1:1/sms",
 				"TRIAGE_INVITE_SEND_URL": "http://127.0.0.1:1/invites", "AI_SUMMARY_NUDGE_URL": "off",
 				"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",

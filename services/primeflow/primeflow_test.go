@@ -450,7 +450,7 @@ func TestShadowRunSendsNothing(t *testing.T) {
 	dir, records := t.TempDir(), t.TempDir()
 	httpAddr, simAddr := flowtest.FreeAddr(t), flowtest.FreeAddr(t)
 	env := map[string]string{
-		"DATA_DIR": dir, "HTTP_ADDR": httpAddr, "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": simAddr,
+		"DATA_DIR": dir, "HTTP_ADDR": httpAddr, "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": simAddr, "NATS_MONITOR_LISTEN": "off",
 		"PRIME_WEBHOOK_API_KEY": apiKey, "ADMIN_USER": admin, "ADMIN_PASSWORD": password,
 		"PRIME_RATE_PER_MINUTE": "100000", "PRIME_RATE_BURST": "100",
 		"OPTIMOROUTE_API_URL": outside.URL + "/v1", "OPTIMOROUTE_API_KEY": "the-real-key",
