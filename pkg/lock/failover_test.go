@@ -195,12 +195,16 @@ func TestNewRidesOutALostQuorum(t *testing.T) {
 	c := natstest.NewCluster(t, 3)
 	_, js := c.Connect(t)
 	keep := c.Follower(js, events.StreamLocks) // the one left cannot answer for the bucket
+	// The stream's leader is stopped last: stopped first, it would leave
+	// the two others to elect a leader, which could be the one kept, and
+	// that one would then answer for the bucket alone (one run in three
+	// under the race detector, whose slower stops let the election finish).
+	leader := c.StreamLeader(js, events.StreamLocks)
 	var stopped []int
-	for i := range c.Nodes {
-		if i != keep {
-			c.Stop(i)
-			stopped = append(stopped, i)
-		}
+	third := 3 - keep - leader // nodes 0, 1 and 2: the one that is neither
+	for _, i := range []int{third, leader} {
+		c.Stop(i)
+		stopped = append(stopped, i)
 	}
 	rec := &logRecorder{msgs: make(chan string, 1000)}
 	type bound struct {
