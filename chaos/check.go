@@ -28,7 +28,8 @@ type report struct {
 	pipelineTwice    []string // jobs whose pipeline completed more than once
 	phoneCallMissing []string // after-hours make-safe jobs without their call or SMS
 	phoneCallWrong   []string // calls raised for jobs that must not have one
-	inviteMissing    []string // jobs in Initial Contact Made whose triage invite was not sent once to the endpoint
+	inviteMissing    []string // jobs in Initial Contact Made whose triage invite was not sent to the endpoint
+	inviteTwice      []string // invites queued while one of the job's was pending
 	orderMissing     []string // appointments without their order at their date
 	orderExtra       []string // orders no appointment accounts for
 	dateUnplanned    []string // dates not planned after their last order write
@@ -77,7 +78,8 @@ func (r report) violations() []string {
 	add("the new-job pipeline runs once a job", r.pipelineTwice)
 	add("an after-hours make-safe job has its phone call and its SMS", r.phoneCallMissing)
 	add("no other job has a phone call", r.phoneCallWrong)
-	add("every job in Initial Contact Made has its triage invite sent, once", r.inviteMissing)
+	add("every job in Initial Contact Made has its triage invite sent", r.inviteMissing)
+	add("no triage invite is queued while one of its job's is pending", r.inviteTwice)
 	add("every appointment has its order, at its date", r.orderMissing)
 	add("one order an appointment", r.orderExtra)
 	add("every date is planned after its last order write", r.dateUnplanned)
@@ -250,22 +252,29 @@ func checkMakesafe(ctx context.Context, db *sql.DB, posts map[string]int, jobs [
 }
 
 // checkInvites: each job whose webhooks were all accepted ended in the
-// Initial-Contact-Made status, so it has one triage invite, Sent, which
-// reached the endpoint once (§3.1).
+// Initial-Contact-Made status, so it has a triage invite, Sent, which
+// reached the endpoint (§3.1), and every invite of it did. A job may have
+// more than one: §5.1 step 6 skips a job only while an invite is pending,
+// so a change-job-status event handled after the job's invite went (an
+// earlier status change whose handling was held up by a kill) queues
+// another, as the spec's procedure does. What must hold is that no invite
+// was queued while another of the job's was pending, and that each reached
+// the endpoint; a post repeated under one key (a sender killed before it
+// recorded the answer) is counted as resent, as the SMS are.
 func checkInvites(ctx context.Context, db *sql.DB, posts map[string]int, jobs []jobState, r *report) error {
 	type invite struct {
-		id    int64
-		state string
-		n     int
+		id           int64
+		state        string
+		queued, sent string // as the store writes them: they sort as times
 	}
-	invites := map[string]invite{}
-	err := query(ctx, db, `SELECT jobId, MAX(id), MAX(state), COUNT(*) FROM ethTriageInviteQueue GROUP BY jobId`, func(sc *sql.Rows) error {
+	invites := map[string][]invite{}
+	err := query(ctx, db, `SELECT jobId, id, state, queuedUTC, COALESCE(sentUTC, '') FROM ethTriageInviteQueue ORDER BY jobId, id`, func(sc *sql.Rows) error {
 		var job string
 		var in invite
-		if err := sc.Scan(&job, &in.id, &in.state, &in.n); err != nil {
+		if err := sc.Scan(&job, &in.id, &in.state, &in.queued, &in.sent); err != nil {
 			return err
 		}
-		invites[job] = in
+		invites[job] = append(invites[job], in)
 		return nil
 	})
 	if err != nil {
@@ -275,16 +284,22 @@ func checkInvites(ctx context.Context, db *sql.DB, posts map[string]int, jobs []
 		if j.id == "" || !j.done {
 			continue
 		}
-		in, ok := invites[strings.ToLower(j.id)]
-		switch {
-		case !ok:
+		ins := invites[strings.ToLower(j.id)]
+		if len(ins) == 0 {
 			r.inviteMissing = append(r.inviteMissing, j.id+": no invite")
-		case in.n != 1:
-			r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: %d invites", j.id, in.n))
-		case in.state != string(store.SendSent):
-			r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d is %q", j.id, in.id, in.state))
-		case posts[jobmirror.InviteReference(in.id)] != 1:
-			r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d reached the endpoint %d times", j.id, in.id, posts[jobmirror.InviteReference(in.id)]))
+			continue
+		}
+		for k, in := range ins {
+			n := posts[jobmirror.InviteReference(in.id)]
+			switch {
+			case in.state != string(store.SendSent):
+				r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d is %q", j.id, in.id, in.state))
+			case n == 0:
+				r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d sent, but not to the endpoint", j.id, in.id))
+			case k > 0 && in.queued < ins[k-1].sent:
+				r.inviteTwice = append(r.inviteTwice, fmt.Sprintf("%s: invite %d queued while invite %d was pending", j.id, in.id, ins[k-1].id))
+			}
+			r.resent += max(n-1, 0)
 		}
 	}
 	return nil
