@@ -211,7 +211,7 @@ func printCoverage(w io.Writer, c Coverage) error {
 	fmt.Fprintln(tw, "PATH\tJOBS SEEN\tSEEN ONLY THERE\tSEEN FIRST\tMEDIAN LAG BEHIND THE FIRST")
 	for _, p := range coveragePaths {
 		pc := c.Paths[p]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", p, pc.Seen, pc.OnlyThere, pc.First, seconds(pc.MedianLagSeconds))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", p, pc.Seen, pc.OnlyThere, pc.First, medianOf(pc.Seen, pc.MedianLagSeconds))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -220,7 +220,7 @@ func printCoverage(w io.Writer, c Coverage) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "BETWEEN PATHS\tJOBS BOTH SAW\tMEDIAN LAG (+: THE SECOND LATER)")
 	for _, l := range c.Lags {
-		fmt.Fprintf(tw, "%s → %s\t%d\t%s\n", l.From, l.To, l.Jobs, seconds(l.MedianSeconds))
+		fmt.Fprintf(tw, "%s → %s\t%d\t%s\n", l.From, l.To, l.Jobs, medianOf(l.Jobs, l.MedianSeconds))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -247,8 +247,12 @@ func printCoverage(w io.Writer, c Coverage) error {
 	return tw.Flush()
 }
 
-// seconds prints a lag, rounded to the second.
-func seconds(s float64) string {
+// medianOf prints a median lag over jobs, rounded to the second; "-" over
+// none, where a 0s would read as "no lag".
+func medianOf(jobs int, s float64) string {
+	if jobs == 0 {
+		return "-"
+	}
 	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }
 

@@ -3,6 +3,7 @@ package primectl_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +106,15 @@ func TestCoverageRefusesABadSince(t *testing.T) {
 	w := newWorld(t)
 	_, _, err := w.run("", "coverage", "--since", "a week")
 	is.True(err != nil && strings.Contains(err.Error(), "--since")) // named
+}
+
+func TestCoverageOverNoJobsPrintsNoMedian(t *testing.T) {
+	is := is.New(t)
+	w := emptyWorld(t)
+	out, _, err := w.run("", "coverage")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "Coverage of the 0 jobs"))
+	is.True(regexp.MustCompile(`(?m)^webhook\s+0\s+0\s+0\s+-$`).MatchString(out)) // no jobs, no median: not a lag of 0s
+	is.True(regexp.MustCompile(`(?m)^webhook → email\s+0\s+-$`).MatchString(out)) // nor between paths
+	is.True(!regexp.MustCompile(`(?m)\s0s$`).MatchString(out))
 }

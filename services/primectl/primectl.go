@@ -597,6 +597,10 @@ const ingestProcessPath = "/api/prime/webhooklog/process"
 // /healthz, asked with ADMIN_USER/ADMIN_PASSWORD, answers, takes the login
 // and is ingest's (or bin/primeflow's, which runs ingest).
 func (c *cli) reachIngest(ctx context.Context) error {
+	if c.cfg.Admin.User == "" || c.cfg.Admin.Password == "" {
+		// Blank, ingest refuses every login: asking would only say "refused".
+		return errors.New("replay --now: ADMIN_USER and ADMIN_PASSWORD (or ADMIN_PASSWORD_FILE) are not both set: --now asks ingest with the admin login (after make run: export ADMIN_USER=admin ADMIN_PASSWORD_FILE=data/admin-password)")
+	}
 	base := c.cfg.ingestURL()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
 	if err != nil {

@@ -313,6 +313,7 @@ func TestReplay(t *testing.T) {
 			} else {
 				w.env["INGEST_URL"] = "http://" + flowtest.FreeAddr(t)
 			}
+			w.env["ADMIN_USER"] = "ops"
 			w.env["ADMIN_PASSWORD"] = "wrong-password"
 			_, _, err := w.run("", "replay", id(w, "capped"), "--yes", "--now")
 			is.True(err != nil)                                       // refused
@@ -323,6 +324,27 @@ func TestReplay(t *testing.T) {
 			is.True(!posted)                                          // and the relay was not asked
 		})
 	}
+
+	// Without the admin login ingest refuses every request: --now says what
+	// to set, asks nothing and resets nothing.
+	t.Run("--now without the admin login resets nothing", func(t *testing.T) {
+		is := is.New(t)
+		w := newWorld(t)
+		asked := false
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			asked = true
+			rw.WriteHeader(http.StatusUnauthorized)
+		}))
+		defer srv.Close()
+		w.env["INGEST_URL"] = srv.URL
+		w.env["ADMIN_USER"] = "admin" // and no password
+		_, _, err := w.run("", "replay", id(w, "capped"), "--yes", "--now")
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "ADMIN_PASSWORD (or ADMIN_PASSWORD_FILE) are not both set")) // what to set, not "refused"
+		is.True(strings.Contains(err.Error(), "nothing reset"))
+		is.True(!asked) // ingest was not asked
+		is.Equal(w.row("capped").ReplayCount, 0)
+	})
 
 	// Unset, INGEST_URL is where OPS_ADDR, or HTTP_ADDR, is reached.
 	t.Run("--now follows OPS_ADDR and HTTP_ADDR", func(t *testing.T) {
@@ -337,6 +359,7 @@ func TestReplay(t *testing.T) {
 				port := srv.URL[strings.LastIndex(srv.URL, ":"):]
 				w.env["HTTP_ADDR"] = "127.0.0.1:1" // nothing there
 				w.env[variable] = port             // ":<port>", as bin/primeflow reads it
+				w.env["ADMIN_USER"], w.env["ADMIN_PASSWORD"] = "ops", "s3cret"
 				_, _, err := w.run("", "replay", id(w, "capped"), "--yes", "--now")
 				is.NoErr(err) // ingest found there
 				is.Equal(w.row("capped").ReplayCount, 1)

@@ -2,12 +2,14 @@ package primectl_test
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	"github.com/ethosbuilding/primeflow/services/primectl"
 	"github.com/matryer/is"
 )
 
@@ -30,10 +32,16 @@ func TestSyncQueue(t *testing.T) {
 
 	out, _, err = w.run("", "syncqueue", "--job", jobB)
 	is.NoErr(err)
-	is.True(strings.Contains(out, "1 items")) // one job's
-	out, _, err = w.run("", "syncqueue", "--object", store.TableContacts)
+	is.True(strings.Contains(out, "1 items"))          // one job's
+	is.True(!strings.Contains(out, "HELD BY A DRAIN")) // and not the whole queue's counts, as if they were the job's
+	out, _, err = w.run("", "syncqueue", "--object", strings.ToLower(store.TableContacts))
 	is.NoErr(err)
-	is.True(strings.Contains(out, "1 items")) // one object's
+	is.True(strings.Contains(out, "1 items"))                               // one object's, named in any case
+	is.True(regexp.MustCompile(`primeContacts\s+1\s+0\s`).MatchString(out)) // its counts
+	is.True(!strings.Contains(out, store.TableAllocations))                 // and no other's
+	_, errOut, err := w.run("", "syncqueue", "--object", "primeContact")
+	is.True(errors.Is(err, primectl.ErrUsage)) // an object the queue has not: refused, not an empty list
+	is.True(strings.Contains(errOut, store.TableContacts))
 }
 
 func TestInvites(t *testing.T) {
