@@ -337,7 +337,11 @@ func Main(ctx context.Context, name string, getenv func(string) string, stderr i
 	srv, ln, runners := bound.Serve(r, d)
 	d.Log.Info("started", "version", version.Version, "commit", version.Commit, "http", ln.Addr().String(), "ops", cfg.OpsAddr, "nats", d.NC.ConnectedUrlRedacted())
 	err = Run(ctx, srv, ln, append(runners, svc)...)
-	d.Log.Info("stopped", "err", err)
+	if err != nil {
+		d.Log.Error("stopped", "err", err)
+	} else {
+		d.Log.Info("stopped")
+	}
 	return err
 }
 

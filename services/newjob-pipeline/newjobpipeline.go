@@ -107,7 +107,10 @@ func (p *Pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 		return consume.Drop(fmt.Errorf("%s: not a first-sight hand-off: %v", msg.Subject(), err))
 	}
 	jobID := strings.ToLower(fs.JobID)
-	log := p.log.With("jobId", jobID, "logId", fs.LogID)
+	log := p.log.With("jobId", jobID)
+	if fs.LogID != 0 {
+		log = log.With("logId", fs.LogID) // a webhook's; an email or the backstop has none
+	}
 	ran, queued, err := p.run(ctx, jobID, fs.LogID)
 	switch {
 	case err != nil && ctx.Err() != nil:

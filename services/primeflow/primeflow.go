@@ -286,7 +286,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
-	log.Info("primeflow stopped", "err", err)
+	if err != nil {
+		log.Error("primeflow stopped", "err", err)
+	} else {
+		log.Info("primeflow stopped")
+	}
 	return err
 }
 
