@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -115,53 +116,79 @@ func claimSendQueue[T any](ctx context.Context, s *Store, limit int, scan func(s
 	return out, nil
 }
 
+// smsTable is smsQueue as a send queue's table.
+var smsTable = sendTable{what: "sms", table: "smsQueue", exists: func(ctx context.Context, s *Store, id int64) error {
+	_, err := s.GetSMS(ctx, id)
+	return err
+}}
+
 // SetSMSSent marks a message Sent, if it still holds the claim.
 func (s *Store) SetSMSSent(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.setSMSDone(ctx, "set sms sent", id, attempt, store.SendSent, at)
+	return smsTable.setDone(ctx, s, id, attempt, store.SendSent, at)
 }
 
 // SetSMSLogged marks a message Logged (handed to the log, never sent), if
 // it still holds the claim.
 func (s *Store) SetSMSLogged(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.setSMSDone(ctx, "set sms logged", id, attempt, store.SendLogged, at)
-}
-
-func (s *Store) setSMSDone(ctx context.Context, what string, id int64, attempt int, state store.SendState, at time.Time) error {
-	t := formatTime(at)
-	return s.updateSMSClaim(ctx, what, id, attempt, `UPDATE smsQueue
-		SET State = ?, SentUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
-		string(state), t, t)
+	return smsTable.setDone(ctx, s, id, attempt, store.SendLogged, at)
 }
 
 // SetSMSFailed records a failed send against its claim: Queued again from
 // retryAt, or Failed.
 func (s *Store) SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error {
-	t := formatTime(at)
-	cause = store.TruncateStatus(cause)
-	if retryAt.IsZero() {
-		return s.updateSMSClaim(ctx, "set sms failed", id, attempt, `UPDATE smsQueue
-			SET State = ?, FailedUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?`,
-			string(store.SendFailed), t, t, cause)
-	}
-	return s.updateSMSClaim(ctx, "set sms failed", id, attempt, `UPDATE smsQueue
-		SET State = ?, NextAttemptUTC = ?, UpdatedUTC = ?, ClaimedUntilUTC = NULL, LastError = ?`,
-		string(store.SendQueued), formatTime(retryAt), t, cause)
+	return smsTable.setFailed(ctx, s, id, attempt, cause, retryAt, at)
 }
 
 // ReleaseSMS gives back a claim that posted nothing, its attempt uncounted.
 func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.updateSMSClaim(ctx, "release sms", id, attempt, `UPDATE smsQueue
-		SET State = ?, Attempts = Attempts - 1, UpdatedUTC = ?, ClaimedUntilUTC = NULL`,
+	return smsTable.release(ctx, s, id, attempt, at)
+}
+
+// sendTable is a send queue's table (smsQueue, ethTriageInviteQueue). Both
+// have the same columns (State, Attempts, SentUTC … in smsQueue, state,
+// attempts, sentUTC … in ethTriageInviteQueue: SQLite reads a name in any
+// case), so one set of outcome statements serves both; each is recorded
+// against the claim (the row's id and attempt) and changes nothing when
+// the row no longer holds it.
+type sendTable struct {
+	what, table string
+	// exists returns ErrNotFound for an unknown id.
+	exists func(ctx context.Context, s *Store, id int64) error
+}
+
+// setDone marks a row Sent, or Logged: sent, or handed to the log.
+func (q sendTable) setDone(ctx context.Context, s *Store, id int64, attempt int, state store.SendState, at time.Time) error {
+	t := formatTime(at)
+	return q.update(ctx, s, "set "+q.what+" "+strings.ToLower(string(state)), id, attempt,
+		`state = ?, sentUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL`, string(state), t, t)
+}
+
+// setFailed records a failed send: Queued again from retryAt, or Failed
+// when it is zero, the cause cut to MaxStatusLen.
+func (q sendTable) setFailed(ctx context.Context, s *Store, id int64, attempt int, cause string, retryAt, at time.Time) error {
+	t := formatTime(at)
+	cause = store.TruncateStatus(cause)
+	if retryAt.IsZero() {
+		return q.update(ctx, s, "set "+q.what+" failed", id, attempt,
+			`state = ?, failedUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL, lastError = ?`,
+			string(store.SendFailed), t, t, cause)
+	}
+	return q.update(ctx, s, "set "+q.what+" failed", id, attempt,
+		`state = ?, nextAttemptUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL, lastError = ?`,
+		string(store.SendQueued), formatTime(retryAt), t, cause)
+}
+
+// release gives back a claim that posted nothing, its attempt uncounted.
+func (q sendTable) release(ctx context.Context, s *Store, id int64, attempt int, at time.Time) error {
+	return q.update(ctx, s, "release "+q.what, id, attempt,
+		`state = ?, attempts = attempts - 1, updatedUTC = ?, claimedUntilUTC = NULL`,
 		string(store.SendQueued), formatTime(at))
 }
 
-// updateSMSClaim runs update, an UPDATE smsQueue … SET without its WHERE,
-// on message id while it holds the claim attempt.
-func (s *Store) updateSMSClaim(ctx context.Context, what string, id int64, attempt int, update string, args ...any) error {
-	return s.updateClaim(ctx, what, id, attempt, func(ctx context.Context, id int64) error {
-		_, err := s.GetSMS(ctx, id)
-		return err
-	}, update+` WHERE ID = ? AND State = ? AND Attempts = ?`, args...)
+// update runs UPDATE table SET set on the row while it holds the claim.
+func (q sendTable) update(ctx context.Context, s *Store, what string, id int64, attempt int, set string, args ...any) error {
+	return s.updateClaim(ctx, what, id, attempt, func(ctx context.Context, id int64) error { return q.exists(ctx, s, id) },
+		`UPDATE `+q.table+` SET `+set+` WHERE id = ? AND state = ? AND attempts = ?`, args...)
 }
 
 // updateClaim runs update, an UPDATE of a send queue whose WHERE ends with

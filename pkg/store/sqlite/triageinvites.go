@@ -59,49 +59,31 @@ func (s *Store) ClaimTriageInvites(ctx context.Context, now time.Time, lease tim
 	return out, nil
 }
 
+// inviteTable is ethTriageInviteQueue as a send queue's table.
+var inviteTable = sendTable{what: "triage invite", table: "ethTriageInviteQueue", exists: func(ctx context.Context, s *Store, id int64) error {
+	_, err := s.GetTriageInvite(ctx, id)
+	return err
+}}
+
 // SetTriageInviteSent marks an invite Sent, if it still holds the claim.
 func (s *Store) SetTriageInviteSent(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.setInviteDone(ctx, "set triage invite sent", id, attempt, store.SendSent, at)
+	return inviteTable.setDone(ctx, s, id, attempt, store.SendSent, at)
 }
 
 // SetTriageInviteLogged marks an invite Logged (handed to the log, never
 // sent), if it still holds the claim.
 func (s *Store) SetTriageInviteLogged(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.setInviteDone(ctx, "set triage invite logged", id, attempt, store.SendLogged, at)
-}
-
-func (s *Store) setInviteDone(ctx context.Context, what string, id int64, attempt int, state store.SendState, at time.Time) error {
-	t := formatTime(at)
-	return s.updateInviteClaim(ctx, what, id, attempt, `UPDATE ethTriageInviteQueue
-		SET state = ?, sentUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL`, string(state), t, t)
+	return inviteTable.setDone(ctx, s, id, attempt, store.SendLogged, at)
 }
 
 // SetTriageInviteFailed records a failed send against its claim.
 func (s *Store) SetTriageInviteFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error {
-	t := formatTime(at)
-	cause = store.TruncateStatus(cause)
-	if retryAt.IsZero() {
-		return s.updateInviteClaim(ctx, "set triage invite failed", id, attempt, `UPDATE ethTriageInviteQueue
-			SET state = ?, failedUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL, lastError = ?`,
-			string(store.SendFailed), t, t, cause)
-	}
-	return s.updateInviteClaim(ctx, "set triage invite failed", id, attempt, `UPDATE ethTriageInviteQueue
-		SET state = ?, nextAttemptUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL, lastError = ?`,
-		string(store.SendQueued), formatTime(retryAt), t, cause)
+	return inviteTable.setFailed(ctx, s, id, attempt, cause, retryAt, at)
 }
 
 // ReleaseTriageInvite gives back a claim that posted nothing.
 func (s *Store) ReleaseTriageInvite(ctx context.Context, id int64, attempt int, at time.Time) error {
-	return s.updateInviteClaim(ctx, "release triage invite", id, attempt, `UPDATE ethTriageInviteQueue
-		SET state = ?, attempts = attempts - 1, updatedUTC = ?, claimedUntilUTC = NULL`,
-		string(store.SendQueued), formatTime(at))
-}
-
-func (s *Store) updateInviteClaim(ctx context.Context, what string, id int64, attempt int, update string, args ...any) error {
-	return s.updateClaim(ctx, what, id, attempt, func(ctx context.Context, id int64) error {
-		_, err := s.GetTriageInvite(ctx, id)
-		return err
-	}, update+` WHERE id = ? AND state = ? AND attempts = ?`, args...)
+	return inviteTable.release(ctx, s, id, attempt, at)
 }
 
 // GetTriageInvite returns one invite.
