@@ -139,6 +139,7 @@ func (c *Client) get(ctx context.Context, endpoint, path string) ([]byte, error)
 
 // send makes one request within the limiter and reads the whole answer.
 func (c *Client) send(ctx context.Context, endpoint, method, path string, form url.Values, token string) (response, error) {
+	asked := c.clock.Now()
 	release, err := c.lim.acquire(ctx, endpoint)
 	if err != nil {
 		if errors.Is(err, ErrRateLimited) {
@@ -148,6 +149,9 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 		return response{}, fmt.Errorf("prime: %s: %w", endpoint, err)
 	}
 	defer release()
+	prio := PriorityOf(ctx)
+	c.m.waited(prio, c.clock.Now().Sub(asked))
+	c.m.call(callerOf(ctx), prio)
 
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()

@@ -34,6 +34,11 @@ type Config struct {
 	RateBurst int `env:"PRIME_RATE_BURST" envDefault:"1"`
 	// MaxConcurrent is the most requests in flight at once.
 	MaxConcurrent int `env:"PRIME_MAX_CONCURRENT" envDefault:"5"`
+	// PriorityAging is how long a drain or a sweep call waits before it
+	// moves up a class, and again each time it has waited as long, up to
+	// PriorityEvent's (never above make-safe work): so that steady webhook
+	// traffic never starves it for good.
+	PriorityAging time.Duration `env:"PRIME_PRIORITY_AGING" envDefault:"30s"`
 	// Timeout bounds each HTTP request.
 	Timeout time.Duration `env:"PRIME_TIMEOUT" envDefault:"30s"`
 	// PageSize is per_page on list calls (Prime allows up to 500).
@@ -53,6 +58,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("rate_per_minute", c.RatePerMinute),
 		slog.Int("rate_burst", c.RateBurst),
 		slog.Int("max_concurrent", c.MaxConcurrent),
+		slog.Duration("priority_aging", c.PriorityAging),
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("page_size", c.PageSize),
 	)
@@ -61,8 +67,8 @@ func (c Config) LogValue() slog.Value {
 // String prints the configuration without its secrets, so that %v and %+v
 // cannot leak them.
 func (c Config) String() string {
-	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d Timeout:%s PageSize:%d}",
-		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.Timeout, c.PageSize)
+	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d PriorityAging:%s Timeout:%s PageSize:%d}",
+		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.PriorityAging, c.Timeout, c.PageSize)
 }
 
 // withDefaults fills zero fields and checks the rest.
@@ -75,6 +81,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = 5
+	}
+	if c.PriorityAging == 0 {
+		c.PriorityAging = 30 * time.Second
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 30 * time.Second
@@ -101,8 +110,8 @@ func (c Config) withDefaults() (Config, error) {
 			errs = append(errs, fmt.Errorf("%s is not set", f.name))
 		}
 	}
-	if c.RatePerMinute < 0 || c.RateBurst < 0 || c.MaxConcurrent < 0 || c.Timeout < 0 || c.PageSize < 0 {
-		errs = append(errs, errors.New("PRIME_RATE_PER_MINUTE, PRIME_RATE_BURST, PRIME_MAX_CONCURRENT, PRIME_TIMEOUT and PRIME_PAGE_SIZE must not be negative"))
+	if c.RatePerMinute < 0 || c.RateBurst < 0 || c.MaxConcurrent < 0 || c.PriorityAging < 0 || c.Timeout < 0 || c.PageSize < 0 {
+		errs = append(errs, errors.New("PRIME_RATE_PER_MINUTE, PRIME_RATE_BURST, PRIME_MAX_CONCURRENT, PRIME_PRIORITY_AGING, PRIME_TIMEOUT and PRIME_PAGE_SIZE must not be negative"))
 	}
 	if c.PageSize > 500 {
 		errs = append(errs, errors.New("PRIME_PAGE_SIZE must be at most 500"))

@@ -30,24 +30,19 @@ func TestBucketKeepsThePace(t *testing.T) {
 			is := is.New(t)
 			b := newBucket(tt.perMinute, tt.burst)
 			for i, at := range tt.at {
-				got, ok := b.reserve(t0.Add(at), time.Time{})
-				is.True(ok)                              // no deadline, always reserved
+				got := b.next(t0.Add(at))
 				is.Equal(got, t0.Add(tt.wantAllowed[i])) // at the paced time
+				b.take(got)
 			}
 		})
 	}
 
-	t.Run("a deadline before the slot takes nothing", func(t *testing.T) {
+	t.Run("a token looked at is not taken", func(t *testing.T) {
 		is := is.New(t)
 		b := newBucket(60, 1)
-		_, ok := b.reserve(t0, time.Time{})
-		is.True(ok) // first slot now
-		at, ok := b.reserve(t0, t0.Add(500*time.Millisecond))
-		is.True(!ok)                      // next slot is after the deadline
-		is.Equal(at, t0.Add(time.Second)) // reported for the RetryAfter
-		at, ok = b.reserve(t0, time.Time{})
-		is.True(ok)                       // the refused slot was not taken
-		is.Equal(at, t0.Add(time.Second)) // so the next caller gets it
+		b.take(t0)
+		is.Equal(b.next(t0), t0.Add(time.Second)) // the next slot
+		is.Equal(b.next(t0), t0.Add(time.Second)) // still free for whoever takes it
 	})
 }
 
@@ -192,4 +187,37 @@ func TestJobFilterRefusesQuoting(t *testing.T) {
 	is.Equal(q.Get("q"), "'jobId'.eq('abc'),'objectType'.eq('Job')") // in Prime's q syntax
 	_, err = jobQuery("x'),'statusId'.eq('y")
 	is.True(err != nil) // an id that would change the filter is refused
+}
+
+func TestQueueOrder(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	const aging = 30 * time.Second
+	type call struct {
+		prio  Priority
+		since time.Duration // from t0
+	}
+	tests := []struct {
+		name  string
+		calls []call
+		now   time.Duration
+		first int // index into calls
+	}{
+		{"the higher class first", []call{{PrioritySweep, 0}, {PriorityEvent, time.Second}}, 2 * time.Second, 1},
+		{"in a class, the longest waiting", []call{{PriorityEvent, time.Second}, {PriorityEvent, 0}}, 2 * time.Second, 1},
+		{"a sweep waiting two agings competes as an event, and has waited longer", []call{{PriorityEvent, 10 * time.Second}, {PrioritySweep, 0}}, 61 * time.Second, 1},
+		{"a sweep waiting one aging is a drain yet", []call{{PriorityEvent, 10 * time.Second}, {PrioritySweep, 0}}, 31 * time.Second, 0},
+		{"no aging passes make-safe work", []call{{PrioritySweep, 0}, {PriorityMakesafe, 10 * time.Minute}}, 10 * time.Minute, 1},
+		{"an aged drain before an aged sweep", []call{{PrioritySweep, 0}, {PriorityDrain, time.Second}}, 32 * time.Second, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var q queue
+			var ws []*waiter
+			for _, c := range tt.calls {
+				ws = append(ws, q.add(c.prio, t0.Add(c.since)))
+			}
+			is.Equal(q.first(t0.Add(tt.now), aging), ws[tt.first]) // whose turn it is
+		})
+	}
 }

@@ -2,6 +2,7 @@ package prime
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -44,90 +45,150 @@ func newBucket(perMinute, burst int) bucket {
 	return bucket{interval: interval, tolerance: time.Duration(burst-1) * interval}
 }
 
-// reserve takes the next token and returns when it may be used. When that is
-// after latest (if latest is not zero) it takes nothing and returns false.
-func (b *bucket) reserve(now, latest time.Time) (time.Time, bool) {
+// next is when the next token may be used: now, or later when the pace
+// says so.
+func (b *bucket) next(now time.Time) time.Time {
+	at := b.tat.Add(-b.tolerance)
+	if at.Before(now) {
+		return now
+	}
+	return at
+}
+
+// take uses a token at now.
+func (b *bucket) take(now time.Time) {
 	tat := b.tat
 	if tat.Before(now) {
 		tat = now
 	}
-	at := tat.Add(-b.tolerance)
-	if at.Before(now) {
-		at = now
-	}
-	if !latest.IsZero() && at.After(latest) {
-		return at, false
-	}
 	b.tat = tat.Add(b.interval)
-	return at, true
 }
 
 // limiter keeps the client inside Prime's budget: at most MaxConcurrent
 // requests in flight, the per-minute pace of the bucket, and no requests at
 // all while a hold (429 Retry-After, or x-ratelimit-minute-remaining 0) runs.
+// Calls that wait are served by class (Priority), then by how long they have
+// waited: only the first in that order looks for a turn, so a call of a
+// higher class that arrives later still goes out first.
 type limiter struct {
 	clock  Clock
-	sem    chan struct{}
+	aging  time.Duration
 	onWait func(reason string, d time.Duration)
 
 	mu        sync.Mutex
 	bucket    bucket
+	inFlight  int
+	most      int // MaxConcurrent
 	holdUntil time.Time
+	queue     queue
 }
 
 func newLimiter(cfg Config, clock Clock, onWait func(string, time.Duration)) *limiter {
 	return &limiter{
 		clock:  clock,
-		sem:    make(chan struct{}, cfg.MaxConcurrent),
+		aging:  cfg.PriorityAging,
 		onWait: onWait,
 		bucket: newBucket(cfg.RatePerMinute, cfg.RateBurst),
+		most:   cfg.MaxConcurrent,
 	}
 }
 
-// acquire waits until a request may go out and returns the function that
-// ends it. While a hold runs, a call waits for it to pass if its context
-// allows, and fails fast with a *RateLimitedError if its deadline comes
-// first; the same goes for the wait for the per-minute pace.
+// acquire waits until a request may go out, in its class's turn, and returns
+// the function that ends it. While a hold runs, a call waits for it to pass
+// if its context allows, and fails fast with a *RateLimitedError if its
+// deadline comes first (or at once, under FailOnHold); the same goes for the
+// wait for the per-minute pace. A call whose deadline passes while others go
+// before it fails with a *RateLimitedError too: it waited for the budget.
 func (l *limiter) acquire(ctx context.Context, endpoint string) (release func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	_, failFast := ctx.Value(failOnHold{}).(bool)
+	deadline, hasDeadline := ctx.Deadline()
+	l.mu.Lock()
+	w := l.queue.add(PriorityOf(ctx), l.clock.Now())
+	l.mu.Unlock()
+	defer func() {
+		if err != nil {
+			l.mu.Lock()
+			l.queue.remove(w)
+			l.queue.wakeFirst(l.clock.Now(), l.aging)
+			l.mu.Unlock()
+		}
+	}()
+	limited := func(d time.Duration) error { return &RateLimitedError{Wait: d, Endpoint: endpoint} }
 	for {
-		if err := l.waitHold(ctx, endpoint); err != nil {
-			return nil, err
+		now := l.clock.Now()
+		// The time left before the deadline, on the client's clock.
+		left := time.Duration(math.MaxInt64)
+		if hasDeadline {
+			left = time.Until(deadline)
+		}
+		var (
+			wait   time.Duration // how long to sleep; 0: until woken
+			reason string
+		)
+		l.mu.Lock()
+		hold := l.holdUntil.Sub(now)
+		first := l.queue.first(now, l.aging)
+		switch {
+		case hold > 0 && (failFast || left < hold):
+			l.mu.Unlock()
+			return nil, limited(hold)
+		case first != w:
+			// Another call goes first: make sure it is looking, and wait to
+			// be woken.
+			first.wake()
+		case hold > 0:
+			wait, reason = hold, waitHold
+		case l.inFlight >= l.most:
+			// A release wakes the first waiter.
+		default:
+			at := l.bucket.next(now)
+			if d := at.Sub(now); d > 0 {
+				if left < d {
+					l.mu.Unlock()
+					return nil, limited(d)
+				}
+				wait, reason = d, waitRate
+				break
+			}
+			l.bucket.take(now)
+			l.inFlight++
+			l.queue.remove(w)
+			l.queue.wakeFirst(now, l.aging)
+			l.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(l.release) }, nil
+		}
+		ahead := l.queue.ahead(w, now, l.aging)
+		l.mu.Unlock()
+
+		var timer <-chan time.Time
+		if wait > 0 {
+			timer = l.clock.After(wait)
 		}
 		select {
-		case l.sem <- struct{}{}:
+		case <-w.woken:
+		case <-timer:
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, limited(max(wait, time.Duration(ahead+1)*l.bucket.interval))
+			}
 			return nil, ctx.Err()
 		}
-		release = func() { <-l.sem }
-		if err := l.waitRate(ctx, endpoint); err != nil {
-			release()
-			return nil, err
+		if reason != "" {
+			l.onWait(reason, l.clock.Now().Sub(now))
 		}
-		if l.held() <= 0 {
-			return release, nil
-		}
-		// A 429 or an exhausted budget arrived while this call waited.
-		release()
 	}
 }
 
-func (l *limiter) waitRate(ctx context.Context, endpoint string) error {
-	now := l.clock.Now()
-	var latest time.Time
-	if dl, ok := ctx.Deadline(); ok {
-		latest = now.Add(time.Until(dl))
-	}
+// release ends a request and wakes the first waiter for its slot.
+func (l *limiter) release() {
 	l.mu.Lock()
-	at, ok := l.bucket.reserve(now, latest)
-	l.mu.Unlock()
-	d := at.Sub(now)
-	if !ok {
-		return &RateLimitedError{Wait: d, Endpoint: endpoint}
-	}
-	return l.sleep(ctx, waitRate, d)
+	defer l.mu.Unlock()
+	l.inFlight--
+	l.queue.wakeFirst(l.clock.Now(), l.aging)
 }
 
 // failOnHold is the context key of FailOnHold.
@@ -142,37 +203,6 @@ func FailOnHold(ctx context.Context) context.Context {
 	return context.WithValue(ctx, failOnHold{}, true)
 }
 
-func (l *limiter) waitHold(ctx context.Context, endpoint string) error {
-	for {
-		d := l.held()
-		if d <= 0 {
-			return nil
-		}
-		if ctx.Value(failOnHold{}) != nil {
-			return &RateLimitedError{Wait: d, Endpoint: endpoint}
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-			return &RateLimitedError{Wait: d, Endpoint: endpoint}
-		}
-		if err := l.sleep(ctx, waitHold, d); err != nil {
-			return err
-		}
-	}
-}
-
-func (l *limiter) sleep(ctx context.Context, reason string, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	l.onWait(reason, d)
-	select {
-	case <-l.clock.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // held returns how long the current hold still runs (0 when none does).
 func (l *limiter) held() time.Duration {
 	l.mu.Lock()
@@ -181,11 +211,13 @@ func (l *limiter) held() time.Duration {
 }
 
 // hold stops every call for d from now (a longer hold already running wins).
+// Every waiter looks again: those that cannot wait so long give up.
 func (l *limiter) hold(d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if until := l.clock.Now().Add(d); until.After(l.holdUntil) {
 		l.holdUntil = until
+		l.queue.wakeAll()
 	}
 }
 

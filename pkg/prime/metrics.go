@@ -49,13 +49,21 @@ type Stats struct {
 	ByOutcome map[string]int64
 	// TokenFetches is how many tokens were requested.
 	TokenFetches int64
-	// Waits is how many times a call waited for the limiter, and WaitTime
-	// how long in all (on the client's clock).
+	// Waits is how many times a call waited for the limiter's pace or a
+	// hold, and WaitTime how long in all (on the client's clock).
 	Waits    int64
 	WaitTime time.Duration
+	// ByPriority splits Requests by the class of the call that made them.
+	ByPriority map[Priority]int64
 }
 
 type requestKey struct{ endpoint, outcome string }
+
+// callKey labels prime_client_calls_total.
+type callKey struct {
+	caller, purpose string
+	prio            Priority
+}
 
 // metrics holds the client's counters; Stats and the Prometheus collector
 // both read them.
@@ -67,8 +75,11 @@ type metrics struct {
 	waits     map[string]int64
 	waitTime  map[string]time.Duration
 	remaining map[string]float64 // last x-ratelimit-*-remaining seen, by window
+	calls     map[callKey]int64
 
-	requestsDesc, waitsDesc, waitSecondsDesc, remainingDesc *prometheus.Desc
+	requestsDesc, waitsDesc, waitSecondsDesc, remainingDesc, callsDesc *prometheus.Desc
+	// budgetWait is the time each call waited for its turn, by class.
+	budgetWait *prometheus.HistogramVec
 }
 
 func newMetrics(name string) *metrics {
@@ -79,6 +90,7 @@ func newMetrics(name string) *metrics {
 		waits:     make(map[string]int64),
 		waitTime:  make(map[string]time.Duration),
 		remaining: make(map[string]float64),
+		calls:     make(map[callKey]int64),
 		requestsDesc: prometheus.NewDesc("prime_client_requests_total",
 			"HTTP requests sent to Prime, by endpoint and outcome.", []string{"endpoint", "outcome"}, labels),
 		waitsDesc: prometheus.NewDesc("prime_client_rate_limit_waits_total",
@@ -87,7 +99,28 @@ func newMetrics(name string) *metrics {
 			"Time calls spent waiting for the rate limiter, by reason.", []string{"reason"}, labels),
 		remainingDesc: prometheus.NewDesc("prime_client_ratelimit_remaining",
 			"The last x-ratelimit-<window>-remaining Prime sent.", []string{"window"}, labels),
+		callsDesc: prometheus.NewDesc("prime_client_calls_total",
+			"HTTP requests sent to Prime, by the caller and purpose the call's context names (prime.WithCaller) and its priority class.",
+			[]string{"caller", "purpose", "priority"}, labels),
+		budgetWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:        "prime_client_budget_wait_seconds",
+			Help:        "How long each call that went out waited for its turn at Prime's budget, by priority class.",
+			ConstLabels: labels,
+			Buckets:     []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
+		}, []string{"priority"}),
 	}
+}
+
+// call counts a request sent for c at class p.
+func (m *metrics) call(c caller, p Priority) {
+	m.mu.Lock()
+	m.calls[callKey{c.name, c.purpose, p}]++
+	m.mu.Unlock()
+}
+
+// waited records how long a call of class p waited for its turn.
+func (m *metrics) waited(p Priority, d time.Duration) {
+	m.budgetWait.WithLabelValues(p.String()).Observe(d.Seconds())
 }
 
 func (m *metrics) request(endpoint, outcome string) {
@@ -112,7 +145,10 @@ func (m *metrics) setRemaining(window string, n float64) {
 func (m *metrics) stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := Stats{ByEndpoint: make(map[string]int64), ByOutcome: make(map[string]int64)}
+	s := Stats{ByEndpoint: make(map[string]int64), ByOutcome: make(map[string]int64), ByPriority: make(map[Priority]int64)}
+	for k, n := range m.calls {
+		s.ByPriority[k.prio] += n
+	}
 	for k, n := range m.requests {
 		s.Requests += n
 		s.ByEndpoint[k.endpoint] += n
@@ -132,9 +168,10 @@ func (m *metrics) stats() Stats {
 
 // Describe implements prometheus.Collector.
 func (c *Client) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.m.requestsDesc, c.m.waitsDesc, c.m.waitSecondsDesc, c.m.remainingDesc} {
+	for _, d := range []*prometheus.Desc{c.m.requestsDesc, c.m.waitsDesc, c.m.waitSecondsDesc, c.m.remainingDesc, c.m.callsDesc} {
 		ch <- d
 	}
+	c.m.budgetWait.Describe(ch)
 }
 
 // Collect implements prometheus.Collector, so a process can register its
@@ -147,7 +184,12 @@ func (c *Client) Collect(ch chan<- prometheus.Metric) {
 	waits := maps.Clone(m.waits)
 	waitTime := maps.Clone(m.waitTime)
 	remaining := maps.Clone(m.remaining)
+	calls := maps.Clone(m.calls)
 	m.mu.Unlock()
+	for k, n := range calls {
+		ch <- prometheus.MustNewConstMetric(m.callsDesc, prometheus.CounterValue, float64(n), k.caller, k.purpose, k.prio.String())
+	}
+	m.budgetWait.Collect(ch)
 	for k, n := range requests {
 		ch <- prometheus.MustNewConstMetric(m.requestsDesc, prometheus.CounterValue, float64(n), k.endpoint, k.outcome)
 	}
