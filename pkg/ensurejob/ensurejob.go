@@ -44,7 +44,8 @@ const (
 const service = "job-mirror"
 
 // Ensure asks job-mirror (events.SubjectEnsureJob) to make sure a job is
-// mirrored and returns its reply. Errors:
+// mirrored and returns its reply. A request that names no Priority asks in
+// the class of ctx (prime.PriorityOf). Errors:
 //   - a *prime.RateLimitedError when Prime's rate limit stopped job-mirror,
 //     and a *pipeline.UnavailableError (waiting MinWait) when job-mirror
 //     did not answer — no responders, the request's deadline, the
@@ -62,6 +63,11 @@ func Ensure(ctx context.Context, nc *nats.Conn, req events.EnsureJobRequest) (ev
 func ask(ctx context.Context, nc *nats.Conn, req events.EnsureJobRequest) (events.EnsureJobReply, bool, error) {
 	if req.JobID == "" && req.NumericRef <= 0 {
 		return events.EnsureJobReply{}, false, errors.New("ensure job: no job id and no numeric reference")
+	}
+	if req.Priority == "" {
+		// job-mirror's call to Prime, if it makes one, goes in the class
+		// of the caller's own calls (prime.WithPriority).
+		req.Priority = prime.PriorityOf(ctx).String()
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

@@ -118,3 +118,25 @@ func TestCaller(t *testing.T) {
 		is.Equal(c.Unanswered(), time.Duration(0))                      // job-mirror answers again
 	})
 }
+
+func TestEnsureAsksInTheCallersClass(t *testing.T) {
+	is := is.New(t)
+	nc, _ := natstest.Connect(t, natstest.Server(t))
+	asked := make(chan events.EnsureJobRequest, 2)
+	sub, err := nc.Subscribe(events.SubjectEnsureJob, func(m *nats.Msg) {
+		var r events.EnsureJobRequest
+		_ = json.Unmarshal(m.Data, &r)
+		asked <- r
+		m.Respond([]byte(`{"wasMirrored":true}`))
+	})
+	is.NoErr(err)
+	t.Cleanup(func() { sub.Unsubscribe() })
+	req := events.EnsureJobRequest{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"}
+	_, err = ensurejob.Ensure(prime.WithPriority(context.Background(), prime.PriorityMakesafe), nc, req)
+	is.NoErr(err)
+	is.Equal((<-asked).Priority, "makesafe") // the class of the caller's context
+	_, err = ensurejob.Ensure(context.Background(), nc, req)
+	is.NoErr(err)
+	is.Equal((<-asked).Priority, "event") // the default class
+}
+

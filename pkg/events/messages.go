@@ -215,6 +215,9 @@ type EnsureJobRequest struct {
 	Via string `json:"via,omitempty"`
 	// Fetched is the job as the caller already fetched it from Prime, if it did.
 	Fetched *Resource `json:"fetched,omitempty"`
+	// Priority is the class of job-mirror's Prime call, as prime.Priority
+	// names it ("makesafe", "event", "drain", "sweep"); empty is "event".
+	Priority string `json:"priority,omitempty"`
 }
 
 // EnsureJobReply says what job-mirror did. Error is set when it failed;

@@ -89,6 +89,9 @@ type Stage struct {
 	NC     *nats.Conn
 	Outbox *outbox.Publisher
 	Log    *slog.Logger
+	// Caller names the service in the Prime calls its handlers make
+	// (ForEvent).
+	Caller string
 }
 
 // errAlreadyProcessed rolls a stage's transaction back: the row was
@@ -96,6 +99,8 @@ type Stage struct {
 var errAlreadyProcessed = errors.New("log row already processed")
 
 // Handler turns work into a consume.Handler for prime.resolved messages.
+// The Prime calls work makes carry the event's class and name the stage's
+// Caller (ForEvent).
 // Every outcome is settled on the row before the message is acked: processed
 // with the effects, or a failed attempt with its error; the resolver's lane
 // learns it on events.DoneSubject and retries the event from there. An
@@ -109,6 +114,7 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			return consume.Drop(fmt.Errorf("%s: not a resolved event: %v", msg.Subject(), err))
 		}
 		log := s.Log.With("logId", ev.LogID, "action", ev.Action)
+		ctx = ForEvent(ctx, s.Caller, ev.Action)
 		fin, err := work(ctx, ev)
 		if err == nil {
 			err = s.commit(ctx, ev, fin)

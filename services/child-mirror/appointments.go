@@ -147,6 +147,7 @@ func (c *ChildMirror) childJob(ctx context.Context, ev events.Resolved, recordJo
 // later. It returns the failure it swallowed, for the sweep to tell a rate
 // limit from the rest.
 func (c *ChildMirror) syncContacts(ctx context.Context, log *slog.Logger, jobID string) error {
+	ctx = prime.WithCaller(ctx, ServiceName, purposeContactSync) // the class stays the event's, or the sweep's
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ContactSyncTimeout)
 	defer cancel()
 	err := c.contactSync(ctx, jobID)

@@ -177,7 +177,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 	return &ChildMirror{
 		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, metrics: m, ensure: ensure,
 		hc: &http.Client{Timeout: cfg.AISummaryNudgeTimeout},
-		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Log: log,
+		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Log: log, Caller: ServiceName,
 			Outbox: &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}},
 	}, nil
 }

@@ -567,6 +567,9 @@ func TestAllocation(t *testing.T) {
 	flowtest.Eventually(t, "two detection requests", func() bool { detects = e.makesafeDetects(job.ID); return len(detects) == 2 })
 	is.True(!detects[0].QueueChecks)                                      // queue-checks off (§5.5)
 	is.Equal(detects[0].Source, fmt.Sprintf("ethPrimeWebhookLog:%d", id)) // from the event
+	st := e.Prime.Stats()
+	is.True(st.Requests > 0)                                     // Prime was asked: the allocations, the new job
+	is.Equal(st.ByPriority[prime.PriorityMakesafe], st.Requests) // all of it make-safe work: the resolver's probes and job-mirror's ensure
 }
 
 // §5.5 step 3: a failure of the durable hand-off fails the event, with its

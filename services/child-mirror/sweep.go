@@ -25,8 +25,11 @@ const ServiceName = "child-mirror"
 const EndpointSweep = "sweep"
 
 // sweepAction stands where an event's action would, in the sweep's logs and
-// payload faults.
+// payload faults, and is the purpose of its Prime calls.
 const sweepAction = "appointment-sweep"
+
+// purposeContactSync is the purpose of the contact sync's Prime calls.
+const purposeContactSync = "contact-sync"
 
 // defaultSweepTimeout bounds a sweep whose request names no timeout.
 const defaultSweepTimeout = 5 * time.Minute
@@ -134,8 +137,9 @@ func (c *ChildMirror) sweep(ctx context.Context, r events.SweepRequest) (reply e
 		return reply, "stopped"
 	}
 	// A hold on Prime's budget stops the sweep rather than queue it up
-	// behind the webhooks; the pace it shares with them like any caller.
-	ctx = prime.FailOnHold(ctx)
+	// behind the webhooks; otherwise its calls get what the events leave
+	// (PrioritySweep), its ensure-job requests too.
+	ctx = prime.WithCaller(prime.WithPriority(prime.FailOnHold(ctx), prime.PrioritySweep), ServiceName, sweepAction)
 	list, err := c.prime.ListAppointmentsByStartDate(ctx, r.FromUTC, r.ToUTC)
 	if err != nil {
 		return stop(fmt.Errorf("list appointments: %w", err))

@@ -85,6 +85,7 @@ func TestSweepMirrorsWhatTheMirrorLacks(t *testing.T) {
 	is.True(!e.mirrored(unseen.ID))                                        // never seen
 
 	stats := e.Sim.Stats()
+	classes := e.Prime.Stats().ByPriority
 	writes := len(e.store.writes())
 	reply := e.sweep(now, now.Add(48*time.Hour))
 
@@ -126,6 +127,9 @@ func TestSweepMirrorsWhatTheMirrorLacks(t *testing.T) {
 		"GET /contact-relationships": 1, // the unseen job's contacts only: nothing for the held appointment
 		"GET /contacts/{id}":         1,
 	}) // and no appointment fetched one by one
+	after := e.Prime.Stats().ByPriority
+	is.Equal(after[prime.PrioritySweep]-classes[prime.PrioritySweep], int64(6)) // every call of the sweep in its class, job-mirror's ensure too
+	is.Equal(after[prime.PriorityEvent], classes[prime.PriorityEvent])          // none as an event's
 	flowtest.Eventually(t, "first sight of the unseen job", func() bool { return e.firstSeen(unseen.ID) == 1 })
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_sweeps_total", map[string]string{"result": "ok"}), 1.0)
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_sweep_appointments_total", map[string]string{"outcome": "failed"}), 1.0)

@@ -56,6 +56,17 @@ func (m *Mirror) handleEnsure(ctx context.Context, req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.EnsureTimeout)
 	defer cancel()
+	// The Prime call goes in the class of the event that asks (§4.3: a
+	// create-allocation's ensure is make-safe work).
+	prio := prime.PriorityEvent
+	if r.Priority != "" {
+		p, err := prime.ParsePriority(r.Priority)
+		if err != nil {
+			m.log.Warn("ensure-job: unknown priority, asking Prime as an event", "err", err)
+		}
+		prio = p
+	}
+	ctx = prime.WithCaller(prime.WithPriority(ctx, prio), ServiceName, EndpointEnsure)
 	reply, result := m.ensure(ctx, r)
 	m.metrics.ensure.WithLabelValues(result).Inc()
 	body, _ := json.Marshal(reply) // a struct of strings, bools and numbers always marshals

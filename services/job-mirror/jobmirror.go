@@ -183,7 +183,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI, invites InviteSender) (*Mirror
 	}
 	return &Mirror{
 		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, outbox: pub, metrics: m,
-		stage:   &pipeline.Stage{Store: d.Store, NC: d.NC, Outbox: pub, Log: log},
+		stage:   &pipeline.Stage{Store: d.Store, NC: d.NC, Outbox: pub, Log: log, Caller: ServiceName},
 		invites: inv,
 	}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/mirror"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
@@ -140,7 +141,8 @@ func (m *Makesafe) recheck(ctx context.Context, jobID string, rung int) (string,
 	if err := m.store.UpsertSyncQueue(ctx, store.TableAllocations, jobID); err != nil {
 		return "", out, err
 	}
-	allocs, err := m.prime.ListJobAllocations(ctx, jobID)
+	// A rung is make-safe work: it goes before every other Prime call.
+	allocs, err := m.prime.ListJobAllocations(prime.WithCaller(prime.WithPriority(ctx, prime.PriorityMakesafe), Durable, "recheck"), jobID)
 	if err != nil {
 		return "", out, err // rate-limited: the rung waits and is tried again
 	}

@@ -299,6 +299,8 @@ func TestTheLadderFindsAMakeSafeThatArrivesBetweenRungs(t *testing.T) {
 	is.NoErr(err)
 	is.True(has)                  // with the allocation mirrored
 	is.Equal(r.schedules(job), 0) // every schedule fired and was purged
+	st := r.Prime.Stats()
+	is.Equal(st.ByPriority[prime.PriorityMakesafe], st.Requests) // every rung's call is make-safe work
 }
 
 // The Make Safe arrives through its create-allocation event instead: the

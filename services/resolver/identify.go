@@ -45,6 +45,7 @@ type outcome struct {
 
 // identify works out what a row's event refers to (§4).
 func (r *Resolver) identify(ctx context.Context, row store.WebhookLogRow) (outcome, error) {
+	ctx = pipeline.ForEvent(ctx, r.stage.Caller, row.EventAction)
 	p := parsePayload(row.Payload)
 	ev := events.Resolved{LogID: row.ID, Action: row.EventAction, Attempt: row.ProcessAttempts, NumericRef: p.numericRef()}
 	switch row.EventAction {

@@ -78,7 +78,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
 	}
 	return &Resolver{
 		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, metrics: m,
-		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Log: log},
+		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Log: log, Caller: Durable},
 	}, nil
 }
 
