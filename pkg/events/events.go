@@ -22,6 +22,10 @@ const (
 // BucketLocks is the KV bucket that holds the planning locks (stream KV_locks).
 const BucketLocks = "locks"
 
+// BucketPrimeBudget is the KV bucket that holds the deployment's Prime
+// budget (stream KV_prime_budget, pkg/primebudget).
+const BucketPrimeBudget = "prime_budget"
+
 // Subjects.
 const (
 	// SubjectWebhookAll matches every raw webhook event.

@@ -79,3 +79,20 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int, na
 	}
 	return nil
 }
+
+// IsKVConflict reports a failed expected-revision check on a KV bucket: the
+// key exists, or has moved on since the revision a write expected.
+// Replicated streams use a different code (10164) than R1 (10071), and
+// kv.Create returns the raw error when it loses a race after a marker.
+func IsKVConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

@@ -300,7 +300,7 @@ func (l *Locker) create(ctx context.Context, t *taking) (*Lock, error) {
 	sent := time.Now()
 	rev, err := l.kv.Create(context.WithoutCancel(ctx), t.key, value, jetstream.KeyTTL(l.cfg.TTL))
 	switch {
-	case isConflict(err) && !t.uncertainSince.IsZero():
+	case events.IsKVConflict(err) && !t.uncertainSince.IsZero():
 		cur, curRev, gerr := l.current(context.WithoutCancel(ctx), t.key)
 		switch {
 		case gerr != nil:
@@ -314,7 +314,7 @@ func (l *Locker) create(ctx context.Context, t *taking) (*Lock, error) {
 			return nil, fmt.Errorf("take lock %s: refused as taken, but nobody holds it yet", t.key)
 		}
 		return nil, errTaken
-	case isConflict(err):
+	case events.IsKVConflict(err):
 		return nil, errTaken
 	case err != nil:
 		if t.uncertainSince.IsZero() {
@@ -398,22 +398,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// isConflict reports a failed expected-revision check: the key exists or has
-// moved on. Replicated streams use a different code (10164) than R1 (10071),
-// and kv.Create returns the raw error when it loses a race after a marker.
-func isConflict(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // Lock is a taken lock. Its keep-alive renews it until Release, until the
@@ -516,7 +500,7 @@ func (lk *Lock) renew(expires time.Time) error {
 			lk.setRevision(ack.Sequence)
 			return nil
 		}
-		if !isConflict(err) {
+		if !events.IsKVConflict(err) {
 			return fmt.Errorf("renew lock %s: %w", lk.key, err)
 		}
 		cur, curRev, err := lk.l.current(ctx, lk.key)
@@ -642,7 +626,7 @@ func (lk *Lock) Release(ctx context.Context) error {
 		case err == nil:
 			lk.released = true
 			return nil
-		case isConflict(err):
+		case events.IsKVConflict(err):
 			rctx, rcancel := context.WithTimeout(ctx, releaseAttempt)
 			cur, curRev, gerr := lk.l.current(rctx, lk.key)
 			rcancel()

@@ -59,10 +59,11 @@ type tokenFlight struct {
 type Option func(*options)
 
 type options struct {
-	hc    *http.Client
-	log   *slog.Logger
-	clock Clock
-	name  string
+	hc     *http.Client
+	log    *slog.Logger
+	clock  Clock
+	name   string
+	budget Budget
 }
 
 // WithHTTPClient sets the HTTP client (default: a new one). Its Timeout
@@ -78,6 +79,12 @@ func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithName sets the "client" label of the client's metrics (default "prime").
 func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// WithBudget has the client spend b, shared with other clients (the
+// deployment's budget in NATS, pkg/primebudget), instead of a budget of its
+// own made from its Config (NewLocalBudget: RatePerMinute, RateBurst,
+// MaxConcurrent).
+func WithBudget(b Budget) Option { return func(o *options) { o.budget = b } }
 
 // New checks cfg, fills its defaults and returns a client. It makes no
 // request: the first call fetches the token.
@@ -98,13 +105,20 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		clock: o.clock,
 		m:     newMetrics(o.name),
 	}
-	c.lim = newLimiter(cfg, o.clock, c.m.wait)
+	if o.budget == nil {
+		o.budget = NewLocalBudget(cfg.RatePerMinute, cfg.RateBurst, cfg.MaxConcurrent, o.clock)
+	}
+	c.lim = newLimiter(cfg, o.clock, o.budget, c.m.wait)
 	return c, nil
 }
 
 // Stats returns what the client has done so far; Stats().Requests is the
 // number of HTTP calls made to Prime.
-func (c *Client) Stats() Stats { return c.m.stats() }
+func (c *Client) Stats() Stats {
+	s := c.m.stats()
+	s.Waiting = c.lim.waiting()
+	return s
+}
 
 // response is a Prime answer read in full.
 type response struct {
@@ -140,7 +154,7 @@ func (c *Client) get(ctx context.Context, endpoint, path string) ([]byte, error)
 // send makes one request within the limiter and reads the whole answer.
 func (c *Client) send(ctx context.Context, endpoint, method, path string, form url.Values, token string) (response, error) {
 	asked := c.clock.Now()
-	release, err := c.lim.acquire(ctx, endpoint)
+	permit, err := c.lim.acquire(ctx, endpoint)
 	if err != nil {
 		if errors.Is(err, ErrRateLimited) {
 			c.log.DebugContext(ctx, "prime call held back", "endpoint", endpoint, "err", err)
@@ -148,7 +162,12 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 		}
 		return response{}, fmt.Errorf("prime: %s: %w", endpoint, err)
 	}
-	defer release()
+	answered := false
+	defer func() {
+		if !answered {
+			permit.Done(0, nil)
+		}
+	}()
 	prio := PriorityOf(ctx)
 	c.m.waited(prio, c.clock.Now().Sub(asked))
 	c.m.call(callerOf(ctx), prio)
@@ -180,22 +199,26 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	c.m.request(endpoint, outcomeOf(resp.StatusCode))
-	c.observe(ctx, endpoint, resp)
+	answered = true
+	c.observe(ctx, endpoint, resp, permit)
 	if err != nil {
 		return response{}, fmt.Errorf("prime: %s: read: %w", endpoint, unwrapURLError(err))
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
-func (c *Client) observe(ctx context.Context, endpoint string, resp *http.Response) {
+// observe ends the call's permit with Prime's answer, and keeps the
+// x-ratelimit-*-remaining headers for the metrics.
+func (c *Client) observe(ctx context.Context, endpoint string, resp *http.Response, permit Permit) {
 	if n, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get(headerMinuteRemaining)), 64); err == nil {
 		c.m.setRemaining("minute", n)
 	}
 	if n, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get(headerDayRemaining)), 64); err == nil {
 		c.m.setRemaining("day", n)
 	}
-	if d := c.lim.observe(resp.StatusCode, resp.Header); d > 0 {
+	if d := permit.Done(resp.StatusCode, resp.Header); d > 0 {
 		c.log.WarnContext(ctx, "prime rate limited, holding calls", "endpoint", endpoint, "retry_after", d)
+		c.lim.wakeAll()
 	}
 }
 
@@ -212,7 +235,7 @@ func unwrapURLError(err error) error {
 // statusError turns a non-2xx answer into the error the caller sees.
 func (c *Client) statusError(endpoint string, res response) error {
 	if res.status == http.StatusTooManyRequests {
-		d := c.lim.held()
+		d := c.lim.budget.Held()
 		if d <= 0 {
 			d = parseRetryAfter(res.header.Get(headerRetryAfter), c.clock.Now())
 		}

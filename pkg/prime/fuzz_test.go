@@ -1,6 +1,7 @@
 package prime
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -72,7 +73,7 @@ func decodeEach[T any, PT recordPtr[T]](t *testing.T, body []byte) {
 	}
 }
 
-// FuzzRateLimitHeaders holds the limiter's reading of Prime's rate-limit
+// FuzzRateLimitHeaders holds a budget's reading of Prime's rate-limit
 // headers to what it may do: a 429 always holds the calls, for as long as
 // the headers say but never past maxHold (Prime's longest window, a day); any
 // other answer holds them only when the minute's budget is spent, within the
@@ -91,22 +92,26 @@ func FuzzRateLimitHeaders(f *testing.F) {
 	}
 	t0 := time.Date(2025, 2, 7, 4, 14, 33, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, status int, retryAfter, remaining, reset string) {
-		l := newLimiter(Config{RatePerMinute: 60, RateBurst: 1, MaxConcurrent: 1}, fixedClock{t0}, func(string, time.Duration) {})
+		b := NewLocalBudget(60, 1, 1, fixedClock{t0})
 		h := http.Header{}
 		for k, v := range map[string]string{headerRetryAfter: retryAfter, headerMinuteRemaining: remaining, headerMinuteReset: reset} {
 			if v != "" {
 				h.Set(k, v)
 			}
 		}
-		got := l.observe(status, h)
-		held := l.held()
+		p, _, err := b.Admit(context.Background(), Turn{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := p.Done(status, h)
+		held := b.Held()
 		switch {
 		case held < 0 || held > maxHold:
 			t.Fatalf("status %d, headers %v: a hold of %s", status, h, held)
 		case status == http.StatusTooManyRequests && (got <= 0 || held != got):
-			t.Fatalf("429, headers %v: observe says %s, the hold is %s", h, got, held)
+			t.Fatalf("429, headers %v: Done says %s, the hold is %s", h, got, held)
 		case status != http.StatusTooManyRequests && got != 0:
-			t.Fatalf("status %d: observe says %s", status, got)
+			t.Fatalf("status %d: Done says %s", status, got)
 		case status != http.StatusTooManyRequests && held > 0 && !spent(remaining):
 			t.Fatalf("status %d, %q calls left this minute: held %s", status, remaining, held)
 		}

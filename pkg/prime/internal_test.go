@@ -1,6 +1,7 @@
 package prime
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strings"
@@ -70,15 +71,26 @@ func TestRateLimitHeaders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			clock := fixedClock{now}
-			l := newLimiter(Config{RatePerMinute: 60, RateBurst: 1, MaxConcurrent: 1}, clock, func(string, time.Duration) {})
+			b := NewLocalBudget(60, 1, 1, clock)
 			h := http.Header{}
 			for k, v := range tt.header {
 				h.Set(k, v)
 			}
-			l.observe(tt.status, h)
-			is.Equal(l.held(), tt.want) // the hold Prime asked for
+			p, _, err := b.Admit(context.Background(), Turn{})
+			is.NoErr(err)
+			started := p.Done(tt.status, h)
+			is.Equal(b.Held(), tt.want)                           // the hold Prime asked for
+			is.Equal(started > 0, tt.status == 429)               // Done tells a 429's hold
+			is.Equal(ReadLimits(tt.status, h, now).Hold, tt.want) // as ReadLimits reads it
 		})
 	}
+	t.Run("the day's remaining", func(t *testing.T) {
+		is := is.New(t)
+		h := http.Header{}
+		h.Set("X-Ratelimit-Day-Remaining", "4210")
+		is.Equal(ReadLimits(200, h, now), Limits{MinuteRemaining: -1, DayRemaining: 4210}) // read when sent
+		is.Equal(ReadLimits(0, nil, now), Limits{MinuteRemaining: -1, DayRemaining: -1})   // -1 when not
+	})
 }
 
 type fixedClock struct{ now time.Time }

@@ -55,6 +55,8 @@ type Stats struct {
 	WaitTime time.Duration
 	// ByPriority splits Requests by the class of the call that made them.
 	ByPriority map[Priority]int64
+	// Waiting is the calls waiting for their turn now, by class.
+	Waiting map[Priority]int
 }
 
 type requestKey struct{ endpoint, outcome string }
@@ -77,7 +79,7 @@ type metrics struct {
 	remaining map[string]float64 // last x-ratelimit-*-remaining seen, by window
 	calls     map[callKey]int64
 
-	requestsDesc, waitsDesc, waitSecondsDesc, remainingDesc, callsDesc *prometheus.Desc
+	requestsDesc, waitsDesc, waitSecondsDesc, remainingDesc, callsDesc, waitingDesc *prometheus.Desc
 	// budgetWait is the time each call waited for its turn, by class.
 	budgetWait *prometheus.HistogramVec
 }
@@ -102,6 +104,8 @@ func newMetrics(name string) *metrics {
 		callsDesc: prometheus.NewDesc("prime_client_calls_total",
 			"HTTP requests sent to Prime, by the caller and purpose the call's context names (prime.WithCaller) and its priority class.",
 			[]string{"caller", "purpose", "priority"}, labels),
+		waitingDesc: prometheus.NewDesc("prime_client_waiting",
+			"Calls waiting for their turn at Prime's budget now, by priority class.", []string{"priority"}, labels),
 		budgetWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:        "prime_client_budget_wait_seconds",
 			Help:        "How long each call that went out waited for its turn at Prime's budget, by priority class.",
@@ -168,7 +172,7 @@ func (m *metrics) stats() Stats {
 
 // Describe implements prometheus.Collector.
 func (c *Client) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.m.requestsDesc, c.m.waitsDesc, c.m.waitSecondsDesc, c.m.remainingDesc, c.m.callsDesc} {
+	for _, d := range []*prometheus.Desc{c.m.requestsDesc, c.m.waitsDesc, c.m.waitSecondsDesc, c.m.remainingDesc, c.m.callsDesc, c.m.waitingDesc} {
 		ch <- d
 	}
 	c.m.budgetWait.Describe(ch)
@@ -190,6 +194,10 @@ func (c *Client) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.callsDesc, prometheus.CounterValue, float64(n), k.caller, k.purpose, k.prio.String())
 	}
 	m.budgetWait.Collect(ch)
+	waiting := c.lim.waiting()
+	for _, p := range Priorities() {
+		ch <- prometheus.MustNewConstMetric(m.waitingDesc, prometheus.GaugeValue, float64(waiting[p]), p.String())
+	}
 	for k, n := range requests {
 		ch <- prometheus.MustNewConstMetric(m.requestsDesc, prometheus.CounterValue, float64(n), k.endpoint, k.outcome)
 	}

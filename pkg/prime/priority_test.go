@@ -65,6 +65,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+func total(waiting map[prime.Priority]int) int {
+	n := 0
+	for _, k := range waiting {
+		n += k
+	}
+	return n
+}
+
 func TestWaitingCallsGoOutByPriority(t *testing.T) {
 	is := is.New(t)
 	g := &gate{}
@@ -89,8 +97,9 @@ func TestWaitingCallsGoOutByPriority(t *testing.T) {
 	}
 	for i, q := range queued {
 		go func() { _, err := c.GetJob(prime.WithPriority(ctx, q.prio), q.id); done <- err }()
-		waitFor(t, "the call queued", func() bool { return prime.Waiting(c) == i+1 })
+		waitFor(t, "the call queued", func() bool { return total(c.Stats().Waiting) == i+1 })
 	}
+	is.Equal(c.Stats().Waiting, map[prime.Priority]int{prime.PrioritySweep: 1, prime.PriorityDrain: 1, prime.PriorityEvent: 2, prime.PriorityMakesafe: 1}) // waiting, by class
 	g.open()
 	for range 6 {
 		<-done // a 404 for most of them: only the order matters

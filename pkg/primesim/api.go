@@ -24,24 +24,33 @@ const (
 	maxPerPage            = 500
 )
 
-// statusWriter remembers the status a handler wrote.
+// statusWriter remembers the status a handler wrote, and ends the call
+// once when the answer starts: from then on it is on its way to the
+// client, which may read it all and send its next request before the
+// handler returns. Counting the call in flight until then would count more
+// at once than the client ever had.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	end    func(status int)
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
+	w.answer(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.answer(http.StatusOK)
 	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) answer(code int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = code
+	w.end(code)
 }
 
 // api wraps an API route: it counts the call, requires Prime's Accept
@@ -50,8 +59,12 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Sim) api(endpoint string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inFlight := s.stats.begin(endpoint)
-		sw := &statusWriter{ResponseWriter: w}
-		defer func() { s.stats.end(sw.status) }()
+		sw := &statusWriter{ResponseWriter: w, end: s.stats.end}
+		defer func() {
+			if sw.status == 0 { // no answer at all: the client went away
+				sw.answer(http.StatusServiceUnavailable)
+			}
+		}()
 
 		if !acceptsPrime(r.Header.Values("Accept")) {
 			writeError(sw, http.StatusNotAcceptable, "Accept must be "+prime.MediaType)
@@ -75,8 +88,7 @@ func (s *Sim) api(endpoint string, h http.Handler) http.Handler {
 			case <-t.C:
 			case <-r.Context().Done():
 				t.Stop()
-				sw.status = http.StatusServiceUnavailable // the client went away
-				return
+				return // the client went away
 			}
 		}
 		switch fault.status {

@@ -1,0 +1,756 @@
+// Package primebudget is the Prime budget of a whole deployment, shared by
+// every process that calls Prime: one key in the JetStream KV bucket
+// prime_budget (streams/KV_prime_budget.json), changed only by
+// compare-and-set. A *Budget is a prime.Budget: give it to the process's
+// client with prime.WithBudget and run it (Run).
+//
+// Across all the processes:
+//   - no more than PRIME_RATE_PER_MINUTE calls go out in any window of a
+//     minute and PRIME_BUDGET_MARGIN (the margin covers the time between a
+//     call's turn and its arrival at Prime), at an even pace unless
+//     PRIME_RATE_BURST allows bursts;
+//   - no more than PRIME_MAX_CONCURRENT are in flight. Each process holds a
+//     lease on its calls in flight, renewed every third of
+//     PRIME_BUDGET_LEASE; a process that dies (kill -9) gives its calls back
+//     when its lease ends;
+//   - a hold one process meets (a 429's Retry-After, or
+//     x-ratelimit-minute-remaining 0) holds every process;
+//   - the day's budget is tracked from x-ratelimit-day-remaining where Prime
+//     sends it: sweeps and drains stop with 2 × PRIME_DAY_RESERVE left,
+//     events with PRIME_DAY_RESERVE left, and only make-safe work spends the
+//     reserve;
+//   - the first waiting call of each process is published with its class,
+//     and a process lets another's call of a higher class go first (then
+//     the one that has waited longest).
+//
+// When NATS cannot be reached, a process spends a local share of the budget
+// until it is back (PRIME_RATE_PER_MINUTE and PRIME_MAX_CONCURRENT divided
+// by the processes last seen), says so in its log, and shows it in
+// prime_budget_shared.
+package primebudget
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// stateKey is the budget's one key in the bucket.
+const stateKey = "account"
+
+// dayStale is how long a day's remaining budget Prime sent is believed:
+// past it, calls go out again, and the next answer tells the day anew.
+const dayStale = time.Hour
+
+// dayRecheck is how long a call kept back by the day's reserve waits before
+// it asks again.
+const dayRecheck = time.Minute
+
+// Config is the shared budget's own configuration; the budget itself is
+// prime.Config's (PRIME_RATE_PER_MINUTE, PRIME_RATE_BURST,
+// PRIME_MAX_CONCURRENT), now for the whole deployment.
+type Config struct {
+	// Lease is how long a process's hold on its calls in flight lasts
+	// unless renewed (every Lease/3): a process killed with -9 gives its
+	// slots back within it.
+	Lease time.Duration `env:"PRIME_BUDGET_LEASE" envDefault:"6s"`
+	// Margin widens the minute of PRIME_RATE_PER_MINUTE: a call's turn
+	// comes a little before Prime counts it, and hosts' clocks differ.
+	Margin time.Duration `env:"PRIME_BUDGET_MARGIN" envDefault:"1s"`
+	// DayReserve is the day's calls kept for make-safe work (events keep
+	// off it, sweeps and drains off twice it).
+	DayReserve int `env:"PRIME_DAY_RESERVE" envDefault:"250"`
+	// Timeout bounds each request to NATS; a process that gets no answer
+	// spends its local share until NATS answers again.
+	Timeout time.Duration `env:"PRIME_BUDGET_TIMEOUT" envDefault:"2s"`
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Lease < time.Second:
+		return fmt.Errorf("prime budget: PRIME_BUDGET_LEASE %s must be at least 1s", c.Lease)
+	case c.Margin < 0 || c.Margin >= time.Minute:
+		return fmt.Errorf("prime budget: PRIME_BUDGET_MARGIN %s must be from 0 to under a minute", c.Margin)
+	case c.DayReserve < 0:
+		return fmt.Errorf("prime budget: PRIME_DAY_RESERVE %d must not be negative", c.DayReserve)
+	case c.Timeout <= 0:
+		return fmt.Errorf("prime budget: PRIME_BUDGET_TIMEOUT %s must be above zero", c.Timeout)
+	}
+	return nil
+}
+
+// Budget is the deployment's Prime budget as one process sees and spends
+// it. It is safe for concurrent use; make one a process.
+type Budget struct {
+	kv   jetstream.KeyValue
+	nc   *nats.Conn
+	cfg  Config
+	log  *slog.Logger
+	id   string
+	host string
+	pid  int
+
+	perMinute, burst, most int
+	window                 time.Duration // a minute and the margin
+	changed                chan struct{}
+	kick                   chan struct{}
+
+	mu      sync.Mutex
+	raw     []byte // the key's value as last seen, at rev
+	rev     uint64
+	view    state // raw, decoded, never changed: what Held reads
+	mine    map[uint64]int64
+	seq     uint64
+	waiting *turn // this process's first waiting call, to publish
+	// pendingHold and pendingDay are what this process's calls learnt of
+	// Prime's budget and has not written yet.
+	pendingHold int64
+	pendingDay  *day
+	fallback    *fallback
+	counts      counts
+	dayLogged   map[prime.Priority]int64 // when a class kept back by the day's reserve was last logged
+}
+
+// fallback is the local share a process spends while NATS cannot be
+// reached.
+type fallback struct {
+	budget    prime.Budget
+	since     time.Time
+	perMinute int
+	most      int
+	// grants are the calls it let out, written into the window once NATS
+	// is back.
+	grants []int64
+}
+
+// counts are the budget's counters, for the metrics.
+type counts struct {
+	fallbacks, conflicts int64
+}
+
+// New binds the budget's bucket (streams/KV_prime_budget.json, applied by
+// events.EnsureStreams) and registers this process in it. pc gives the
+// deployment's budget: RatePerMinute, RateBurst and MaxConcurrent (zero
+// takes prime's defaults).
+func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Config, log *slog.Logger) (*Budget, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, events.BucketPrimeBudget)
+	if err != nil {
+		return nil, fmt.Errorf("prime budget bucket %s: %w", events.BucketPrimeBudget, err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	b := &Budget{
+		kv: kv, nc: js.Conn(), cfg: cfg, log: log,
+		id: rand.Text()[:12], host: host, pid: os.Getpid(),
+		perMinute: orDefault(pc.RatePerMinute, 60), burst: orDefault(pc.RateBurst, 1), most: orDefault(pc.MaxConcurrent, 5),
+		window:    time.Minute + cfg.Margin,
+		changed:   make(chan struct{}, 1),
+		kick:      make(chan struct{}, 1),
+		mine:      make(map[uint64]int64),
+		dayLogged: make(map[prime.Priority]int64),
+	}
+	if err := b.heartbeat(ctx); err != nil {
+		return nil, fmt.Errorf("prime budget: register in %s: %w", events.BucketPrimeBudget, err)
+	}
+	log.Info("spending the deployment's Prime budget", "process", b.id, "perMinute", b.perMinute, "maxConcurrent", b.most,
+		"lease", cfg.Lease, "dayReserve", cfg.DayReserve)
+	return b, nil
+}
+
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+// Run keeps the process's lease and watches the budget for changes until
+// ctx ends; then it gives back what the process holds. A budget whose Run
+// is not running loses its calls in flight when its lease ends.
+func (b *Budget) Run(ctx context.Context) error {
+	tick := time.NewTicker(b.cfg.Lease / 3)
+	defer tick.Stop()
+	var w jetstream.KeyWatcher
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
+	for {
+		if w == nil {
+			w = b.watch(ctx)
+		}
+		var updates <-chan jetstream.KeyValueEntry
+		if w != nil {
+			updates = w.Updates()
+		}
+		select {
+		case <-ctx.Done():
+			b.leave()
+			return nil
+		case e, ok := <-updates:
+			if !ok {
+				w = nil
+				continue
+			}
+			if e != nil {
+				b.remember(e.Value(), e.Revision(), e.Operation() == jetstream.KeyValuePut)
+				b.signal()
+			}
+		case <-tick.C:
+			b.beat(ctx)
+		case <-b.kick:
+			b.beat(ctx)
+		}
+	}
+}
+
+// watch starts a watcher of the key, or returns nil while NATS does not
+// answer (the next beat tries again).
+func (b *Budget) watch(ctx context.Context) jetstream.KeyWatcher {
+	if !b.nc.IsConnected() {
+		return nil
+	}
+	w, err := b.kv.Watch(ctx, stateKey)
+	if err != nil {
+		return nil
+	}
+	return w
+}
+
+// beat writes the process's lease and what it owes the budget, and moves
+// between the shared budget and the local share as NATS answers or not.
+func (b *Budget) beat(ctx context.Context) {
+	if err := b.heartbeat(ctx); err != nil {
+		b.fallBack(err)
+		return
+	}
+	b.rejoin()
+}
+
+func (b *Budget) now() int64 { return time.Now().UnixMilli() }
+
+// errUnreachable is the error of a NATS connection that is down.
+var errUnreachable = errors.New("not connected to NATS")
+
+// load returns the state and its revision: the last one seen, or, fresh,
+// read from the bucket.
+func (b *Budget) load(ctx context.Context, fresh bool) (state, uint64, error) {
+	b.mu.Lock()
+	raw, rev, have := b.raw, b.rev, b.rev > 0 || b.raw != nil
+	b.mu.Unlock()
+	if !fresh && have {
+		st, err := decode(raw)
+		return st, rev, err
+	}
+	if !b.nc.IsConnected() {
+		return state{}, 0, errUnreachable
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	e, err := b.kv.Get(ctx, stateKey)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return state{}, 0, nil
+	case err != nil:
+		return state{}, 0, err
+	}
+	b.know(e.Value(), e.Revision(), true)
+	st, err := decode(e.Value())
+	if err != nil {
+		// Not ours (someone put something there): start afresh over it.
+		b.log.Warn("prime budget: the key holds something else; writing it anew", "bucket", events.BucketPrimeBudget, "key", stateKey, "err", err)
+		st = state{}
+	}
+	return st, e.Revision(), nil
+}
+
+// store writes st over rev (0: the key is new). A write that is not
+// cut short by the caller's context: one abandoned mid-flight could land
+// without our knowing.
+func (b *Budget) store(ctx context.Context, st state, rev uint64) error {
+	if !b.nc.IsConnected() {
+		return errUnreachable
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	var next uint64
+	if rev == 0 {
+		next, err = b.kv.Create(ctx, stateKey, raw)
+	} else {
+		next, err = b.kv.Update(ctx, stateKey, raw, rev)
+	}
+	if err != nil {
+		if events.IsKVConflict(err) {
+			b.mu.Lock()
+			b.counts.conflicts++
+			b.mu.Unlock()
+		}
+		return err
+	}
+	b.know(raw, next, true)
+	return nil
+}
+
+func (b *Budget) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), b.cfg.Timeout)
+}
+
+// remember keeps a value of the key the watcher saw, unless a newer one
+// is known: the watcher may deliver one late.
+func (b *Budget) remember(raw []byte, rev uint64, put bool) { b.keep(raw, rev, put, false) }
+
+// know keeps the value of the key the server has just read or written,
+// whatever was known before: after a restart that lost the last writes,
+// or a bucket made anew, revisions go back.
+func (b *Budget) know(raw []byte, rev uint64, put bool) { b.keep(raw, rev, put, true) }
+
+func (b *Budget) keep(raw []byte, rev uint64, put, current bool) {
+	if !put {
+		raw = nil // deleted or purged: the budget starts afresh
+	}
+	st, err := decode(raw)
+	if err != nil {
+		st = state{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !current && rev < b.rev {
+		return
+	}
+	b.raw, b.rev, b.view = raw, rev, st
+}
+
+func (b *Budget) signal() {
+	select {
+	case b.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (b *Budget) kickBeat() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Changed implements prime.Budget: it receives when the budget changed,
+// here or in another process.
+func (b *Budget) Changed() <-chan struct{} { return b.changed }
+
+// Held implements prime.Budget: the hold any process started, or this
+// process while NATS is out of reach.
+func (b *Budget) Held() time.Duration {
+	now := b.now()
+	b.mu.Lock()
+	until := max(b.view.HoldUntil, b.pendingHold)
+	fb := b.fallback
+	b.mu.Unlock()
+	held := max(0, time.Duration(until-now)*time.Millisecond)
+	if fb != nil {
+		held = max(held, fb.budget.Held())
+	}
+	return held
+}
+
+// Idle implements prime.Budget: the process stops claiming a turn.
+func (b *Budget) Idle() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.waiting != nil {
+		b.waiting = nil
+		b.kickBeat()
+	}
+}
+
+// Admit implements prime.Budget for the process's first waiting call.
+func (b *Budget) Admit(ctx context.Context, t prime.Turn) (prime.Permit, prime.Wait, error) {
+	if fb := b.falling(); fb != nil {
+		return b.admitLocal(ctx, fb, t)
+	}
+	for attempt := 0; ; attempt++ {
+		st, rev, err := b.load(ctx, attempt > 0)
+		if err != nil {
+			return b.admitLocal(ctx, b.fallBack(err), t)
+		}
+		b.mu.Lock()
+		d := b.decide(&st, b.now(), t)
+		if d.claim != nil {
+			b.waiting = d.claim
+		}
+		if d.granted {
+			// Ours from now, so that a heartbeat meanwhile keeps the slot.
+			b.mine[d.id] = d.at
+		}
+		b.mu.Unlock()
+		if !d.write {
+			return nil, d.wait, d.err
+		}
+		err = b.store(ctx, st, rev)
+		if err != nil && d.granted {
+			b.mu.Lock()
+			delete(b.mine, d.id) // the next heartbeat takes it out if it was written after all
+			b.mu.Unlock()
+		}
+		switch {
+		case events.IsKVConflict(err):
+			continue // another process moved first: look again
+		case err != nil:
+			return b.admitLocal(ctx, b.fallBack(err), t)
+		}
+		if d.granted {
+			b.mu.Lock()
+			b.waiting = nil
+			b.mu.Unlock()
+			return &permit{b: b, id: d.id}, prime.Wait{}, nil
+		}
+		return nil, d.wait, d.err
+	}
+}
+
+// decision is what decide made of a turn.
+type decision struct {
+	write   bool // st changed: write it
+	granted bool
+	id      uint64 // the slot granted
+	at      int64
+	claim   *turn // the turn published for the process
+	wait    prime.Wait
+	err     error
+}
+
+// decide is the budget's rule for a turn at now, applied to st: it grants
+// the call (and records it), or says how long to wait, publishing the
+// process's turn when it has changed. b.mu is held.
+func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
+	lease := b.cfg.Lease.Milliseconds()
+	st.prune(now, b.window.Milliseconds())
+	me := b.enrol(st, now)
+	claim := &turn{Priority: t.Priority.String(), Since: t.Since.UnixMilli(), At: now}
+	wait := func(w prime.Wait) decision {
+		d := decision{wait: w, claim: claim}
+		if old := me.Waiting; old == nil || old.Priority != claim.Priority || old.Since != claim.Since || old.At < now-lease/2 {
+			me.Waiting, d.write = claim, true
+		}
+		return d
+	}
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	if hold := ms(st.HoldUntil - now); hold > 0 {
+		if t.FailOnHold || t.CannotWait(hold) {
+			return decision{err: t.Limited(hold)}
+		}
+		return wait(prime.Wait{D: hold, Reason: prime.WaitHold})
+	}
+	if left, ok := st.dayLeft(now, dayStale.Milliseconds()); ok && left <= b.dayFloor(t.Priority) {
+		b.dayReserve(t.Priority, left)
+		if t.CannotWait(dayRecheck) {
+			return decision{err: t.Limited(dayRecheck)}
+		}
+		return wait(prime.Wait{D: dayRecheck, Reason: prime.WaitDay})
+	}
+	if other, id := st.firstOther(b.id, now, lease); other != nil && goesBefore(other, id, claim, b.id) {
+		// Look again when that turn would lapse, if nothing changes first.
+		until := min(other.At+lease, st.Procs[id].Until)
+		return wait(prime.Wait{D: ms(max(until-now, 1)), Reason: prime.WaitPriority})
+	}
+	if len(st.Slots) >= b.most {
+		// A call that ends wakes the waiters; a holder that died gives its
+		// slot back when its lease ends.
+		until := int64(0)
+		for _, s := range st.Slots {
+			if u := st.Procs[s.Proc].Until; until == 0 || u < until {
+				until = u
+			}
+		}
+		return wait(prime.Wait{D: ms(max(until-now, 1)), Reason: prime.WaitConcurrency})
+	}
+	free := int64(0) // when the next call may go
+	if n := len(st.Grants); n >= b.perMinute {
+		free = st.Grants[n-b.perMinute] + b.window.Milliseconds()
+	}
+	interval := b.window.Milliseconds() / int64(b.perMinute)
+	free = max(free, st.Pace-int64(b.burst-1)*interval)
+	if d := ms(free - now); d > 0 {
+		if t.CannotWait(d) {
+			return decision{err: t.Limited(d)}
+		}
+		return wait(prime.Wait{D: d, Reason: prime.WaitRate})
+	}
+	b.seq++
+	id := b.seq
+	st.Grants = append(st.Grants, now)
+	if n := len(st.Grants); n > b.perMinute {
+		st.Grants = st.Grants[n-b.perMinute:]
+	}
+	st.Pace = max(st.Pace, now) + interval
+	st.Slots = append(st.Slots, slot{Proc: b.id, ID: id, At: now})
+	if st.Day != nil {
+		st.Day.Remaining--
+	}
+	me.Waiting = nil
+	return decision{write: true, granted: true, id: id, at: now}
+}
+
+// enrol makes sure st holds this process, with a lease that runs. b.mu is
+// held.
+func (b *Budget) enrol(st *state, now int64) *proc {
+	if st.Procs == nil {
+		st.Procs = make(map[string]*proc)
+	}
+	me := st.Procs[b.id]
+	if me == nil {
+		me = &proc{Host: b.host, PID: b.pid}
+		st.Procs[b.id] = me
+	}
+	me.Until = max(me.Until, now+b.cfg.Lease.Milliseconds())
+	return me
+}
+
+// dayFloor is how much of the day's budget a class leaves: make-safe work
+// spends it all, events keep off the reserve, sweeps and drains off twice
+// it.
+func (b *Budget) dayFloor(p prime.Priority) int {
+	switch p {
+	case prime.PriorityMakesafe:
+		return 0
+	case prime.PriorityEvent:
+		return b.cfg.DayReserve
+	}
+	return 2 * b.cfg.DayReserve
+}
+
+// dayReserve logs a call kept back by the day's reserve, once an hour at
+// most per class. b.mu is held.
+func (b *Budget) dayReserve(p prime.Priority, left int) {
+	now := b.now()
+	if now-b.dayLogged[p] < time.Hour.Milliseconds() {
+		return
+	}
+	b.dayLogged[p] = now
+	b.log.Warn("the day's Prime budget is down to the reserve: this class waits, make-safe work goes on",
+		"priority", p.String(), "dayRemaining", left, "reserve", b.cfg.DayReserve)
+}
+
+// heartbeat writes the process's lease, its turn, its calls in flight (so
+// that one ended is given back, and one granted while NATS was away is
+// counted) and what its calls learnt of Prime's budget.
+func (b *Budget) heartbeat(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		st, rev, err := b.load(ctx, attempt > 0)
+		if err != nil {
+			return err
+		}
+		now := b.now()
+		b.mu.Lock()
+		st.prune(now, b.window.Milliseconds())
+		me := b.enrol(&st, now)
+		me.Until = now + b.cfg.Lease.Milliseconds()
+		me.Waiting = nil
+		if b.waiting != nil {
+			w := *b.waiting // still waiting, said now
+			w.At = now
+			me.Waiting = &w
+		}
+		st.Slots = slices.DeleteFunc(st.Slots, func(s slot) bool { _, ok := b.mine[s.ID]; return s.Proc == b.id && !ok })
+		for id, at := range b.mine {
+			if !slices.ContainsFunc(st.Slots, func(s slot) bool { return s.Proc == b.id && s.ID == id }) {
+				st.Slots = append(st.Slots, slot{Proc: b.id, ID: id, At: at})
+			}
+		}
+		hold, dy := b.pendingHold, b.pendingDay
+		if hold > st.HoldUntil {
+			st.HoldUntil = hold
+		}
+		if dy != nil && (st.Day == nil || dy.At >= st.Day.At) {
+			// Prime's count takes in its own answers; the calls still in
+			// flight may not be in it yet.
+			st.Day = &day{Remaining: max(0, dy.Remaining-len(st.Slots)), At: dy.At}
+		}
+		var grants []int64
+		if b.fallback != nil {
+			grants = b.fallback.grants
+			st.Grants = merged(st.Grants, grants, b.perMinute)
+		}
+		b.mu.Unlock()
+		err = b.store(ctx, st, rev)
+		if events.IsKVConflict(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		if b.pendingHold == hold {
+			b.pendingHold = 0
+		}
+		if b.pendingDay == dy {
+			b.pendingDay = nil
+		}
+		if b.fallback != nil {
+			b.fallback.grants = b.fallback.grants[len(grants):]
+		}
+		b.mu.Unlock()
+		return nil
+	}
+}
+
+// merged is the window's grants with more of them, the newest n.
+func merged(grants, more []int64, n int) []int64 {
+	out := slices.Concat(grants, more)
+	slices.Sort(out)
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}
+
+// leave gives back, at shutdown, what the process holds, so that the
+// others need not wait for its lease to end.
+func (b *Budget) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Timeout)
+	defer cancel()
+	for attempt := 0; attempt < 10; attempt++ {
+		st, rev, err := b.load(ctx, attempt > 0)
+		if err != nil {
+			return
+		}
+		delete(st.Procs, b.id)
+		st.Slots = slices.DeleteFunc(st.Slots, func(s slot) bool { return s.Proc == b.id })
+		if err := b.store(ctx, st, rev); !events.IsKVConflict(err) {
+			return
+		}
+	}
+}
+
+// falling is the local share while NATS is out of reach, nil otherwise.
+func (b *Budget) falling() *fallback {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fallback
+}
+
+// fallBack starts spending the local share: the budget divided by the
+// processes last seen, so that processes cut off together stay within it.
+func (b *Budget) fallBack(cause error) *fallback {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fallback != nil {
+		return b.fallback
+	}
+	st, _ := decode(b.raw) // a copy: prune changes it
+	st.prune(b.now(), b.window.Milliseconds())
+	n := max(1, len(st.Procs))
+	fb := &fallback{since: time.Now(), perMinute: max(1, b.perMinute/n), most: max(1, b.most/n)}
+	fb.budget = prime.NewLocalBudget(fb.perMinute, 1, fb.most, nil)
+	b.fallback = fb
+	b.counts.fallbacks++
+	b.log.Warn("the deployment's Prime budget in NATS is out of reach: spending a local share until it is back",
+		"perMinute", fb.perMinute, "maxConcurrent", fb.most, "processesLastSeen", n, "err", cause)
+	b.kickBeat()
+	return fb
+}
+
+// rejoin goes back to the shared budget once a heartbeat has written the
+// calls the local share let out.
+func (b *Budget) rejoin() {
+	b.mu.Lock()
+	fb := b.fallback
+	b.fallback = nil
+	b.mu.Unlock()
+	if fb != nil {
+		b.log.Info("the deployment's Prime budget in NATS is back: spending it again", "after", time.Since(fb.since).Round(time.Millisecond))
+		b.signal()
+	}
+}
+
+// admitLocal admits t from the local share, within the day's reserve as
+// last known.
+func (b *Budget) admitLocal(ctx context.Context, fb *fallback, t prime.Turn) (prime.Permit, prime.Wait, error) {
+	now := b.now()
+	b.mu.Lock()
+	left, known := b.view.dayLeft(now, dayStale.Milliseconds())
+	b.mu.Unlock()
+	if known && left <= b.dayFloor(t.Priority) {
+		if t.CannotWait(dayRecheck) {
+			return nil, prime.Wait{}, t.Limited(dayRecheck)
+		}
+		return nil, prime.Wait{D: dayRecheck, Reason: prime.WaitDay}, nil
+	}
+	p, w, err := fb.budget.Admit(ctx, t)
+	if p == nil {
+		if w.D <= 0 || w.D > time.Second {
+			w.D = time.Second // look again soon: NATS may be back
+		}
+		return nil, w, err
+	}
+	b.mu.Lock()
+	b.seq++
+	id := b.seq
+	b.mine[id] = now
+	fb.grants = append(fb.grants, now)
+	b.mu.Unlock()
+	return &permit{b: b, id: id, local: p}, prime.Wait{}, nil
+}
+
+// permit is a call let out by the budget, or by the local share (local).
+type permit struct {
+	b     *Budget
+	id    uint64
+	local prime.Permit
+	once  sync.Once
+}
+
+// Done implements prime.Permit: the call's slot is given back, and what
+// Prime's answer says of the budget is written for every process.
+func (p *permit) Done(status int, h http.Header) time.Duration {
+	var limits prime.Limits
+	p.once.Do(func() {
+		b := p.b
+		if p.local != nil {
+			p.local.Done(status, h)
+		}
+		now := b.now()
+		limits = prime.ReadLimits(status, h, time.UnixMilli(now))
+		b.mu.Lock()
+		delete(b.mine, p.id)
+		if limits.Hold > 0 {
+			b.pendingHold = max(b.pendingHold, now+limits.Hold.Milliseconds())
+		}
+		if limits.DayRemaining >= 0 {
+			b.pendingDay = &day{Remaining: limits.DayRemaining, At: now}
+		}
+		shared := b.fallback == nil
+		b.mu.Unlock()
+		if shared {
+			b.beat(context.Background())
+		}
+		b.signal()
+	})
+	if !limits.RateLimited {
+		return 0
+	}
+	return limits.Hold
+}

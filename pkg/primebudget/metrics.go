@@ -1,0 +1,61 @@
+package primebudget
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	remainingDesc = prometheus.NewDesc("prime_budget_remaining",
+		"The deployment's Prime budget left: calls that may go out in the coming minute (window=\"minute\"), and the day's as Prime last told it, less the calls since (window=\"day\", when Prime sends x-ratelimit-day-remaining).",
+		[]string{"window"}, nil)
+	inFlightDesc = prometheus.NewDesc("prime_budget_in_flight",
+		"Prime calls in flight in the whole deployment.", nil, nil)
+	processesDesc = prometheus.NewDesc("prime_budget_processes",
+		"Processes spending the deployment's Prime budget (their lease runs).", nil, nil)
+	holdDesc = prometheus.NewDesc("prime_budget_hold_seconds",
+		"How long the hold on every Prime call (a 429's Retry-After, or the minute spent) still runs.", nil, nil)
+	sharedDesc = prometheus.NewDesc("prime_budget_shared",
+		"1 while this process spends the deployment's budget in NATS, 0 while NATS is out of reach and it spends a local share.", nil, nil)
+	fallbacksDesc = prometheus.NewDesc("prime_budget_fallbacks_total",
+		"Times this process lost the budget in NATS and fell back to a local share.", nil, nil)
+	conflictsDesc = prometheus.NewDesc("prime_budget_conflicts_total",
+		"Writes of the budget that another process's write beat (each is tried again).", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (b *Budget) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{remainingDesc, inFlightDesc, processesDesc, holdDesc, sharedDesc, fallbacksDesc, conflictsDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: the budget as this process last
+// saw it.
+func (b *Budget) Collect(ch chan<- prometheus.Metric) {
+	now := b.now()
+	b.mu.Lock()
+	st, _ := decode(b.raw)
+	shared := b.fallback == nil
+	c := b.counts
+	b.mu.Unlock()
+	st.prune(now, b.window.Milliseconds())
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(remainingDesc, float64(max(0, b.perMinute-st.in(now-time.Minute.Milliseconds()))), "minute")
+	if left, ok := st.dayLeft(now, dayStale.Milliseconds()); ok {
+		gauge(remainingDesc, float64(max(0, left)), "day")
+	}
+	gauge(inFlightDesc, float64(len(st.Slots)))
+	gauge(processesDesc, float64(len(st.Procs)))
+	gauge(holdDesc, b.Held().Seconds())
+	sharedV := 0.0
+	if shared {
+		sharedV = 1
+	}
+	gauge(sharedDesc, sharedV)
+	ch <- prometheus.MustNewConstMetric(fallbacksDesc, prometheus.CounterValue, float64(c.fallbacks))
+	ch <- prometheus.MustNewConstMetric(conflictsDesc, prometheus.CounterValue, float64(c.conflicts))
+}
