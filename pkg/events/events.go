@@ -23,8 +23,12 @@ const (
 const BucketLocks = "locks"
 
 // BucketPrimeBudget is the KV bucket that holds the deployment's Prime
-// budget (stream KV_prime_budget, pkg/primebudget).
-const BucketPrimeBudget = "prime_budget"
+// budget (stream KV_prime_budget, pkg/primebudget), under its one key
+// PrimeBudgetKey.
+const (
+	BucketPrimeBudget = "prime_budget"
+	PrimeBudgetKey    = "account"
+)
 
 // Subjects.
 const (

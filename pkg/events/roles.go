@@ -89,6 +89,9 @@ type Role struct {
 	Requests []string
 	// Locks are the keys of BucketLocks it takes.
 	Locks []string
+	// CallsPrime: it calls Prime, so it spends the deployment's budget in
+	// BucketPrimeBudget (its one key, PrimeBudgetKey).
+	CallsPrime bool
 }
 
 // InboxPrefix is the prefix of the role's inboxes, where the replies to its
@@ -105,18 +108,20 @@ var (
 	// The resolver finishes the rows no stage takes (no handler, payload
 	// faults) itself, so it announces their Done as the stages do.
 	RoleResolver = Role{Name: "resolver", Consumes: []Consumer{ConsumerResolver},
-		Publishes: []string{SubjectResolvedAll, SubjectDoneAll}, Subscribes: []string{SubjectDoneAll}}
+		Publishes: []string{SubjectResolvedAll, SubjectDoneAll}, Subscribes: []string{SubjectDoneAll}, CallsPrime: true}
 	RoleJobMirror = Role{Name: "job-mirror", Consumes: []Consumer{ConsumerJobMirror},
-		Publishes: []string{SubjectDoneAll, SubjectJobFirstSeen, SubjectSyncQueued},
-		Serves:    []Endpoint{{"job-mirror", SubjectEnsureJob}, {"job-mirror", SubjectSweepJobs}}}
+		Publishes:  []string{SubjectDoneAll, SubjectJobFirstSeen, SubjectSyncQueued},
+		Serves:     []Endpoint{{"job-mirror", SubjectEnsureJob}, {"job-mirror", SubjectSweepJobs}},
+		CallsPrime: true}
 	RoleChildMirror = Role{Name: "child-mirror", Consumes: []Consumer{ConsumerChildMirror, ConsumerSyncDrain},
-		Publishes: []string{SubjectDoneAll, SubjectOptimoCreate, SubjectMakesafeDetect},
-		Serves:    []Endpoint{{"child-mirror", SubjectSweepAppointments}},
-		Requests:  []string{SubjectEnsureJob}}
+		Publishes:  []string{SubjectDoneAll, SubjectOptimoCreate, SubjectMakesafeDetect},
+		Serves:     []Endpoint{{"child-mirror", SubjectSweepAppointments}},
+		Requests:   []string{SubjectEnsureJob},
+		CallsPrime: true}
 	RoleNewJobPipeline = Role{Name: "newjob-pipeline", Consumes: []Consumer{ConsumerNewJobPipeline},
 		Publishes: []string{SubjectMakesafeDetect, SubjectSyncQueued}}
 	RoleMakesafe = Role{Name: "makesafe", Consumes: []Consumer{ConsumerMakesafe, ConsumerMakesafeSMS},
-		Publishes: []string{SubjectMakesafeScheduleAll}}
+		Publishes: []string{SubjectMakesafeScheduleAll}, CallsPrime: true}
 	RoleOptimoCreate = Role{Name: "optimo-create", Consumes: []Consumer{ConsumerOptimoCreate},
 		Publishes: []string{SubjectOptimoPlan}, Requests: []string{SubjectSweepAppointments},
 		Locks: []string{LockOptimoCreate}}
@@ -145,8 +150,9 @@ func RoleNamed(name string) (Role, bool) {
 }
 
 // Streams are the streams of streams/ the role touches: those that take a
-// subject it publishes, those it consumes from, and the locks' bucket if it
-// takes a lock. A process applies these at start-up, and only these.
+// subject it publishes, those it consumes from, the locks' bucket if it
+// takes a lock, and the Prime budget's if it calls Prime. A process applies
+// these at start-up, and only these.
 func (r Role) Streams() ([]string, error) {
 	cfgs, err := StreamConfigs(0)
 	if err != nil {
@@ -174,12 +180,18 @@ func (r Role) Streams() ([]string, error) {
 	if len(r.Locks) > 0 {
 		add(StreamLocks)
 	}
+	if r.CallsPrime {
+		add(StreamPrimeBudget)
+	}
 	slices.Sort(out)
 	return out, nil
 }
 
 // StreamLocks is the stream that holds BucketLocks.
 const StreamLocks = "KV_" + BucketLocks
+
+// StreamPrimeBudget is the stream that holds BucketPrimeBudget.
+const StreamPrimeBudget = "KV_" + BucketPrimeBudget
 
 // SubjectWithin reports whether every subject that subject matches (it may
 // hold wildcards) is matched by filter too.

@@ -47,7 +47,8 @@ const (
 // For is the permissions of r: its subjects; its streams' info, create and
 // update (applied at start-up; never purge or delete); its consumers'
 // create, info, next and acks; its requests; its locks' key and the bucket
-// reads and watches that take it; its micro services' endpoints and the
+// reads and watches that take it, and the Prime budget's key alike if it
+// calls Prime; its micro services' endpoints and the
 // $SRV discovery subjects; replies on its own inbox prefix.
 func For(r events.Role) (Permissions, error) {
 	streams, err := r.Streams()
@@ -71,13 +72,10 @@ func For(r events.Role) (Permissions, error) {
 	}
 	pub(r.Requests...)
 	for _, k := range r.Locks {
-		key := "$KV." + events.BucketLocks + "." + k
-		pub(key,
-			jsAPI+"DIRECT.GET."+events.StreamLocks+"."+key,
-			jsAPI+"STREAM.MSG.GET."+events.StreamLocks,
-			jsAPI+"CONSUMER.CREATE."+events.StreamLocks+".*."+key, // a watch's ordered consumer
-			jsAPI+"CONSUMER.DELETE."+events.StreamLocks+".*",
-			jsFlowCtl+events.StreamLocks+".>")
+		pub(kvKey(events.BucketLocks, events.StreamLocks, k)...)
+	}
+	if r.CallsPrime {
+		pub(kvKey(events.BucketPrimeBudget, events.StreamPrimeBudget, events.PrimeBudgetKey)...)
 	}
 	sub(r.InboxPrefix() + ".>")
 	sub(r.Subscribes...)
@@ -87,6 +85,18 @@ func For(r events.Role) (Permissions, error) {
 	}
 	p.Publish, p.Subscribe = dedupe(p.Publish), dedupe(p.Subscribe)
 	return p, nil
+}
+
+// kvKey is what reading, writing and watching one key of a bucket (in its
+// stream) takes.
+func kvKey(bucket, stream, k string) []string {
+	key := "$KV." + bucket + "." + k
+	return []string{key,
+		jsAPI + "DIRECT.GET." + stream + "." + key,
+		jsAPI + "STREAM.MSG.GET." + stream,
+		jsAPI + "CONSUMER.CREATE." + stream + ".*." + key, // a watch's ordered consumer
+		jsAPI + "CONSUMER.DELETE." + stream + ".*",
+		jsFlowCtl + stream + ".>"}
 }
 
 func dedupe(s []string) []string {

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/natsauth"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -187,4 +190,56 @@ func TestLocksUnderTheirRoles(t *testing.T) {
 	_, err = first.Take(short, events.LockOptimoCreate)
 	is.True(err != nil) // optimo-create's lock is not optimo-plan's to take
 	plan.refused(t, "another role's lock", "$KV."+events.BucketLocks+"."+events.LockOptimoCreate)
+}
+
+// The Prime budget's key is the roles' that call Prime — registered,
+// spent, watched for another process's writes — and no one else's.
+func TestPrimeBudgetUnderTheRolesThatCallPrime(t *testing.T) {
+	is := is.New(t)
+	url := natstest.ServerWithUsers(t).ClientURL()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	cfg := primebudget.Config{Lease: 2 * time.Second, Margin: time.Second, DayReserve: 1, Timeout: 5 * time.Second}
+	var budgets []*primebudget.Budget
+	var conns []*conn
+	for _, role := range []events.Role{events.RoleResolver, events.RoleMakesafe} {
+		is.True(role.CallsPrime) // a role that calls Prime
+		c := connect(t, url, role.Name, nats.CustomInboxPrefix(role.InboxPrefix()))
+		streams, err := role.Streams()
+		is.NoErr(err)
+		is.NoErr(events.EnsureStreams(ctx, c.js, 0, streams...)) // applies its streams, the budget's bucket among them
+		b, err := primebudget.New(ctx, c.js, prime.Config{RatePerMinute: 6000, RateBurst: 100, MaxConcurrent: 1}, cfg, log)
+		is.NoErr(err) // registers in the budget
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); b.Run(rctx) }() // watches it
+		t.Cleanup(func() { stop(); <-done })
+		budgets, conns = append(budgets, b), append(conns, c)
+	}
+	permit, _, err := budgets[0].Admit(ctx, prime.Turn{Since: time.Now()})
+	is.NoErr(err)
+	is.True(permit != nil) // spends it
+	_, wait, err := budgets[1].Admit(ctx, prime.Turn{Since: time.Now()})
+	is.NoErr(err)
+	is.Equal(wait.Reason, prime.WaitConcurrency) // the other process waits for the one slot
+	permit.Done(200, nil)
+	flowtest.Eventually(t, "the slot given back, seen by the other", func() bool {
+		permit, _, err = budgets[1].Admit(ctx, prime.Turn{Since: time.Now()})
+		return err == nil && permit != nil
+	})
+	permit.Done(200, nil)
+	for _, c := range conns {
+		c.mu.Lock()
+		is.Equal(c.errs, []string(nil)) // nothing refused
+		c.mu.Unlock()
+	}
+
+	role := events.RoleOptimoPlan
+	is.True(!role.CallsPrime)
+	plan := connect(t, url, role.Name, nats.CustomInboxPrefix(role.InboxPrefix()))
+	short, stop := context.WithTimeout(ctx, 3*time.Second)
+	defer stop()
+	_, err = primebudget.New(short, plan.js, prime.Config{}, cfg, log)
+	is.True(err != nil) // a role that does not call Prime may not touch the budget
 }

@@ -1,8 +1,10 @@
 // Package prime is a client for Prime's JSON:API (Prime EcoSystem,
 // primeeco.tech): OAuth2 password grant with a shared, early-refreshed token,
 // a limiter that keeps to Prime's budget (requests a minute, requests in
-// flight, 429 Retry-After and the x-ratelimit headers), and typed records
-// that keep their raw attributes for the mirror.
+// flight, 429 Retry-After and the x-ratelimit headers) and lets the calls
+// that wait for it go by class (WithPriority), and typed records that keep
+// their raw attributes for the mirror. The budget is the client's own, or
+// one a whole deployment shares (WithBudget, pkg/primebudget).
 //
 // Every call returns ErrNotFound for a 404 and a *RateLimitedError
 // (ErrRateLimited) when Prime, or the client's own budget, says to wait; a

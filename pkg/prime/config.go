@@ -11,10 +11,10 @@ import (
 // Config is the client's configuration, read from the environment with
 // caarlos0/env (pkg/config.Parse). A zero numeric field takes its default.
 //
-// Every process that calls Prime has its own client and its own budget, so
-// when several services share one Prime account, split Prime's 60 requests a
-// minute and 5 concurrent between them; the x-ratelimit headers stop each
-// client when the shared minute budget runs out.
+// RatePerMinute, RateBurst and MaxConcurrent are the budget of the client's
+// own (NewLocalBudget) or, given one with WithBudget, of the budget it
+// shares: the services spend the account's budget together through NATS
+// (pkg/primebudget), so each is given the whole account's.
 type Config struct {
 	// URL is Prime's API base, e.g. https://www.primeeco.tech/api.prime/v2.
 	URL string `env:"PRIME_API_URL"`
@@ -24,7 +24,7 @@ type Config struct {
 	ClientSecret string `env:"PRIME_CLIENT_SECRET" secret:"true"`
 	Username     string `env:"PRIME_USERNAME"`
 	Password     string `env:"PRIME_PASSWORD" secret:"true"`
-	// RatePerMinute is the most requests this client sends in a minute.
+	// RatePerMinute is the most requests sent in a minute.
 	RatePerMinute int `env:"PRIME_RATE_PER_MINUTE" envDefault:"60"`
 	// RateBurst is how many requests may go out back to back before the
 	// per-minute pace applies. With 1 (the default) requests are spaced

@@ -86,7 +86,7 @@ type metrics struct {
 
 func newMetrics(name string) *metrics {
 	labels := prometheus.Labels{"client": name}
-	return &metrics{
+	m := &metrics{
 		name:      name,
 		requests:  make(map[requestKey]int64),
 		waits:     make(map[string]int64),
@@ -113,6 +113,10 @@ func newMetrics(name string) *metrics {
 			Buckets:     []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
 		}, []string{"priority"}),
 	}
+	for _, p := range Priorities() {
+		m.budgetWait.WithLabelValues(p.String()) // served at 0 from the start
+	}
+	return m
 }
 
 // call counts a request sent for c at class p.

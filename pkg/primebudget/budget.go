@@ -48,9 +48,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// stateKey is the budget's one key in the bucket.
-const stateKey = "account"
-
 // dayStale is how long a day's remaining budget Prime sent is believed:
 // past it, calls go out again, and the next answer tells the day anew.
 const dayStale = time.Hour
@@ -229,7 +226,7 @@ func (b *Budget) watch(ctx context.Context) jetstream.KeyWatcher {
 	if !b.nc.IsConnected() {
 		return nil
 	}
-	w, err := b.kv.Watch(ctx, stateKey)
+	w, err := b.kv.Watch(ctx, events.PrimeBudgetKey)
 	if err != nil {
 		return nil
 	}
@@ -266,7 +263,7 @@ func (b *Budget) load(ctx context.Context, fresh bool) (state, uint64, error) {
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	e, err := b.kv.Get(ctx, stateKey)
+	e, err := b.kv.Get(ctx, events.PrimeBudgetKey)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return state{}, 0, nil
@@ -277,7 +274,7 @@ func (b *Budget) load(ctx context.Context, fresh bool) (state, uint64, error) {
 	st, err := decode(e.Value())
 	if err != nil {
 		// Not ours (someone put something there): start afresh over it.
-		b.log.Warn("prime budget: the key holds something else; writing it anew", "bucket", events.BucketPrimeBudget, "key", stateKey, "err", err)
+		b.log.Warn("prime budget: the key holds something else; writing it anew", "bucket", events.BucketPrimeBudget, "key", events.PrimeBudgetKey, "err", err)
 		st = state{}
 	}
 	return st, e.Revision(), nil
@@ -298,9 +295,9 @@ func (b *Budget) store(ctx context.Context, st state, rev uint64) error {
 	defer cancel()
 	var next uint64
 	if rev == 0 {
-		next, err = b.kv.Create(ctx, stateKey, raw)
+		next, err = b.kv.Create(ctx, events.PrimeBudgetKey, raw)
 	} else {
-		next, err = b.kv.Update(ctx, stateKey, raw, rev)
+		next, err = b.kv.Update(ctx, events.PrimeBudgetKey, raw, rev)
 	}
 	if err != nil {
 		if events.IsKVConflict(err) {

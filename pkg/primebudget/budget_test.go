@@ -337,7 +337,7 @@ func stateOf(t *testing.T, js jetstream.JetStream) budgetState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(context.Background(), "account")
+	e, err := kv.Get(context.Background(), events.PrimeBudgetKey)
 	if err != nil {
 		t.Fatal(err)
 	}

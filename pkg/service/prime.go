@@ -7,26 +7,63 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 )
 
 // MainWithPrime runs a service that calls Prime as a process of its own: it
 // reads the client's configuration (PRIME_*) from getenv and, inside Main,
-// builds the process's one client with the service's logger, registers the
-// client's metrics and hands it to build.
+// builds the process's one client with the service's logger, spending the
+// deployment's budget in NATS (pkg/primebudget), registers the metrics of
+// both and hands the client to build.
 func MainWithPrime(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
 	build func(ctx context.Context, d Deps, pc *prime.Client) (Runner, error)) error {
-	var cfg prime.Config
+	var cfg struct {
+		Prime  prime.Config
+		Budget primebudget.Config
+	}
 	if err := config.Parse(getenv, &cfg); err != nil {
 		return err
 	}
 	return Main(ctx, name, getenv, stderr, func(ctx context.Context, d Deps, _ *Router) (Runner, error) {
-		pc, err := prime.New(cfg, prime.WithLogger(d.Log))
+		pc, budget, err := PrimeClient(ctx, d, cfg.Prime, cfg.Budget)
 		if err != nil {
 			return nil, err
 		}
-		if err := metrics.Replace(d.Metrics, pc); err != nil {
+		svc, err := build(ctx, d, pc)
+		if err != nil {
 			return nil, err
 		}
-		return build(ctx, d, pc)
+		return Spending(budget, svc), nil
+	})
+}
+
+// PrimeClient is a process's one Prime client, spending the deployment's
+// budget in NATS, with the metrics of both registered. The budget must run
+// as long as the client is used (Spending).
+func PrimeClient(ctx context.Context, d Deps, cfg prime.Config, bcfg primebudget.Config) (*prime.Client, *primebudget.Budget, error) {
+	budget, err := primebudget.New(ctx, d.JS, cfg, bcfg, d.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc, err := prime.New(cfg, prime.WithLogger(d.Log), prime.WithBudget(budget))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := metrics.Replace(d.Metrics, pc, budget); err != nil {
+		return nil, nil, err
+	}
+	return pc, budget, nil
+}
+
+// Spending runs svc with the budget its Prime client spends running beside
+// it, from before svc starts until after it has stopped, so that its last
+// calls are still given back.
+func Spending(budget *primebudget.Budget, svc Runner) Runner {
+	return runnerFunc(func(ctx context.Context) error {
+		bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); budget.Run(bctx) }()
+		defer func() { stop(); <-done }()
+		return svc.Run(ctx)
 	})
 }

@@ -17,9 +17,10 @@ type runnerFunc func(ctx context.Context) error
 
 func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
-// MainWithPrime builds the process's client from PRIME_* and hands it to the
-// service, its metrics in the process's registry; a configuration it cannot
-// read stops it before anything starts.
+// MainWithPrime builds the process's client from PRIME_*, spending the
+// deployment's budget, and hands it to the service, its metrics in the
+// process's registry; a configuration it cannot read stops it before
+// anything starts.
 func TestMainHandsTheServiceAClient(t *testing.T) {
 	ns := natstest.Server(t)
 	sim, err := primesim.New(primesim.Options{})
@@ -42,7 +43,7 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 		want := sim.NewJob()
 		var job prime.Job
 		var callErr error
-		registered := false
+		registered, budget := false, false
 		err := service.MainWithPrime(ctx, "prime-test", func(k string) string { return vars[k] }, io.Discard,
 			func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 				return runnerFunc(func(ctx context.Context) error {
@@ -50,6 +51,7 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 					mfs, err := d.Metrics.Gather()
 					for _, mf := range mfs {
 						registered = registered || mf.GetName() == "prime_client_requests_total"
+						budget = budget || mf.GetName() == "prime_budget_shared"
 					}
 					cancel()
 					return err
@@ -59,6 +61,7 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 		is.NoErr(callErr)         // the client reached Prime with the configuration from the environment
 		is.Equal(job.ID, want.ID) // and read the job
 		is.True(registered)       // its metrics are the process's
+		is.True(budget)           // and the deployment's budget it spends, in NATS
 	})
 
 	t.Run("a configuration it cannot read", func(t *testing.T) {

@@ -34,6 +34,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/status"
@@ -89,6 +90,7 @@ type Config struct {
 	OptimoPlan     optimoplan.Config
 	MailIntake     mailintake.Config
 	Prime          prime.Config
+	PrimeBudget    primebudget.Config
 	OptimoRoute    optimoroute.Config
 }
 
@@ -252,11 +254,10 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 			"url", cfg.MailIntake.Graph.APIURL, "user", cfg.MailIntake.User, "folder", cfg.MailIntake.Folder)
 	}
 
-	pc, err := prime.New(cfg.Prime, prime.WithLogger(log))
+	// One client for every service, spending the deployment's budget in
+	// NATS: shared with any other process on the same NATS (NATS_URL).
+	pc, budget, err := service.PrimeClient(ctx, d, cfg.Prime, cfg.PrimeBudget)
 	if err != nil {
-		return err
-	}
-	if err := metrics.Replace(d.Metrics, pc); err != nil {
 		return err
 	}
 
@@ -274,7 +275,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	runners = append(runners, in)
+	runners = append(runners, in, budget)
 
 	srv, ln, ops := bound.Serve(r, d)
 	runners = append(runners, ops...)
