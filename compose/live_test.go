@@ -35,6 +35,7 @@ var appearWithTraffic = map[string]string{
 	"prime_client_rate_limit_wait_seconds_total": "by the reason of a wait, once a call waited",
 	"prime_client_ratelimit_remaining":           "the x-ratelimit headers of Prime's last answer",
 	"prime_client_calls_total":                   "by the callers and purposes of the calls made",
+	"prime_client_coalesced_total":               "by the callers and purposes of the calls coalesced",
 	"prime_budget_remaining":                     "the day's only once Prime has sent x-ratelimit-day-remaining",
 	"optimoroute_requests_total":                 "by the OptimoRoute operations called",
 	"optimoroute_request_duration_seconds":       "by the OptimoRoute operations called",

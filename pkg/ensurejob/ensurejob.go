@@ -66,8 +66,12 @@ func ask(ctx context.Context, nc *nats.Conn, req events.EnsureJobRequest) (event
 	}
 	if req.Priority == "" {
 		// job-mirror's call to Prime, if it makes one, goes in the class
-		// of the caller's own calls (prime.WithPriority).
+		// of the caller's own calls (prime.WithPriority), for the same
+		// event (prime.WithEventTime).
 		req.Priority = prime.PriorityOf(ctx).String()
+	}
+	if req.EventUTC.IsZero() {
+		req.EventUTC = prime.EventTimeOf(ctx)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

@@ -30,6 +30,11 @@ const (
 	PrimeBudgetKey    = "account"
 )
 
+// BucketPrimeAnswers is the KV bucket that holds Prime's recent answers,
+// shared by the processes that call Prime (stream KV_prime_answers,
+// pkg/primebudget.Answers).
+const BucketPrimeAnswers = "prime_answers"
+
 // Subjects.
 const (
 	// SubjectWebhookAll matches every raw webhook event.

@@ -46,6 +46,11 @@ type Resolved struct {
 	// Fetched holds Prime records the resolver fetched while identifying, so
 	// the next stage does not fetch them again.
 	Fetched []Resource `json:"fetched,omitempty"`
+	// ReceivedUTC is when the webhook reached ingest (its receivedUTC), or
+	// when a replay of it began: an answer Prime gave to a call sent since
+	// already holds the change the event tells of, so the stage may reuse
+	// it (prime.WithEventTime).
+	ReceivedUTC time.Time `json:"receivedUTC,omitzero"`
 }
 
 // ConfirmCandidates is what to confirm after the sync, in probe order:
@@ -218,6 +223,9 @@ type EnsureJobRequest struct {
 	// Priority is the class of job-mirror's Prime call, as prime.Priority
 	// names it ("makesafe", "event", "drain", "sweep"); empty is "event".
 	Priority string `json:"priority,omitempty"`
+	// EventUTC is when the event the request is made for reached us:
+	// job-mirror may reuse an answer Prime gave since (prime.WithEventTime).
+	EventUTC time.Time `json:"eventUTC,omitzero"`
 }
 
 // EnsureJobReply says what job-mirror did. Error is set when it failed;

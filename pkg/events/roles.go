@@ -90,7 +90,8 @@ type Role struct {
 	// Locks are the keys of BucketLocks it takes.
 	Locks []string
 	// CallsPrime: it calls Prime, so it spends the deployment's budget in
-	// BucketPrimeBudget (its one key, PrimeBudgetKey).
+	// BucketPrimeBudget (its one key, PrimeBudgetKey) and shares Prime's
+	// answers in BucketPrimeAnswers.
 	CallsPrime bool
 }
 
@@ -182,6 +183,7 @@ func (r Role) Streams() ([]string, error) {
 	}
 	if r.CallsPrime {
 		add(StreamPrimeBudget)
+		add(StreamPrimeAnswers)
 	}
 	slices.Sort(out)
 	return out, nil
@@ -192,6 +194,9 @@ const StreamLocks = "KV_" + BucketLocks
 
 // StreamPrimeBudget is the stream that holds BucketPrimeBudget.
 const StreamPrimeBudget = "KV_" + BucketPrimeBudget
+
+// StreamPrimeAnswers is the stream that holds BucketPrimeAnswers.
+const StreamPrimeAnswers = "KV_" + BucketPrimeAnswers
 
 // SubjectWithin reports whether every subject that subject matches (it may
 // hold wildcards) is matched by filter too.

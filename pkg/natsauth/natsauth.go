@@ -76,6 +76,8 @@ func For(r events.Role) (Permissions, error) {
 	}
 	if r.CallsPrime {
 		pub(kvKey(events.BucketPrimeBudget, events.StreamPrimeBudget, events.PrimeBudgetKey)...)
+		answers := "$KV." + events.BucketPrimeAnswers + ".>" // a key a request: read and written, never watched
+		pub(answers, jsAPI+"DIRECT.GET."+events.StreamPrimeAnswers+"."+answers, jsAPI+"STREAM.MSG.GET."+events.StreamPrimeAnswers)
 	}
 	sub(r.InboxPrefix() + ".>")
 	sub(r.Subscribes...)

@@ -19,8 +19,13 @@ func Priority(action string) prime.Priority {
 }
 
 // ForEvent is ctx for the Prime calls caller (the service) makes on behalf
-// of an event of action: the event's class (Priority), and the caller and
-// the action as the metrics' caller and purpose.
-func ForEvent(ctx context.Context, caller, action string) context.Context {
-	return prime.WithCaller(prime.WithPriority(ctx, Priority(action)), caller, action)
+// of ev: the event's class (Priority), the caller and the action as the
+// metrics' caller and purpose, and when the event reached us, so that an
+// answer Prime gave since serves it (prime.WithEventTime).
+func ForEvent(ctx context.Context, caller string, ev events.Resolved) context.Context {
+	ctx = prime.WithCaller(prime.WithPriority(ctx, Priority(ev.Action)), caller, ev.Action)
+	if !ev.ReceivedUTC.IsZero() {
+		ctx = prime.WithEventTime(ctx, ev.ReceivedUTC)
+	}
+	return ctx
 }

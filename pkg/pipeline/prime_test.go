@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/matryer/is"
@@ -22,8 +23,8 @@ func TestEventsClass(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.action, func(t *testing.T) {
 			is := is.New(t)
-			is.Equal(pipeline.Priority(tt.action), tt.want)                                                     // the class
-			is.Equal(prime.PriorityOf(pipeline.ForEvent(context.Background(), "resolver", tt.action)), tt.want) // carried in the context
+			is.Equal(pipeline.Priority(tt.action), tt.want)                                                                              // the class
+			is.Equal(prime.PriorityOf(pipeline.ForEvent(context.Background(), "resolver", events.Resolved{Action: tt.action})), tt.want) // carried in the context
 		})
 	}
 }

@@ -114,7 +114,7 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			return consume.Drop(fmt.Errorf("%s: not a resolved event: %v", msg.Subject(), err))
 		}
 		log := s.Log.With("logId", ev.LogID, "action", ev.Action)
-		ctx = ForEvent(ctx, s.Caller, ev.Action)
+		ctx = ForEvent(ctx, s.Caller, ev)
 		fin, err := work(ctx, ev)
 		if err == nil {
 			err = s.commit(ctx, ev, fin)

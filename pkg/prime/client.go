@@ -42,6 +42,7 @@ type Client struct {
 	log   *slog.Logger
 	clock Clock
 	lim   *limiter
+	co    *coalescer // nil: every call asks Prime
 	m     *metrics
 
 	tokMu  sync.Mutex
@@ -61,11 +62,12 @@ type tokenFlight struct {
 type Option func(*options)
 
 type options struct {
-	hc     *http.Client
-	log    *slog.Logger
-	clock  Clock
-	name   string
-	budget Budget
+	hc      *http.Client
+	log     *slog.Logger
+	clock   Clock
+	name    string
+	budget  Budget
+	answers AnswerStore
 }
 
 // WithHTTPClient sets the HTTP client (default: a new one). Its Timeout
@@ -111,6 +113,10 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		o.budget = NewLocalBudget(cfg.RatePerMinute, cfg.RateBurst, cfg.MaxConcurrent, o.clock)
 	}
 	c.lim = newLimiter(cfg, o.clock, o.budget, c.m.wait)
+	if cfg.CoalesceWindow > 0 {
+		c.co = &coalescer{window: cfg.CoalesceWindow, keep: cfg.CoalesceKeep, clock: o.clock, shared: o.answers,
+			flights: make(map[string]*flight), answers: make(map[string]Answer)}
+	}
 	return c, nil
 }
 
@@ -171,8 +177,12 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 		}
 	}()
 	prio := PriorityOf(ctx)
-	c.m.waited(prio, c.clock.Now().Sub(asked))
+	now := c.clock.Now()
+	c.m.waited(prio, now.Sub(asked))
 	c.m.call(callerOf(ctx), prio)
+	if f := flightOf(ctx); f != nil {
+		f.sent.CompareAndSwap(0, now.UnixNano()) // the answer is Prime's state from now
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()

@@ -39,6 +39,15 @@ type Config struct {
 	// PriorityEvent's (never above make-safe work): so that steady webhook
 	// traffic never starves it for good.
 	PriorityAging time.Duration `env:"PRIME_PRIORITY_AGING" envDefault:"30s"`
+	// CoalesceWindow: a call reuses the answer of a call for the same
+	// record (the same endpoint, path and query) sent no earlier than this
+	// before the event it is made for (WithEventTime), or before now:
+	// Prime's answer already holds the change the event tells of. Zero
+	// turns coalescing off.
+	CoalesceWindow time.Duration `env:"PRIME_COALESCE_WINDOW" envDefault:"2s"`
+	// CoalesceKeep is how long answers are kept for the calls of events
+	// that reached us before them; it bounds how old a reused answer is.
+	CoalesceKeep time.Duration `env:"PRIME_COALESCE_KEEP" envDefault:"5m"`
 	// Timeout bounds each HTTP request.
 	Timeout time.Duration `env:"PRIME_TIMEOUT" envDefault:"30s"`
 	// PageSize is per_page on list calls (Prime allows up to 500).
@@ -59,6 +68,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("rate_burst", c.RateBurst),
 		slog.Int("max_concurrent", c.MaxConcurrent),
 		slog.Duration("priority_aging", c.PriorityAging),
+		slog.Duration("coalesce_window", c.CoalesceWindow),
+		slog.Duration("coalesce_keep", c.CoalesceKeep),
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("page_size", c.PageSize),
 	)
@@ -67,8 +78,8 @@ func (c Config) LogValue() slog.Value {
 // String prints the configuration without its secrets, so that %v and %+v
 // cannot leak them.
 func (c Config) String() string {
-	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d PriorityAging:%s Timeout:%s PageSize:%d}",
-		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.PriorityAging, c.Timeout, c.PageSize)
+	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d PriorityAging:%s CoalesceWindow:%s CoalesceKeep:%s Timeout:%s PageSize:%d}",
+		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.PriorityAging, c.CoalesceWindow, c.CoalesceKeep, c.Timeout, c.PageSize)
 }
 
 // withDefaults fills zero fields and checks the rest.
@@ -112,6 +123,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RatePerMinute < 0 || c.RateBurst < 0 || c.MaxConcurrent < 0 || c.PriorityAging < 0 || c.Timeout < 0 || c.PageSize < 0 {
 		errs = append(errs, errors.New("PRIME_RATE_PER_MINUTE, PRIME_RATE_BURST, PRIME_MAX_CONCURRENT, PRIME_PRIORITY_AGING, PRIME_TIMEOUT and PRIME_PAGE_SIZE must not be negative"))
+	}
+	if c.CoalesceWindow < 0 || c.CoalesceKeep < 0 || (c.CoalesceWindow > 0 && c.CoalesceKeep < c.CoalesceWindow) {
+		errs = append(errs, errors.New("PRIME_COALESCE_WINDOW and PRIME_COALESCE_KEEP must not be negative, and PRIME_COALESCE_KEEP not shorter than the window"))
 	}
 	if c.PageSize > 500 {
 		errs = append(errs, errors.New("PRIME_PAGE_SIZE must be at most 500"))

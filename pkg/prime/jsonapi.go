@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -59,14 +60,23 @@ func decode[T any, PT recordPtr[T]](endpoint string, r resource) (T, error) {
 	return v, nil
 }
 
-// getOne fetches a single-resource document.
+// getOne fetches a single-resource document, or reuses the answer of a
+// call for the same record (coalesce.go).
 func getOne[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string) (T, error) {
 	var zero T
-	body, err := c.get(ctx, endpoint, path)
-	if err != nil {
+	a, err := c.fetch(ctx, endpoint, endpoint+" "+path, func(ctx context.Context) (Answer, error) {
+		body, err := c.get(ctx, endpoint, path)
+		return Answer{Pages: [][]byte{body}}, err
+	})
+	switch {
+	case err != nil:
 		return zero, err
+	case a.NotFound:
+		return zero, &APIError{StatusCode: http.StatusNotFound, Endpoint: endpoint}
+	case len(a.Pages) != 1:
+		return zero, fmt.Errorf("prime: %s: an answer of %d pages for one record", endpoint, len(a.Pages))
 	}
-	return decodeOne[T, PT](endpoint, body)
+	return decodeOne[T, PT](endpoint, a.Pages[0])
 }
 
 // decodeOne reads a single-resource document.
@@ -84,19 +94,49 @@ func decodeOne[T any, PT recordPtr[T]](endpoint string, body []byte) (T, error) 
 	return decode[T, PT](endpoint, *doc.Data)
 }
 
-// getAll fetches every page of a list, following meta.pagination.
+// getAll fetches every page of a list, following meta.pagination, or reuses
+// the answer of a call for the same list (coalesce.go).
 func getAll[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string, query url.Values) ([]T, error) {
+	query.Set("per_page", strconv.Itoa(c.cfg.PageSize))
+	key := endpoint + " " + path + "?" + query.Encode()
+	a, err := c.fetch(ctx, endpoint, key, func(ctx context.Context) (Answer, error) {
+		var a Answer
+		for page := 1; ; page++ {
+			query.Set("page", strconv.Itoa(page))
+			body, err := c.get(ctx, endpoint, path+"?"+query.Encode())
+			if err != nil {
+				return a, err
+			}
+			a.Pages = append(a.Pages, body)
+			var doc struct {
+				Data []json.RawMessage `json:"data"`
+				Meta struct {
+					Pagination *pagination `json:"pagination"`
+				} `json:"meta"`
+			}
+			if err := json.Unmarshal(body, &doc); err != nil {
+				return a, fmt.Errorf("prime: %s: decode page %d: %w", endpoint, page, err)
+			}
+			if p := doc.Meta.Pagination; p == nil || len(doc.Data) == 0 || page >= p.TotalPages {
+				return a, nil
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case a.NotFound:
+		return nil, &APIError{StatusCode: http.StatusNotFound, Endpoint: endpoint}
+	}
 	var out []T
-	for page := 1; ; page++ {
-		p, err := getPage[T, PT](ctx, c, endpoint, path, query, page)
+	for i, body := range a.Pages {
+		p, err := decodePage[T, PT](endpoint, i+1, body)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, p.Records...)
-		if p.Last() {
-			return out, nil
-		}
 	}
+	return out, nil
 }
 
 // Page is one page of a list.

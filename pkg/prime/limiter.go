@@ -88,6 +88,9 @@ func (l *limiter) acquire(ctx context.Context, endpoint string) (permit Permit, 
 	turn := Turn{Endpoint: endpoint, FailOnHold: failFast, Deadline: deadline}
 	l.mu.Lock()
 	w := l.queue.add(PriorityOf(ctx), l.clock.Now())
+	if f := flightOf(ctx); f != nil {
+		w.boost = &f.boost // calls that joined this one may raise its class
+	}
 	l.mu.Unlock()
 	defer func() {
 		if err != nil {
@@ -160,13 +163,14 @@ func (l *limiter) leave(w *waiter) {
 	}
 }
 
-// waiting counts the calls waiting now, by class.
+// waiting counts the calls waiting now, by the class they wait in: their
+// own, or that of a call that waits for their answer.
 func (l *limiter) waiting() map[Priority]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := make(map[Priority]int)
 	for _, w := range l.queue.waiters {
-		n[w.prio]++
+		n[w.class(time.Time{}, 0)]++
 	}
 	return n
 }

@@ -57,9 +57,15 @@ type Stats struct {
 	ByPriority map[Priority]int64
 	// Waiting is the calls waiting for their turn now, by class.
 	Waiting map[Priority]int
+	// Coalesced counts the calls that reused another's answer instead of
+	// asking Prime, by how: "in_flight", "recent", "shared".
+	Coalesced map[string]int64
 }
 
 type requestKey struct{ endpoint, outcome string }
+
+// coalesceKey labels prime_client_coalesced_total.
+type coalesceKey struct{ caller, purpose, how string }
 
 // callKey labels prime_client_calls_total.
 type callKey struct {
@@ -78,8 +84,9 @@ type metrics struct {
 	waitTime  map[string]time.Duration
 	remaining map[string]float64 // last x-ratelimit-*-remaining seen, by window
 	calls     map[callKey]int64
+	coalesces map[coalesceKey]int64
 
-	requestsDesc, waitsDesc, waitSecondsDesc, remainingDesc, callsDesc, waitingDesc *prometheus.Desc
+	requestsDesc, waitsDesc, waitSecondsDesc, remainingDesc, callsDesc, waitingDesc, coalescedDesc *prometheus.Desc
 	// budgetWait is the time each call waited for its turn, by class.
 	budgetWait *prometheus.HistogramVec
 }
@@ -93,6 +100,7 @@ func newMetrics(name string) *metrics {
 		waitTime:  make(map[string]time.Duration),
 		remaining: make(map[string]float64),
 		calls:     make(map[callKey]int64),
+		coalesces: make(map[coalesceKey]int64),
 		requestsDesc: prometheus.NewDesc("prime_client_requests_total",
 			"HTTP requests sent to Prime, by endpoint and outcome.", []string{"endpoint", "outcome"}, labels),
 		waitsDesc: prometheus.NewDesc("prime_client_rate_limit_waits_total",
@@ -104,6 +112,9 @@ func newMetrics(name string) *metrics {
 		callsDesc: prometheus.NewDesc("prime_client_calls_total",
 			"HTTP requests sent to Prime, by the caller and purpose the call's context names (prime.WithCaller) and its priority class.",
 			[]string{"caller", "purpose", "priority"}, labels),
+		coalescedDesc: prometheus.NewDesc("prime_client_coalesced_total",
+			"Calls that reused the answer of another call for the same record instead of asking Prime, by caller, purpose and how (in_flight: joined a call under way; recent: an answer this process had; shared: one another process had).",
+			[]string{"caller", "purpose", "how"}, labels),
 		waitingDesc: prometheus.NewDesc("prime_client_waiting",
 			"Calls waiting for their turn at Prime's budget now, by priority class.", []string{"priority"}, labels),
 		budgetWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -123,6 +134,13 @@ func newMetrics(name string) *metrics {
 func (m *metrics) call(c caller, p Priority) {
 	m.mu.Lock()
 	m.calls[callKey{c.name, c.purpose, p}]++
+	m.mu.Unlock()
+}
+
+// coalesced counts a call for c that reused another's answer.
+func (m *metrics) coalesced(c caller, how string) {
+	m.mu.Lock()
+	m.coalesces[coalesceKey{c.name, c.purpose, how}]++
 	m.mu.Unlock()
 }
 
@@ -153,7 +171,11 @@ func (m *metrics) setRemaining(window string, n float64) {
 func (m *metrics) stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := Stats{ByEndpoint: make(map[string]int64), ByOutcome: make(map[string]int64), ByPriority: make(map[Priority]int64)}
+	s := Stats{ByEndpoint: make(map[string]int64), ByOutcome: make(map[string]int64), ByPriority: make(map[Priority]int64),
+		Coalesced: make(map[string]int64)}
+	for k, n := range m.coalesces {
+		s.Coalesced[k.how] += n
+	}
 	for k, n := range m.calls {
 		s.ByPriority[k.prio] += n
 	}
@@ -176,7 +198,7 @@ func (m *metrics) stats() Stats {
 
 // Describe implements prometheus.Collector.
 func (c *Client) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.m.requestsDesc, c.m.waitsDesc, c.m.waitSecondsDesc, c.m.remainingDesc, c.m.callsDesc, c.m.waitingDesc} {
+	for _, d := range []*prometheus.Desc{c.m.requestsDesc, c.m.waitsDesc, c.m.waitSecondsDesc, c.m.remainingDesc, c.m.callsDesc, c.m.waitingDesc, c.m.coalescedDesc} {
 		ch <- d
 	}
 	c.m.budgetWait.Describe(ch)
@@ -193,7 +215,11 @@ func (c *Client) Collect(ch chan<- prometheus.Metric) {
 	waitTime := maps.Clone(m.waitTime)
 	remaining := maps.Clone(m.remaining)
 	calls := maps.Clone(m.calls)
+	coalesces := maps.Clone(m.coalesces)
 	m.mu.Unlock()
+	for k, n := range coalesces {
+		ch <- prometheus.MustNewConstMetric(m.coalescedDesc, prometheus.CounterValue, float64(n), k.caller, k.purpose, k.how)
+	}
 	for k, n := range calls {
 		ch <- prometheus.MustNewConstMetric(m.callsDesc, prometheus.CounterValue, float64(n), k.caller, k.purpose, k.prio.String())
 	}

@@ -35,17 +35,22 @@ func (g *gate) wrap(h http.Handler) http.Handler {
 	})
 }
 
-func (g *gate) close() {
+// close shuts the gate until open, or until the test ends (before the
+// simulator's server closes, which waits for the requests it holds).
+func (g *gate) close(t *testing.T) {
 	g.mu.Lock()
 	g.shut = make(chan struct{})
 	g.mu.Unlock()
+	t.Cleanup(g.open)
 }
 
 func (g *gate) open() {
 	g.mu.Lock()
-	close(g.shut)
-	g.shut = nil
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	if g.shut != nil {
+		close(g.shut)
+		g.shut = nil
+	}
 }
 
 func (g *gate) arrived() []string {
@@ -84,7 +89,7 @@ func TestWaitingCallsGoOutByPriority(t *testing.T) {
 
 	// One call holds the only slot while the others queue up, the lowest
 	// class first.
-	g.close()
+	g.close(t)
 	done := make(chan error, 6)
 	go func() { _, err := c.GetJob(ctx, "1"); done <- err }()
 	waitFor(t, "the first call in flight", func() bool { return len(g.arrived()) == 3 })

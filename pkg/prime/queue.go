@@ -1,6 +1,9 @@
 package prime
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // waiter is one call waiting for its turn at the budget.
 type waiter struct {
@@ -8,6 +11,9 @@ type waiter struct {
 	since time.Time
 	seq   uint64        // arrival order, for calls that arrived at one instant
 	woken chan struct{} // a signal to look again; holds one
+	// boost, when set, is the class of the highest of the calls that wait
+	// for this one's answer (coalescing): it competes in that class.
+	boost *atomic.Int32
 }
 
 func (w *waiter) wake() {
@@ -46,10 +52,14 @@ func (q *queue) remove(w *waiter) {
 // sweep gets what the webhooks leave and is still never starved for good,
 // while make-safe work always goes first. aging 0 keeps every class.
 func (w *waiter) class(now time.Time, aging time.Duration) Priority {
-	if w.prio <= PriorityEvent || aging <= 0 {
-		return w.prio
+	p := w.prio
+	if w.boost != nil {
+		p = min(p, Priority(w.boost.Load()))
 	}
-	return max(PriorityEvent, w.prio-Priority(now.Sub(w.since)/aging))
+	if p <= PriorityEvent || aging <= 0 {
+		return p
+	}
+	return max(PriorityEvent, p-Priority(now.Sub(w.since)/aging))
 }
 
 // before reports whether a goes before b at now: the higher class first,

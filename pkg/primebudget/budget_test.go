@@ -285,7 +285,7 @@ func TestA429InOneProcessHoldsTheOthers(t *testing.T) {
 	is.True(errors.Is(err, prime.ErrRateLimited)) // b's call cannot wait 30s: it fails at once
 	var limited *prime.RateLimitedError
 	is.True(errors.As(err, &limited) && limited.Wait > 25*time.Second) // saying how long
-	is.Equal(sim.Stats().Calls, calls)                                       // and Prime was not asked
+	is.Equal(sim.Stats().Calls, calls)                                 // and Prime was not asked
 	_, wait, err := b.Admit(context.Background(), prime.Turn{Since: time.Now()})
 	is.NoErr(err)
 	is.Equal(wait.Reason, prime.WaitHold) // a call that can wait, waits for the hold

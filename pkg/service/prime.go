@@ -38,14 +38,19 @@ func MainWithPrime(ctx context.Context, name string, getenv func(string) string,
 }
 
 // PrimeClient is a process's one Prime client, spending the deployment's
-// budget in NATS, with the metrics of both registered. The budget must run
-// as long as the client is used (Spending).
+// budget in NATS and sharing its answers with the other processes there,
+// with the metrics of both registered. The budget must run as long as the
+// client is used (Spending).
 func PrimeClient(ctx context.Context, d Deps, cfg prime.Config, bcfg primebudget.Config) (*prime.Client, *primebudget.Budget, error) {
 	budget, err := primebudget.New(ctx, d.JS, cfg, bcfg, d.Log)
 	if err != nil {
 		return nil, nil, err
 	}
-	pc, err := prime.New(cfg, prime.WithLogger(d.Log), prime.WithBudget(budget))
+	answers, err := primebudget.NewAnswers(ctx, d.JS, bcfg, d.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc, err := prime.New(cfg, prime.WithLogger(d.Log), prime.WithBudget(budget), prime.WithSharedAnswers(answers))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -67,6 +67,9 @@ func (m *Mirror) handleEnsure(ctx context.Context, req micro.Request) {
 		prio = p
 	}
 	ctx = prime.WithCaller(prime.WithPriority(ctx, prio), ServiceName, EndpointEnsure)
+	if !r.EventUTC.IsZero() {
+		ctx = prime.WithEventTime(ctx, r.EventUTC)
+	}
 	reply, result := m.ensure(ctx, r)
 	m.metrics.ensure.WithLabelValues(result).Inc()
 	body, _ := json.Marshal(reply) // a struct of strings, bools and numbers always marshals

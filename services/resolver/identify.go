@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
@@ -45,9 +46,14 @@ type outcome struct {
 
 // identify works out what a row's event refers to (§4).
 func (r *Resolver) identify(ctx context.Context, row store.WebhookLogRow) (outcome, error) {
-	ctx = pipeline.ForEvent(ctx, r.stage.Caller, row.EventAction)
 	p := parsePayload(row.Payload)
-	ev := events.Resolved{LogID: row.ID, Action: row.EventAction, Attempt: row.ProcessAttempts, NumericRef: p.numericRef()}
+	ev := events.Resolved{LogID: row.ID, Action: row.EventAction, Attempt: row.ProcessAttempts, NumericRef: p.numericRef(),
+		ReceivedUTC: row.ReceivedUTC}
+	if row.ReplayCount > 0 {
+		// A replay asks Prime afresh: no answer from before it serves it.
+		ev.ReceivedUTC = time.Now().UTC()
+	}
+	ctx = pipeline.ForEvent(ctx, r.stage.Caller, ev)
 	switch row.EventAction {
 	case events.ActionChangeJobStatus:
 		return r.changeJobStatus(ctx, p, ev)

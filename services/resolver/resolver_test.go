@@ -176,6 +176,7 @@ func TestChangeJobStatusIdentification(t *testing.T) {
 			is.Equal(ev.NumericRef, tc.wantRef)                                            // the numeric reference
 			is.Equal(ev.RefWasMapped, tc.wantRefMapped)                                    // mapped before the event: first sight is decided on it (§5.1 step 2)
 			is.Equal(e.Sim.Stats().ByEndpoint["GET /jobs/{id}"]-before, tc.wantPrimeCalls) // Prime calls while identifying
+			is.True(ev.ReceivedUTC.Equal(row.ReceivedUTC))                                 // when the webhook came, for the stage to reuse an answer Prime gave since
 			if tc.wantWarning {
 				is.True(strings.Contains(e.Logs.String(), "payload shape has changed")) // warned
 			}
@@ -462,6 +463,8 @@ func TestReplayOfAProcessedRowIsHandledAgain(t *testing.T) {
 		return logLine(e.Logs.String(), "event processed, after failed attempts or a replay", "replay=1") != ""
 	})
 	is.Equal(strings.Count(e.Logs.String(), "event processed, after failed attempts or a replay"), 1) // once
+	replayed := e.resolved(id)[1]
+	is.True(replayed.ReceivedUTC.After(first.ProcessedUTC)) // a replay asks Prime afresh: no answer from before it serves it
 }
 
 // An operator's replay whose first delivery fails before it has queued the

@@ -1,0 +1,177 @@
+package prime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/matryer/is"
+)
+
+// coalescing turns coalescing on, as the services run it.
+func coalescing(cfg *prime.Config) {
+	cfg.CoalesceWindow, cfg.CoalesceKeep = 2*time.Second, 5*time.Minute
+}
+
+func TestCoalescingNeverCrossesJobsOrRecordTypes(t *testing.T) {
+	is := is.New(t)
+	g := &gate{}
+	e := newWrappedEnv(t, primesim.Options{}, g.wrap)
+	c := e.client(t, coalescing)
+	ctx := context.Background()
+	_, err := c.GetJob(ctx, fixtureJob2)
+	is.NoErr(err) // warm-up: the token
+
+	// Calls for two jobs, as a job, as an appointment and as its
+	// allocations, three times each, all waiting on the first of each.
+	g.close(t)
+	type call struct {
+		name string
+		do   func() (string, error)
+	}
+	calls := []call{
+		{"job", func() (string, error) { j, err := c.GetJob(ctx, fixtureJob); return j.ID, err }},
+		{"job 3", func() (string, error) { j, err := c.GetJob(ctx, fixtureJob3); return j.ID, err }},
+		{"appointment", func() (string, error) { a, err := c.GetAppointment(ctx, fixtureAppointment); return a.ID, err }},
+		{"a job's id as an appointment", func() (string, error) { _, err := c.GetAppointment(ctx, fixtureJob); return "", err }},
+		{"job 3's allocations", func() (string, error) {
+			as, err := c.ListJobAllocations(ctx, fixtureJob3)
+			ids := make([]string, len(as))
+			for i, a := range as {
+				ids[i] = a.JobID
+			}
+			return strings.Join(ids, ","), err
+		}},
+	}
+	type result struct {
+		name, got string
+		err       error
+	}
+	results := make(chan result, 3*len(calls))
+	var wg sync.WaitGroup
+	for range 3 {
+		for _, cl := range calls {
+			wg.Go(func() {
+				got, err := cl.do()
+				results <- result{cl.name, got, err}
+			})
+		}
+	}
+	waitFor(t, "one request of each at the simulator", func() bool { return len(g.arrived()) == 2+len(calls) })
+	g.open()
+	wg.Wait()
+	close(results)
+	for r := range results {
+		switch r.name {
+		case "job":
+			is.NoErr(r.err)
+			is.Equal(r.got, fixtureJob) // each caller gets its own job
+		case "job 3":
+			is.NoErr(r.err)
+			is.Equal(r.got, fixtureJob3) // not the other job's answer
+		case "appointment":
+			is.NoErr(r.err)
+			is.Equal(r.got, fixtureAppointment) // its own record
+		case "a job's id as an appointment":
+			is.True(errors.Is(r.err, prime.ErrNotFound)) // not the job's answer for the same id
+		case "job 3's allocations":
+			is.NoErr(r.err)
+			is.Equal(r.got, fixtureJob3) // the job's own allocations
+		}
+	}
+	is.Equal(len(g.arrived()), 2+len(calls))                                            // one request for each record asked, none for the repeats
+	is.Equal(c.Stats().Coalesced, map[string]int64{"in_flight": int64(2 * len(calls))}) // the repeats waited for it
+}
+
+func TestAnAnswerServesTheEventsThatArrivedBeforeIt(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock(false)
+	e := newEnv(t, primesim.Options{Now: clock.Now})
+	c := e.client(t, coalescing, prime.WithClock(clock))
+	ctx := context.Background()
+	requests := func() int64 { return e.sim.Stats().ByEndpoint["GET /jobs/{id}"] }
+	before := clock.Now()
+	_, err := c.GetJob(ctx, fixtureJob)
+	is.NoErr(err)
+	is.Equal(requests(), int64(1))
+
+	clock.Advance(time.Minute) // the answer is a minute old
+	_, err = c.GetJob(prime.WithEventTime(ctx, before.Add(-time.Second)), fixtureJob)
+	is.NoErr(err)
+	is.Equal(requests(), int64(1)) // an event from before the call reuses its answer, however old
+	_, err = c.GetJob(prime.WithEventTime(ctx, before.Add(1500*time.Millisecond)), fixtureJob)
+	is.NoErr(err)
+	is.Equal(requests(), int64(1)) // as does one that arrived within the window after it
+	_, err = c.GetJob(prime.WithEventTime(ctx, before.Add(3*time.Second)), fixtureJob)
+	is.NoErr(err)
+	is.Equal(requests(), int64(2)) // a later event asks Prime again
+	_, err = c.GetJob(ctx, fixtureJob)
+	is.NoErr(err)
+	is.Equal(requests(), int64(2)) // the answer it got is fresh for a call about now
+	clock.Advance(3 * time.Second)
+	_, err = c.GetJob(ctx, fixtureJob)
+	is.NoErr(err)
+	is.Equal(requests(), int64(3)) // but not 3s later
+
+	clock.Advance(6 * time.Minute) // past PRIME_COALESCE_KEEP
+	_, err = c.GetJob(prime.WithEventTime(ctx, before), fixtureJob)
+	is.NoErr(err)
+	is.Equal(requests(), int64(4)) // no answer is kept that long
+	is.Equal(c.Stats().Coalesced, map[string]int64{"recent": 3})
+}
+
+func TestOnlyAnswersAreReused(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, primesim.Options{})
+	c := e.client(t, coalescing)
+	ctx := context.Background()
+	_, err := c.GetJob(ctx, fixtureJob2)
+	is.NoErr(err) // warm-up: the token
+	e.sim.SetFaults(primesim.Faults{FailNext: 1, Path: "/jobs"})
+	_, err = c.GetJob(ctx, fixtureJob)
+	is.True(err != nil) // Prime failed
+	_, err = c.GetJob(ctx, fixtureJob)
+	is.NoErr(err) // the next call asks again: a failure is not an answer
+	missing := "9f0e1d2c-3b4a-4958-8776-a5b4c3d2e1f0"
+	for range 2 {
+		_, err = c.GetJob(ctx, missing)
+		is.True(errors.Is(err, prime.ErrNotFound)) // Prime has no such job...
+	}
+	is.Equal(e.sim.Stats().ByEndpoint["GET /jobs/{id}"], int64(4)) // and said so once
+}
+
+func TestAJoinedCallWaitsInTheHighestClassOfItsCallers(t *testing.T) {
+	is := is.New(t)
+	g := &gate{}
+	e := newWrappedEnv(t, primesim.Options{}, g.wrap)
+	c := e.client(t, func(cfg *prime.Config) { coalescing(cfg); cfg.MaxConcurrent = 1 })
+	ctx := context.Background()
+	_, err := c.GetJob(ctx, fixtureJob2)
+	is.NoErr(err) // warm-up: the token
+
+	g.close(t)
+	done := make(chan error, 4)
+	go func() { _, err := c.GetJob(ctx, "1"); done <- err }() // holds the only slot
+	waitFor(t, "the first call in flight", func() bool { return len(g.arrived()) == 3 })
+	go func() { _, err := c.GetJob(ctx, fixtureJob3); done <- err }() // an event's call
+	waitFor(t, "the event's call waiting", func() bool { return total(c.Stats().Waiting) == 1 })
+	go func() { _, err := c.GetJob(prime.WithPriority(ctx, prime.PrioritySweep), fixtureJob); done <- err }() // a sweep's
+	waitFor(t, "the sweep's call waiting", func() bool { return total(c.Stats().Waiting) == 2 })
+	go func() { _, err := c.GetJob(prime.WithPriority(ctx, prime.PriorityMakesafe), fixtureJob); done <- err }() // make-safe work joins it
+	waitFor(t, "the make-safe call joined, raising the sweep's class", func() bool {
+		w := c.Stats().Waiting
+		return w[prime.PriorityMakesafe] == 1 && w[prime.PriorityEvent] == 1 && len(g.arrived()) == 3
+	})
+	g.open()
+	for range 4 {
+		<-done
+	}
+	got := g.arrived()[2:]
+	is.Equal(got, []string{"/api.prime/v2/jobs/1", "/api.prime/v2/jobs/" + fixtureJob, "/api.prime/v2/jobs/" + fixtureJob3}) // the sweep's call goes before the event's, for the make-safe call that waits on it
+	is.Equal(c.Stats().Coalesced["in_flight"], int64(1))
+}
