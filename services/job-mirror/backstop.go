@@ -23,6 +23,9 @@ const WatermarkJobsByDate = "jobs-by-date"
 // events.SubjectSweepJobs.
 const EndpointSweepJobs = "sweep-jobs"
 
+// purposeJobsSweep is the purpose of the backstop's Prime calls.
+const purposeJobsSweep = "jobs-sweep"
+
 // Every is an interval that may be off: a duration, or "off" (or 0) for
 // none. The zero Every is off.
 type Every time.Duration
@@ -105,7 +108,9 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.JobsSweepTimeout)
 	defer cancel()
-	ctx = prime.FailOnHold(ctx)
+	// A hold stops it at once; otherwise its calls get what the others
+	// leave (the jobs-by-date backstop is a sweep).
+	ctx = prime.WithCaller(prime.WithPriority(prime.FailOnHold(ctx), prime.PrioritySweep), ServiceName, purposeJobsSweep)
 	log := m.log.With("sweep", WatermarkJobsByDate, "source", source)
 	stop := func(err error) (events.JobsSweepReply, string) {
 		reply.Error = err.Error()

@@ -52,16 +52,18 @@ func TestBackstopFindsAJobNeitherPathSaw(t *testing.T) {
 	is.NoErr(err)
 	missed := e.Sim.NewJob() // nobody told us about this one
 	gets, lists := e.jobCalls(), e.listCalls()
+	swept := e.Prime.Stats().ByPriority[prime.PrioritySweep]
 
 	reply := e.sweepJobs()
 	is.Equal(reply.Error, "")
 	is.Equal(reply.Listed, 3)
-	is.Equal(reply.Pages, 2)                // two a page
-	is.Equal(e.listCalls()-lists, int64(2)) // one call a page
-	is.Equal(e.jobCalls(), gets)            // and no call for a job: the list has it
-	is.Equal(reply.FirstSight, 1)           // the missed one
-	is.Equal(reply.Updated, 1)              // the changed one
-	is.Equal(reply.Unchanged, 1)            // the one mirrored at its version
+	is.Equal(reply.Pages, 2)                                                  // two a page
+	is.Equal(e.listCalls()-lists, int64(2))                                   // one call a page
+	is.Equal(e.Prime.Stats().ByPriority[prime.PrioritySweep]-swept, int64(2)) // in the sweeps' class: what the others leave
+	is.Equal(e.jobCalls(), gets)                                              // and no call for a job: the list has it
+	is.Equal(reply.FirstSight, 1)                                             // the missed one
+	is.Equal(reply.Updated, 1)                                                // the changed one
+	is.Equal(reply.Unchanged, 1)                                              // the one mirrored at its version
 	fs, found := e.firstSeen(missed.ID)
 	is.True(found)                      // first sight
 	is.Equal(fs.Via, store.ViaBackstop) // by the backstop

@@ -257,6 +257,8 @@ func TestNewJobEmail(t *testing.T) {
 	is.NoErr(err)
 	is.True(found && mapped == j.ID) // the numeric → GUID mapping saved (§4.1)
 	is.Equal(e.jobGets(), int64(1))  // one GET /jobs/{JobID}
+	st := e.Prime.Stats()
+	is.Equal(st.ByPriority[prime.PriorityDrain], st.Requests) // in the mail intake's class, job-mirror's call for it included
 	is.Equal(mb.moves.Load(), int32(1))
 	is.Equal(mb.early.Load(), int32(0)) // moved only after the job's effects and hand-off were committed
 

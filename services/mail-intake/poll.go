@@ -117,7 +117,9 @@ func (in *Intake) attempt(ctx context.Context, m graph.Message, r store.EmailRec
 	if job.Kind == jobemail.KindGUID {
 		req.JobID = job.JobID
 	}
-	reply, err := in.ensureJob(ctx, req)
+	// job-mirror's Prime call for it goes in the mail intake's class:
+	// after the events, before the sweeps.
+	reply, err := in.ensureJob(prime.WithPriority(ctx, prime.PriorityDrain), req)
 	switch {
 	case ctx.Err() != nil:
 		return false
