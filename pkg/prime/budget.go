@@ -71,10 +71,10 @@ type Wait struct {
 
 // Reasons a call waited, as counted in Stats and the metrics.
 const (
-	// WaitRate: the per-minute pace, or the minute's budget spent.
+	// WaitRate: the per-minute pace, or the minute's budget spent
+	// (x-ratelimit-minute-remaining 0).
 	WaitRate = "rate"
-	// WaitHold: a hold Prime asked for (429 Retry-After, or
-	// x-ratelimit-minute-remaining 0).
+	// WaitHold: a hold Prime asked for with a 429 (its Retry-After).
 	WaitHold = "server_hold"
 	// WaitConcurrency: every request in flight that the budget allows.
 	WaitConcurrency = "concurrency"
@@ -87,7 +87,8 @@ const (
 
 // Permit is one call's permission to go out. Done ends the call with
 // Prime's answer (status 0 when there was none) and returns the hold a 429
-// started (0 for any other answer).
+// started (0 for any other answer). A hold stops every call; a minute
+// Prime says is spent only makes them wait for its reset.
 type Permit interface {
 	Done(status int, h http.Header) time.Duration
 }
@@ -96,17 +97,19 @@ type Permit interface {
 func SystemClock() Clock { return realClock{} }
 
 // localBudget is a process's own budget: MaxConcurrent requests in flight,
-// the pace of the bucket, and no requests at all while a hold (429
-// Retry-After, or x-ratelimit-minute-remaining 0) runs.
+// the pace of the bucket, no requests at all while a hold (a 429's
+// Retry-After) runs, and none until the minute's reset once Prime says it
+// is spent (x-ratelimit-minute-remaining 0).
 type localBudget struct {
 	clock   Clock
 	changed chan struct{}
 
-	mu        sync.Mutex
-	bucket    bucket
-	inFlight  int
-	most      int
-	holdUntil time.Time
+	mu         sync.Mutex
+	bucket     bucket
+	inFlight   int
+	most       int
+	holdUntil  time.Time
+	spentUntil time.Time
 }
 
 // NewLocalBudget is a budget of perMinute requests a minute (burst of them
@@ -133,6 +136,12 @@ func (b *localBudget) Admit(_ context.Context, t Turn) (Permit, Wait, error) {
 			return nil, Wait{}, t.Limited(hold)
 		}
 		return nil, Wait{D: hold, Reason: WaitHold}, nil
+	}
+	if d := b.spentUntil.Sub(now); d > 0 {
+		if t.CannotWait(d) {
+			return nil, Wait{}, t.Limited(d)
+		}
+		return nil, Wait{D: d, Reason: WaitRate}, nil
 	}
 	if b.inFlight >= b.most {
 		return nil, Wait{Reason: WaitConcurrency}, nil // a release signals Changed
@@ -181,12 +190,12 @@ func (p *localPermit) Done(status int, h http.Header) time.Duration {
 		if until := now.Add(l.Hold); until.After(b.holdUntil) {
 			b.holdUntil = until
 		}
+		if until := now.Add(l.Spent); until.After(b.spentUntil) {
+			b.spentUntil = until
+		}
 		b.mu.Unlock()
 		b.signal()
 	})
-	if !l.RateLimited {
-		return 0
-	}
 	return l.Hold
 }
 
@@ -206,11 +215,15 @@ const (
 type Limits struct {
 	// RateLimited: Prime answered 429.
 	RateLimited bool
-	// Hold is how long every call must stop: a 429's Retry-After (failing
-	// that, the minute's reset, failing that a minute), or the minute's
-	// reset when x-ratelimit-minute-remaining is 0; maxHold at most. Zero: no
-	// hold.
+	// Hold is how long every call must stop after a 429: its Retry-After,
+	// failing that the minute's reset, failing that a minute; maxHold at
+	// most. Zero: no hold.
 	Hold time.Duration
+	// Spent is how long until the minute's reset when Prime says the
+	// minute is spent (x-ratelimit-minute-remaining 0): no call goes
+	// before then, but none is refused for it (FailOnHold); maxHold at
+	// most.
+	Spent time.Duration
 	// MinuteRemaining and DayRemaining are x-ratelimit-minute-remaining
 	// and x-ratelimit-day-remaining; -1 when Prime did not send them.
 	MinuteRemaining, DayRemaining int
@@ -243,9 +256,9 @@ func ReadLimits(status int, h http.Header, now time.Time) Limits {
 			l.Hold = reset()
 		}
 	case l.MinuteRemaining == 0:
-		l.Hold = reset()
+		l.Spent = reset()
 	}
-	l.Hold = min(l.Hold, maxHold)
+	l.Hold, l.Spent = min(l.Hold, maxHold), min(l.Spent, maxHold)
 	return l
 }
 

@@ -14,7 +14,8 @@ var (
 	// not a record of the type asked for (§4.2 step 3).
 	ErrNotFound = errors.New("prime: not found")
 	// ErrRateLimited: Prime answered 429, or the client is holding its calls
-	// for a Retry-After or an exhausted minute budget. The error is a
+	// (a Retry-After, a minute Prime says is spent, the budget's pace) past
+	// the call's deadline. The error is a
 	// *RateLimitedError that says how long to wait. It is not a failure of
 	// the event: make the event wait and redeliver it, without counting an
 	// attempt.

@@ -75,9 +75,9 @@ func decodeEach[T any, PT recordPtr[T]](t *testing.T, body []byte) {
 
 // FuzzRateLimitHeaders holds a budget's reading of Prime's rate-limit
 // headers to what it may do: a 429 always holds the calls, for as long as
-// the headers say but never past maxHold (Prime's longest window, a day); any
-// other answer holds them only when the minute's budget is spent, within the
-// same bound; no reading is negative.
+// the headers say but never past maxHold (Prime's longest window, a day); no
+// other answer holds them; a minute Prime says is spent has the calls wait
+// for its reset, within the same bound; no reading is negative.
 func FuzzRateLimitHeaders(f *testing.F) {
 	for _, seed := range []struct {
 		status                    int
@@ -110,10 +110,15 @@ func FuzzRateLimitHeaders(f *testing.F) {
 			t.Fatalf("status %d, headers %v: a hold of %s", status, h, held)
 		case status == http.StatusTooManyRequests && (got <= 0 || held != got):
 			t.Fatalf("429, headers %v: Done says %s, the hold is %s", h, got, held)
-		case status != http.StatusTooManyRequests && got != 0:
-			t.Fatalf("status %d: Done says %s", status, got)
-		case status != http.StatusTooManyRequests && held > 0 && !spent(remaining):
-			t.Fatalf("status %d, %q calls left this minute: held %s", status, remaining, held)
+		case status != http.StatusTooManyRequests && (got != 0 || held != 0):
+			t.Fatalf("status %d: Done says %s, the hold is %s", status, got, held)
+		}
+		l := ReadLimits(status, h, t0)
+		switch {
+		case l.Spent < 0 || l.Spent > maxHold:
+			t.Fatalf("status %d, headers %v: a wait for the minute's reset of %s", status, h, l.Spent)
+		case l.Spent > 0 && (status == http.StatusTooManyRequests || !spent(remaining)):
+			t.Fatalf("status %d, %q calls left this minute: a wait for the reset of %s", status, remaining, l.Spent)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package prime
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"strings"
@@ -53,19 +54,20 @@ func TestRateLimitHeaders(t *testing.T) {
 		name   string
 		status int
 		header map[string]string
-		want   time.Duration // the hold started
+		hold   time.Duration // the hold a 429 started
+		spent  time.Duration // the wait for the minute's reset
 	}{
-		{"429 with Retry-After seconds", 429, map[string]string{"Retry-After": "7"}, 7 * time.Second},
-		{"429 with Retry-After date", 429, map[string]string{"Retry-After": now.Add(9 * time.Second).Format(http.TimeFormat)}, 9 * time.Second},
-		{"429 without Retry-After uses the minute reset", 429, map[string]string{"X-Ratelimit-Minute-Reset": "12"}, 12 * time.Second},
-		{"429 with nothing waits a minute", 429, nil, time.Minute},
-		{"remaining 0 holds until the reset (seconds)", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "0", "X-Ratelimit-Minute-Reset": "20"}, 20 * time.Second},
-		{"remaining 0 holds until the reset (Unix time)", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "0", "X-Ratelimit-Minute-Reset": "1735689630"}, 30 * time.Second},
-		{"remaining above 0 does not hold", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "1", "X-Ratelimit-Minute-Reset": "20"}, 0},
+		{"429 with Retry-After seconds", 429, map[string]string{"Retry-After": "7"}, 7 * time.Second, 0},
+		{"429 with Retry-After date", 429, map[string]string{"Retry-After": now.Add(9 * time.Second).Format(http.TimeFormat)}, 9 * time.Second, 0},
+		{"429 without Retry-After uses the minute reset", 429, map[string]string{"X-Ratelimit-Minute-Reset": "12"}, 12 * time.Second, 0},
+		{"429 with nothing waits a minute", 429, nil, time.Minute, 0},
+		{"remaining 0 waits for the reset (seconds)", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "0", "X-Ratelimit-Minute-Reset": "20"}, 0, 20 * time.Second},
+		{"remaining 0 waits for the reset (Unix time)", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "0", "X-Ratelimit-Minute-Reset": "1735689630"}, 0, 30 * time.Second},
+		{"remaining above 0 does not wait", 200, map[string]string{"X-Ratelimit-Minute-Remaining": "1", "X-Ratelimit-Minute-Reset": "20"}, 0, 0},
 		// Found by FuzzRateLimitHeaders: each held every call for 292 years.
-		{"a reset in the far future holds a day at most", 200, map[string]string{"X-Ratelimit-Minute-Remaining": " 0 ", "X-Ratelimit-Minute-Reset": "1e18"}, maxHold},
-		{"a Retry-After date in the year 9999 holds a day at most", 429, map[string]string{"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}, maxHold},
-		{"a Retry-After past what a Duration holds, a day", 429, map[string]string{"Retry-After": "1e300"}, maxHold},
+		{"a reset in the far future waits a day at most", 200, map[string]string{"X-Ratelimit-Minute-Remaining": " 0 ", "X-Ratelimit-Minute-Reset": "1e18"}, 0, maxHold},
+		{"a Retry-After date in the year 9999 holds a day at most", 429, map[string]string{"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}, maxHold, 0},
+		{"a Retry-After past what a Duration holds, a day", 429, map[string]string{"Retry-After": "1e300"}, maxHold, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,10 +80,19 @@ func TestRateLimitHeaders(t *testing.T) {
 			}
 			p, _, err := b.Admit(context.Background(), Turn{})
 			is.NoErr(err)
-			started := p.Done(tt.status, h)
-			is.Equal(b.Held(), tt.want)                           // the hold Prime asked for
-			is.Equal(started > 0, tt.status == 429)               // Done tells a 429's hold
-			is.Equal(ReadLimits(tt.status, h, now).Hold, tt.want) // as ReadLimits reads it
+			is.Equal(p.Done(tt.status, h), tt.hold) // Done tells a 429's hold
+			is.Equal(b.Held(), tt.hold)             // the hold Prime asked for
+			l := ReadLimits(tt.status, h, now)
+			is.Equal(l.Hold, tt.hold)   // as ReadLimits reads it
+			is.Equal(l.Spent, tt.spent) // and the minute spent
+			_, wait, err := b.Admit(context.Background(), Turn{FailOnHold: true})
+			switch {
+			case tt.hold > 0:
+				is.True(errors.Is(err, ErrRateLimited)) // a hold refuses a call that must not wait
+			case tt.spent > 0:
+				is.NoErr(err)                                       // a minute spent refuses none...
+				is.Equal(wait, Wait{D: tt.spent, Reason: WaitRate}) // it waits for the reset
+			}
 		})
 	}
 	t.Run("the day's remaining", func(t *testing.T) {

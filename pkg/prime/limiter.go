@@ -187,10 +187,10 @@ func (l *limiter) wakeAll() {
 type failOnHold struct{}
 
 // FailOnHold marks ctx's calls as ones that fail at once with a
-// *RateLimitedError while a hold runs (a 429's Retry-After, or the minute's
-// budget spent), instead of waiting for it: for background work that must
-// not queue up behind the webhooks for the budget they share. The
-// per-minute pace still applies to them like any call.
+// *RateLimitedError while a hold runs (a 429's Retry-After: Prime refused
+// a call), instead of waiting for it: for background work that should stop
+// rather than wait Prime out. The pace, and a minute Prime says is spent,
+// apply to them like any call: they wait their turn in their class.
 func FailOnHold(ctx context.Context) context.Context {
 	return context.WithValue(ctx, failOnHold{}, true)
 }

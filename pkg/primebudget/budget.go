@@ -13,8 +13,9 @@
 //     lease on its calls in flight, renewed every third of
 //     PRIME_BUDGET_LEASE; a process that dies (kill -9) gives its calls back
 //     when its lease ends;
-//   - a hold one process meets (a 429's Retry-After, or
-//     x-ratelimit-minute-remaining 0) holds every process;
+//   - a hold one process meets (a 429's Retry-After) holds every process,
+//     and a minute Prime says is spent (x-ratelimit-minute-remaining 0)
+//     keeps every process's calls back until its reset;
 //   - the day's budget is tracked from x-ratelimit-day-remaining where Prime
 //     sends it: sweeps and drains stop with 2 × PRIME_DAY_RESERVE left,
 //     events with PRIME_DAY_RESERVE left, and only make-safe work spends the
@@ -112,13 +113,14 @@ type Budget struct {
 	mine    map[uint64]int64
 	seq     uint64
 	waiting *turn // this process's first waiting call, to publish
-	// pendingHold and pendingDay are what this process's calls learnt of
-	// Prime's budget and has not written yet.
-	pendingHold int64
-	pendingDay  *day
-	fallback    *fallback
-	counts      counts
-	dayLogged   map[prime.Priority]int64 // when a class kept back by the day's reserve was last logged
+	// pendingHold, pendingSpent and pendingDay are what this process's
+	// calls learnt of Prime's budget and has not written yet.
+	pendingHold  int64
+	pendingSpent int64
+	pendingDay   *day
+	fallback     *fallback
+	counts       counts
+	dayLogged    map[prime.Priority]int64 // when a class kept back by the day's reserve was last logged
 }
 
 // fallback is the local share a process spends while NATS cannot be
@@ -461,6 +463,12 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 		}
 		return wait(prime.Wait{D: hold, Reason: prime.WaitHold})
 	}
+	if spent := ms(st.SpentUntil - now); spent > 0 {
+		if t.CannotWait(spent) {
+			return decision{err: t.Limited(spent)}
+		}
+		return wait(prime.Wait{D: spent, Reason: prime.WaitRate})
+	}
 	if left, ok := st.dayLeft(now, dayStale.Milliseconds()); ok && left <= b.dayFloor(t.Priority) {
 		b.dayReserve(t.Priority, left)
 		if t.CannotWait(dayRecheck) {
@@ -577,10 +585,9 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 				st.Slots = append(st.Slots, slot{Proc: b.id, ID: id, At: at})
 			}
 		}
-		hold, dy := b.pendingHold, b.pendingDay
-		if hold > st.HoldUntil {
-			st.HoldUntil = hold
-		}
+		hold, spent, dy := b.pendingHold, b.pendingSpent, b.pendingDay
+		st.HoldUntil = max(st.HoldUntil, hold)
+		st.SpentUntil = max(st.SpentUntil, spent)
 		if dy != nil && (st.Day == nil || dy.At >= st.Day.At) {
 			// Prime's count takes in its own answers; the calls still in
 			// flight may not be in it yet.
@@ -602,6 +609,9 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 		b.mu.Lock()
 		if b.pendingHold == hold {
 			b.pendingHold = 0
+		}
+		if b.pendingSpent == spent {
+			b.pendingSpent = 0
 		}
 		if b.pendingDay == dy {
 			b.pendingDay = nil
@@ -736,6 +746,9 @@ func (p *permit) Done(status int, h http.Header) time.Duration {
 		if limits.Hold > 0 {
 			b.pendingHold = max(b.pendingHold, now+limits.Hold.Milliseconds())
 		}
+		if limits.Spent > 0 {
+			b.pendingSpent = max(b.pendingSpent, now+limits.Spent.Milliseconds())
+		}
 		if limits.DayRemaining >= 0 {
 			b.pendingDay = &day{Remaining: limits.DayRemaining, At: now}
 		}
@@ -746,8 +759,5 @@ func (p *permit) Done(status int, h http.Header) time.Duration {
 		}
 		b.signal()
 	})
-	if !limits.RateLimited {
-		return 0
-	}
 	return limits.Hold
 }

@@ -294,6 +294,28 @@ func TestA429InOneProcessHoldsTheOthers(t *testing.T) {
 	is.True(gauge(t, b, "prime_budget_hold_seconds", "") > 25) // shown in the metrics
 }
 
+// Prime saying the minute is spent, to one process, keeps every process's
+// calls back until its reset, without refusing those that must not wait
+// out a hold (a sweep's).
+func TestAMinuteSpentInOneProcessKeepsTheOthersBack(t *testing.T) {
+	is := is.New(t)
+	srv := natstest.Server(t)
+	pc := prime.Config{RatePerMinute: 6000, RateBurst: 100}
+	a := newProcess(t, srv, pc, 0)
+	b := newProcess(t, srv, pc, 0)
+	permit, _, err := a.Admit(context.Background(), prime.Turn{Since: time.Now()})
+	is.NoErr(err)
+	h := http.Header{}
+	h.Set("X-Ratelimit-Minute-Remaining", "0")
+	h.Set("X-Ratelimit-Minute-Reset", "30")
+	is.Equal(permit.Done(http.StatusOK, h), time.Duration(0)) // no hold: Prime refused nothing
+	flowtest.Eventually(t, "b keeps back", func() bool {
+		_, wait, err := b.Admit(context.Background(), prime.Turn{Since: time.Now(), FailOnHold: true})
+		return err == nil && wait.Reason == prime.WaitRate && wait.D > 25*time.Second // until the reset, FailOnHold or not
+	})
+	is.Equal(b.Held(), time.Duration(0)) // and it is no hold
+}
+
 // gate holds every request at the simulator until the test lets one pass,
 // and records them in the order they arrived.
 type gate struct {

@@ -15,7 +15,7 @@ var (
 	processesDesc = prometheus.NewDesc("prime_budget_processes",
 		"Processes spending the deployment's Prime budget (their lease runs).", nil, nil)
 	holdDesc = prometheus.NewDesc("prime_budget_hold_seconds",
-		"How long the hold on every Prime call (a 429's Retry-After, or the minute spent) still runs.", nil, nil)
+		"How long the hold on every Prime call a 429 started (its Retry-After) still runs.", nil, nil)
 	sharedDesc = prometheus.NewDesc("prime_budget_shared",
 		"1 while this process spends the deployment's budget in NATS, 0 while NATS is out of reach and it spends a local share.", nil, nil)
 	fallbacksDesc = prometheus.NewDesc("prime_budget_fallbacks_total",

@@ -21,9 +21,12 @@ type state struct {
 	Slots []slot `json:"slots,omitempty"`
 	// Procs are the processes spending the budget, by id.
 	Procs map[string]*proc `json:"procs,omitempty"`
-	// HoldUntil stops every call until then: a 429's Retry-After, or
-	// x-ratelimit-minute-remaining 0, as any process saw it.
+	// HoldUntil stops every call until then: a 429's Retry-After, as any
+	// process saw it.
 	HoldUntil int64 `json:"holdUntil,omitempty"`
+	// SpentUntil is the minute's reset when Prime said the minute is spent
+	// (x-ratelimit-minute-remaining 0): no call goes before it.
+	SpentUntil int64 `json:"spentUntil,omitempty"`
 	// Day is the day's budget as Prime last told it.
 	Day *day `json:"day,omitempty"`
 }
@@ -88,6 +91,9 @@ func (st *state) prune(now, window int64) {
 	st.Grants = slices.DeleteFunc(st.Grants, func(g int64) bool { return g <= now-window })
 	if st.HoldUntil <= now {
 		st.HoldUntil = 0
+	}
+	if st.SpentUntil <= now {
+		st.SpentUntil = 0
 	}
 }
 
