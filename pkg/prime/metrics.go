@@ -121,7 +121,7 @@ func newMetrics(name string) *metrics {
 			Name:        "prime_client_budget_wait_seconds",
 			Help:        "How long each call that went out waited for its turn at Prime's budget, by priority class.",
 			ConstLabels: labels,
-			Buckets:     []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
+			Buckets:     []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 30, 60, 120, 300},
 		}, []string{"priority"}),
 	}
 	for _, p := range Priorities() {

@@ -7,8 +7,9 @@
 // Across all the processes:
 //   - no more than PRIME_RATE_PER_MINUTE calls go out in any window of a
 //     minute and PRIME_BUDGET_MARGIN (the margin covers the time between a
-//     call's turn and its arrival at Prime), at an even pace unless
-//     PRIME_RATE_BURST allows bursts;
+//     call's turn and its arrival at Prime), at an even pace that makes up
+//     for turns taken late with up to three calls back to back (more when
+//     PRIME_RATE_BURST allows bursts);
 //   - no more than PRIME_MAX_CONCURRENT are in flight. Each process holds a
 //     lease on its calls in flight, renewed every third of
 //     PRIME_BUDGET_LEASE; a process that dies (kill -9) gives its calls back
@@ -26,8 +27,8 @@
 //
 // When NATS cannot be reached, a process spends a local share of the budget
 // until it is back (PRIME_RATE_PER_MINUTE and PRIME_MAX_CONCURRENT divided
-// by the processes last seen), says so in its log, and shows it in
-// prime_budget_shared.
+// by the most processes seen at once lately), says so in its log, and shows
+// it in prime_budget_shared.
 package primebudget
 
 import (
@@ -57,6 +58,16 @@ const dayStale = time.Hour
 // it asks again.
 const dayRecheck = time.Minute
 
+// catchUp is how many calls the pace lets out back to back when it has
+// fallen behind: a turn taken late (the process woke late, a write took
+// its time) is made up for instead of lost, while the window still holds
+// every minute and margin to PRIME_RATE_PER_MINUTE.
+const catchUp = 3
+
+// peakFor is how long the most processes seen at once is remembered for the
+// local share: a process that has gone stays counted that long.
+const peakFor = 10 * time.Minute
+
 // Config is the shared budget's own configuration; the budget itself is
 // prime.Config's (PRIME_RATE_PER_MINUTE, PRIME_RATE_BURST,
 // PRIME_MAX_CONCURRENT), now for the whole deployment.
@@ -66,14 +77,15 @@ type Config struct {
 	// slots back within it.
 	Lease time.Duration `env:"PRIME_BUDGET_LEASE" envDefault:"6s"`
 	// Margin widens the minute of PRIME_RATE_PER_MINUTE: a call's turn
-	// comes a little before Prime counts it, and hosts' clocks differ.
-	Margin time.Duration `env:"PRIME_BUDGET_MARGIN" envDefault:"1s"`
+	// comes a little before Prime counts it (more on a loaded host), and
+	// hosts' clocks differ.
+	Margin time.Duration `env:"PRIME_BUDGET_MARGIN" envDefault:"2s"`
 	// DayReserve is the day's calls kept for make-safe work (events keep
 	// off it, sweeps and drains off twice it).
 	DayReserve int `env:"PRIME_DAY_RESERVE" envDefault:"250"`
 	// Timeout bounds each request to NATS; a process that gets no answer
 	// spends its local share until NATS answers again.
-	Timeout time.Duration `env:"PRIME_BUDGET_TIMEOUT" envDefault:"2s"`
+	Timeout time.Duration `env:"PRIME_BUDGET_TIMEOUT" envDefault:"5s"`
 }
 
 func (c Config) validate() error {
@@ -121,6 +133,10 @@ type Budget struct {
 	fallback     *fallback
 	counts       counts
 	dayLogged    map[prime.Priority]int64 // when a class kept back by the day's reserve was last logged
+	// peak is the most processes seen spending the budget at once in the
+	// last peakFor (since peakAt): the local share divides by it.
+	peak   int
+	peakAt int64
 }
 
 // fallback is the local share a process spends while NATS cannot be
@@ -334,8 +350,18 @@ func (b *Budget) keep(raw []byte, rev uint64, put, current bool) {
 	if err != nil {
 		st = state{}
 	}
+	now := b.now()
+	live := 0
+	for _, p := range st.Procs {
+		if p != nil && p.Until >= now {
+			live++
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if live >= b.peak || now-b.peakAt > peakFor.Milliseconds() {
+		b.peak, b.peakAt = live, now
+	}
 	if !current && rev < b.rev {
 		return
 	}
@@ -497,7 +523,7 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 		free = st.Grants[n-b.perMinute] + b.window.Milliseconds()
 	}
 	interval := b.window.Milliseconds() / int64(b.perMinute)
-	free = max(free, st.Pace-int64(b.burst-1)*interval)
+	free = max(free, st.Pace-int64(max(b.burst, catchUp)-1)*interval)
 	if d := ms(free - now); d > 0 {
 		if t.CannotWait(d) {
 			return decision{err: t.Limited(d)}
@@ -659,23 +685,22 @@ func (b *Budget) falling() *fallback {
 	return b.fallback
 }
 
-// fallBack starts spending the local share: the budget divided by the
-// processes last seen, so that processes cut off together stay within it.
+// fallBack starts spending the local share: the budget divided by the most
+// processes seen at once in the last peakFor, so that processes cut off
+// together stay within it.
 func (b *Budget) fallBack(cause error) *fallback {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.fallback != nil {
 		return b.fallback
 	}
-	st, _ := decode(b.raw) // a copy: prune changes it
-	st.prune(b.now(), b.window.Milliseconds())
-	n := max(1, len(st.Procs))
+	n := max(1, b.peak) // not the state as last seen: the leases in it may have lapsed since
 	fb := &fallback{since: time.Now(), perMinute: max(1, b.perMinute/n), most: max(1, b.most/n)}
 	fb.budget = prime.NewLocalBudget(fb.perMinute, 1, fb.most, nil)
 	b.fallback = fb
 	b.counts.fallbacks++
 	b.log.Warn("the deployment's Prime budget in NATS is out of reach: spending a local share until it is back",
-		"perMinute", fb.perMinute, "maxConcurrent", fb.most, "processesLastSeen", n, "err", cause)
+		"perMinute", fb.perMinute, "maxConcurrent", fb.most, "processesSeen", n, "err", cause)
 	b.kickBeat()
 	return fb
 }
