@@ -18,6 +18,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/nats-io/nats.go"
@@ -100,7 +101,7 @@ func (r *Resolver) Run(ctx context.Context) error {
 // Help is what bin/resolver --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "resolver", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}},
+	return service.Help{Name: "resolver", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
 		Summary: "works out what each webhook event refers to (§4) and hands it to the stage of its action on prime.resolved.<action>, one lane a job; it retries failed events with backoff up to 5 attempts."}
 }
 
