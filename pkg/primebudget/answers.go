@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -35,9 +34,9 @@ type Answers struct {
 // NewAnswers binds the bucket (streams/KV_prime_answers.json, applied by
 // events.EnsureStreams). cfg.Timeout bounds each read and write.
 func NewAnswers(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) (*Answers, error) {
-	kv, err := js.KeyValue(ctx, events.BucketPrimeAnswers)
+	kv, err := bind(ctx, js, events.BucketPrimeAnswers, log)
 	if err != nil {
-		return nil, fmt.Errorf("prime answers bucket %s: %w", events.BucketPrimeAnswers, err)
+		return nil, err
 	}
 	return &Answers{kv: kv, nc: js.Conn(), timeout: cfg.Timeout, log: log}, nil
 }

@@ -46,6 +46,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -164,9 +165,9 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	kv, err := js.KeyValue(ctx, events.BucketPrimeBudget)
+	kv, err := bind(ctx, js, events.BucketPrimeBudget, log)
 	if err != nil {
-		return nil, fmt.Errorf("prime budget bucket %s: %w", events.BucketPrimeBudget, err)
+		return nil, err
 	}
 	host, err := os.Hostname()
 	if err != nil {
@@ -182,12 +183,55 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 		mine:      make(map[uint64]int64),
 		dayLogged: make(map[prime.Priority]int64),
 	}
-	if err := b.heartbeat(ctx); err != nil {
+	if err := untilAnswered(ctx, log, "registering in the prime budget bucket "+events.BucketPrimeBudget, b.heartbeat); err != nil {
 		return nil, fmt.Errorf("prime budget: register in %s: %w", events.BucketPrimeBudget, err)
 	}
 	log.Info("spending the deployment's Prime budget", "process", b.id, "perMinute", b.perMinute, "maxConcurrent", b.most,
 		"lease", cfg.Lease, "dayReserve", cfg.DayReserve)
 	return b, nil
+}
+
+// bind binds bucket, waiting while JetStream does not answer
+// (untilAnswered), or says the bucket does not exist: the service has just
+// applied it, and a node without a leader may say so of a stream it holds.
+func bind(ctx context.Context, js jetstream.JetStream, bucket string, log *slog.Logger) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := untilAnswered(ctx, log, "binding the bucket "+bucket, func(ctx context.Context) error {
+		var err error
+		kv, err = js.KeyValue(ctx, bucket)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prime budget: bucket %s: %w", bucket, err)
+	}
+	return kv, nil
+}
+
+// startRetry paces the attempts at start-up while JetStream does not
+// answer.
+var startRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}
+
+// untilAnswered runs f (what it does named by what) until it succeeds,
+// again with backoff while JetStream does not answer (a failover at
+// start-up, no quorum), each wait logged, each attempt bounded to 10s. A
+// request JetStream refuses (400) is returned at once, as is ctx's end.
+func untilAnswered(ctx context.Context, log *slog.Logger, what string, f func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := f(actx)
+		cancel()
+		var api *jetstream.APIError
+		if err == nil || ctx.Err() != nil || errors.As(err, &api) && api.Code == 400 {
+			return err
+		}
+		pause := startRetry.After(attempt)
+		log.Warn("JetStream did not answer while "+what+"; trying again", "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(pause):
+		}
+	}
 }
 
 func orDefault(n, def int) int {

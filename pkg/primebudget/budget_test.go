@@ -587,3 +587,51 @@ func gauge(t *testing.T, b prometheus.Collector, name, window string) float64 {
 	}
 	return -1
 }
+
+// A process that starts while the cluster has no quorum waits for it to
+// bind the bucket and register, instead of exiting on "context deadline
+// exceeded", then spends the budget as usual.
+func TestNewRidesOutALostQuorum(t *testing.T) {
+	is := is.New(t)
+	c := natstest.NewCluster(t, 3)
+	_, js := c.Connect(t)
+	keep := c.Follower(js, events.StreamPrimeBudget) // the one left cannot answer for the bucket
+	var stopped []int
+	for i := range c.Nodes {
+		if i != keep {
+			c.Stop(i)
+			stopped = append(stopped, i)
+		}
+	}
+	logs := &flowtest.Buffer{}
+	type started struct {
+		b   *primebudget.Budget
+		err error
+	}
+	got := make(chan started, 1)
+	go func() {
+		// A connection made now, as a process starting would.
+		nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		if err != nil {
+			got <- started{nil, err}
+			return
+		}
+		t.Cleanup(nc.Close)
+		fresh, err := jetstream.New(nc)
+		if err != nil {
+			got <- started{nil, err}
+			return
+		}
+		b, err := primebudget.New(context.Background(), fresh, prime.Config{}, config(), slog.New(slog.NewTextHandler(logs, nil)))
+		got <- started{b, err}
+	}()
+	flowtest.Eventually(t, "the wait logged", func() bool { return strings.Contains(logs.String(), "JetStream did not answer while") })
+	c.Restart(stopped[0])
+
+	res := <-got
+	is.NoErr(res.err) // started once the cluster answers
+	p, _, err := res.b.Admit(context.Background(), prime.Turn{Since: time.Now()})
+	is.NoErr(err)
+	is.True(p != nil) // and it spends the budget
+	p.Done(http.StatusOK, nil)
+}
