@@ -601,6 +601,7 @@ func (b *Budget) enrol(st *state, now int64) *proc {
 		st.Procs[b.id] = me
 	}
 	me.Until = max(me.Until, now+b.cfg.Lease.Milliseconds())
+	st.PerMinute = b.perMinute
 	return me
 }
 

@@ -588,6 +588,40 @@ func gauge(t *testing.T, b prometheus.Collector, name, window string) float64 {
 	return -1
 }
 
+// An operator reads the deployment's budget from its bucket without
+// spending it: nothing before a process has written it, then its calls in
+// the minute and in flight, its processes and the day Prime told.
+func TestReadShowsTheBudgetWithoutSpendingIt(t *testing.T) {
+	is := is.New(t)
+	srv := natstest.Server(t)
+	_, js := natstest.Connect(t, srv)
+	_, err := primebudget.Read(context.Background(), js)
+	is.True(errors.Is(err, primebudget.ErrNotSpent)) // no process has spent it yet
+
+	p := newProcess(t, srv, prime.Config{RatePerMinute: 60, RateBurst: 5}, 0)
+	first, _, err := p.Admit(context.Background(), prime.Turn{Since: time.Now()})
+	is.NoErr(err)
+	second, _, err := p.Admit(context.Background(), prime.Turn{Since: time.Now()})
+	is.NoErr(err)
+	is.True(first != nil && second != nil) // two calls out, in the burst
+	h := http.Header{}
+	h.Set("X-Ratelimit-Day-Remaining", "4210")
+	first.Done(http.StatusOK, h)
+	flowtest.Eventually(t, "the day written", func() bool {
+		s, err := primebudget.Read(context.Background(), js)
+		return err == nil && s.DayLeft != nil
+	})
+	s, err := primebudget.Read(context.Background(), js)
+	is.NoErr(err)
+	is.Equal(s.MinuteLeft, 58) // two of the minute's 60 spent
+	is.Equal(s.InFlight, 1)    // the second still out
+	is.Equal(s.Processes, 1)   // one process spending it
+	is.Equal(*s.DayLeft, 4209) // Prime's count, less the call it had not counted yet
+	is.Equal(s.Hold, time.Duration(0))
+	second.Done(http.StatusOK, nil)
+	is.Equal(gauge(t, p, "prime_budget_remaining", "minute"), 58.0) // the metrics say the same
+}
+
 // A process that starts while the cluster has no quorum waits for it to
 // bind the bucket and register, instead of exiting on "context deadline
 // exceeded", then spends the budget as usual.

@@ -1,8 +1,6 @@
 package primebudget
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -34,22 +32,22 @@ func (b *Budget) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: the budget as this process last
 // saw it.
 func (b *Budget) Collect(ch chan<- prometheus.Metric) {
-	now := b.now()
 	b.mu.Lock()
 	st, _ := decode(b.raw)
 	shared := b.fallback == nil
 	c := b.counts
 	b.mu.Unlock()
-	st.prune(now, b.window.Milliseconds())
+	st.PerMinute = b.perMinute
+	s := st.snapshot(b.now())
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	gauge(remainingDesc, float64(max(0, b.perMinute-st.in(now-time.Minute.Milliseconds()))), "minute")
-	if left, ok := st.dayLeft(now, dayStale.Milliseconds()); ok {
-		gauge(remainingDesc, float64(max(0, left)), "day")
+	gauge(remainingDesc, float64(s.MinuteLeft), "minute")
+	if s.DayLeft != nil {
+		gauge(remainingDesc, float64(*s.DayLeft), "day")
 	}
-	gauge(inFlightDesc, float64(len(st.Slots)))
-	gauge(processesDesc, float64(len(st.Procs)))
+	gauge(inFlightDesc, float64(s.InFlight))
+	gauge(processesDesc, float64(s.Processes))
 	gauge(holdDesc, b.Held().Seconds())
 	sharedV := 0.0
 	if shared {

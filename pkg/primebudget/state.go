@@ -29,6 +29,9 @@ type state struct {
 	SpentUntil int64 `json:"spentUntil,omitempty"`
 	// Day is the day's budget as Prime last told it.
 	Day *day `json:"day,omitempty"`
+	// PerMinute is PRIME_RATE_PER_MINUTE as the processes spend it, for
+	// those that only read the budget (Read).
+	PerMinute int `json:"perMinute,omitempty"`
 }
 
 // slot is a call in flight.

@@ -2,12 +2,16 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/opshttp"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -40,6 +44,35 @@ func budgetFrom(source string, families map[string]*dto.MetricFamily) *Budget {
 		}
 	}
 	return b
+}
+
+// FromBudgetBucket reads the deployment's Prime budget that every process
+// calling Prime shares, from its bucket in NATS (pkg/primebudget); while no
+// process has written it yet, or NATS cannot be read (js nil), it reads
+// other instead.
+func FromBudgetBucket(js jetstream.JetStream, other func(context.Context) (*Budget, error)) func(context.Context) (*Budget, error) {
+	return func(ctx context.Context) (*Budget, error) {
+		if js == nil {
+			return other(ctx)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, err := primebudget.Read(ctx, js)
+		if errors.Is(err, primebudget.ErrNotSpent) {
+			return other(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		minute := float64(s.MinuteLeft)
+		b := &Budget{Source: "the deployment's budget in NATS (KV " + events.BucketPrimeBudget + ")", Minute: &minute,
+			InFlight: &s.InFlight, Processes: &s.Processes, HoldSeconds: s.Hold.Seconds()}
+		if s.DayLeft != nil {
+			day := float64(*s.DayLeft)
+			b.Day = &day
+		}
+		return b, nil
+	}
 }
 
 // FromRegistry reads the Prime budget from the process's own metrics (the

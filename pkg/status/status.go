@@ -125,13 +125,20 @@ type StageError struct {
 // Budget is what is known of the Prime account's budget, and where it was
 // read.
 type Budget struct {
-	// Source says where: "the process's metrics at …".
+	// Source says where: "the deployment's budget in NATS …", "the
+	// process's metrics at …".
 	Source string `json:"source"`
-	// Minute and Day are the calls left in Prime's minute and day windows,
-	// as Prime's last answer said (x-ratelimit-*-remaining); nil before
-	// the process has had an answer.
+	// Minute and Day are the calls left in Prime's minute and day windows:
+	// the deployment's shared budget (pkg/primebudget), or as Prime's last
+	// answer said (x-ratelimit-*-remaining); nil when not known.
 	Minute *float64 `json:"minute"`
 	Day    *float64 `json:"day"`
+	// InFlight and Processes are the shared budget's calls in flight and
+	// the processes spending it; HoldSeconds is how long a 429's hold on
+	// every call still runs. Only from the shared budget.
+	InFlight    *int    `json:"inFlight,omitempty"`
+	Processes   *int    `json:"processes,omitempty"`
+	HoldSeconds float64 `json:"holdSeconds,omitempty"`
 }
 
 // Sources are where Gather reads.

@@ -17,8 +17,9 @@ import (
 )
 
 // status prints the pipeline's state at a glance (pkg/status): from the
-// database, from NATS (NATS_URL: consumers and locks) and from the Prime
-// client's metrics of the process at INGEST_URL (the budget). What cannot
+// database, from NATS (NATS_URL: consumers, locks and the deployment's
+// Prime budget; before any process has spent the budget, the Prime
+// client's metrics of the process at INGEST_URL). What cannot
 // be reached is said, and the rest still printed. --json gives the Report.
 func (c *cli) status(ctx context.Context, args []string) error {
 	fs := c.flags("status")
@@ -36,7 +37,7 @@ func (c *cli) status(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close()
-	src := status.Sources{Store: st, Budget: status.FromMetricsURL(c.cfg.ingestURL(), c.cfg.Admin), Now: c.now}
+	src := status.Sources{Store: st, Now: c.now}
 	nc, err := c.connectNATS()
 	if err != nil {
 		src.JSErr = err
@@ -46,6 +47,7 @@ func (c *cli) status(ctx context.Context, args []string) error {
 			src.JS, src.JSErr = nil, err
 		}
 	}
+	src.Budget = status.FromBudgetBucket(src.JS, status.FromMetricsURL(c.cfg.ingestURL(), c.cfg.Admin))
 	rep, err := status.Gather(ctx, src)
 	if err != nil {
 		return err
@@ -114,7 +116,18 @@ func writeStatus(w io.Writer, r status.Report) error {
 	}
 	line("plan dates", dashJoin(dates))
 	if b := r.PrimeBudget; b != nil {
-		line("prime budget", fmt.Sprintf("%s calls left this minute, %s today", known(b.Minute), known(b.Day)), "from "+b.Source)
+		left := fmt.Sprintf("%s calls left this minute, %s today", known(b.Minute), known(b.Day))
+		if b.InFlight != nil && b.Processes != nil {
+			procs := fmt.Sprintf("%d processes", *b.Processes)
+			if *b.Processes == 1 {
+				procs = "1 process"
+			}
+			left += fmt.Sprintf("; %d in flight, %s spending it", *b.InFlight, procs)
+		}
+		if b.HoldSeconds > 0 {
+			left += fmt.Sprintf("; every call held %s more (a 429)", (time.Duration(b.HoldSeconds * float64(time.Second))).Round(time.Second))
+		}
+		line("prime budget", left, "from "+b.Source)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -3,6 +3,7 @@ package primectl_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/matryer/is"
@@ -99,6 +102,19 @@ func TestStatus(t *testing.T) {
 	}
 	is.Equal(lag["job-mirror"].Pending, uint64(3)) // the consumer's lag
 	is.True(lag["resolver"].Missing)
+
+	// Once a process spends the deployment's budget, status reads it from
+	// NATS: the minute, the calls in flight, the processes.
+	budget, err := primebudget.New(ctx, js, prime.Config{RatePerMinute: 60, MaxConcurrent: 5},
+		primebudget.Config{Lease: time.Minute, Margin: 2 * time.Second, DayReserve: 250, Timeout: 5 * time.Second}, slog.New(slog.DiscardHandler))
+	is.NoErr(err)
+	permit, _, err := budget.Admit(ctx, prime.Turn{Since: time.Now()})
+	is.NoErr(err)
+	is.True(permit != nil) // a call in flight
+	defer permit.Done(http.StatusOK, nil)
+	out, _, err = w.run("", "status")
+	is.NoErr(err)
+	is.True(hasLine(out, strings.Fields("prime budget 59 calls left this minute, not known yet today; 1 in flight, 1 process spending it from the deployment's budget in NATS (KV prime_budget)")...)) // the shared budget, not one process's metrics
 
 	// NATS and ingest out of reach: said, and the database's part printed.
 	w.env["NATS_URL"], w.env["INGEST_URL"] = "nats://"+flowtest.FreeAddr(t), "http://"+flowtest.FreeAddr(t)
