@@ -163,7 +163,14 @@ func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueue
 	return res
 }
 
+// purposeSyncDrain is the purpose of the drains' Prime calls.
+const purposeSyncDrain = "sync-drain"
+
 func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drain, it store.SyncQueueItem) drainResult {
+	// The drains' calls, and the ensure-job one asks of job-mirror, go
+	// after the events' and before the sweeps' (PriorityDrain), whether
+	// the item was handed on or found by a backstop pass.
+	ctx = prime.WithCaller(prime.WithPriority(ctx, prime.PriorityDrain), ServiceName, purposeSyncDrain)
 	job, err := c.drainJob(ctx, it.JobID)
 	if errors.Is(err, prime.ErrNotFound) {
 		return c.remove(ctx, log, it, synced{}, drainNoJob)

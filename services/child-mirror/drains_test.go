@@ -17,6 +17,7 @@ import (
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
 	newjobpipeline "github.com/ethosbuilding/primeflow/services/newjob-pipeline"
 	"github.com/matryer/is"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // drainConfig is child-mirror with drains quick enough for a test, and
@@ -356,4 +357,33 @@ func TestTheBackstopIntervalsAreCoprime(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The drains' Prime calls are in the drains' class, after the events' and
+// before the sweeps', the ensure-job a drain asks of job-mirror for a job
+// the mirror lacks included, and are counted as the drains'.
+func TestTheDrainsCallPrimeInTheirClass(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig()})
+	j := e.Sim.NewJob() // not in the mirror: the drain has it ensured first
+	e.Sim.NewContact(j.ID)
+	e.Sim.NewStatusHistory(j.ID, j.StatusID)
+	e.Sim.NewAllocation(j.ID, "Plumbing")
+	_, err := e.Env.Store.QueueMissingObjectsByJob(context.Background(), j.ID)
+	is.NoErr(err)
+
+	before := e.Prime.Stats()
+	e.publishSyncQueued(j.ID, store.MissingObjects()...)
+	for _, o := range store.MissingObjects() {
+		e.waitDrained(o, "mirrored", 1)
+	}
+	after := e.Prime.Stats()
+	is.True(after.ByEndpoint["jobs.get"] > before.ByEndpoint["jobs.get"]) // the job ensured through job-mirror
+	drained := after.ByPriority[prime.PriorityDrain] - before.ByPriority[prime.PriorityDrain]
+	is.True(drained > 0)
+	is.Equal(drained, after.Requests-before.Requests) // every call in the drains' class, job-mirror's ensure too
+
+	reg := prometheus.NewRegistry()
+	is.NoErr(reg.Register(e.Prime))
+	is.True(flowtest.Counter(t, reg, "prime_client_calls_total", map[string]string{"caller": childmirror.ServiceName, "purpose": "sync-drain", "priority": "drain"}) > 0) // named as the drains'
 }
