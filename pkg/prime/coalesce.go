@@ -10,21 +10,22 @@ import (
 
 // Coalescing. The handlers mirror Prime's current state (§3), and Prime
 // sends a webhook after the change it tells of: any answer Prime gave to a
-// call sent after the event reached us already holds that change. So a call
-// for the same record — the same endpoint, path and query, never another
-// job's or another type's — reuses the answer of such a call instead of
-// asking again: one in flight, or one that finished, in this process or
-// (WithSharedAnswers) in another. Config.CoalesceWindow is how much older
-// than the event (or than now, for a call that names no event) the call
-// may have been sent; Config.CoalesceKeep how long answers are kept.
+// call sent after the event reached us already holds that change, and one
+// sent before it, however shortly, may not. So a call for the same record —
+// the same endpoint, path and query, never another job's or another type's
+// — reuses the answer of such a call instead of asking again: one in
+// flight, or one that finished, in this process or (WithSharedAnswers) in
+// another. Config.CoalesceWindow is how much older than now the call may
+// have been sent for a call that names no event (a rung, a sweep);
+// Config.CoalesceKeep how long answers are kept.
 
 // eventTimeKey is the context key of WithEventTime.
 type eventTimeKey struct{}
 
 // WithEventTime says ctx's calls are made for an event that reached us at
-// t (a webhook's receivedUTC): an answer to a call sent after t, less the
-// coalescing window, serves them. Without it a call wants Prime's state as
-// of now.
+// t (a webhook's receivedUTC): an answer to a call sent at t or after
+// serves them. Without it a call wants Prime's state as of now, less the
+// coalescing window.
 func WithEventTime(ctx context.Context, t time.Time) context.Context {
 	return context.WithValue(ctx, eventTimeKey{}, t)
 }
@@ -121,14 +122,12 @@ func (c *Client) fetch(ctx context.Context, endpoint, key string, call func(cont
 		return call(ctx)
 	}
 	notBefore := EventTimeOf(ctx)
-	now := co.clock.Now()
-	if notBefore.IsZero() || notBefore.After(now) {
-		notBefore = now
+	if notBefore.IsZero() {
+		notBefore = co.clock.Now().Add(-co.window)
 	}
-	notBefore = notBefore.Add(-co.window)
 	prio := PriorityOf(ctx)
 	for {
-		now = co.clock.Now()
+		now := co.clock.Now()
 		co.mu.Lock()
 		if a, ok := co.answers[key]; ok && co.serves(a, notBefore, now) {
 			co.mu.Unlock()

@@ -40,10 +40,10 @@ type Config struct {
 	// traffic never starves it for good.
 	PriorityAging time.Duration `env:"PRIME_PRIORITY_AGING" envDefault:"30s"`
 	// CoalesceWindow: a call reuses the answer of a call for the same
-	// record (the same endpoint, path and query) sent no earlier than this
-	// before the event it is made for (WithEventTime), or before now:
-	// Prime's answer already holds the change the event tells of. Zero
-	// turns coalescing off.
+	// record (the same endpoint, path and query) sent after the event it
+	// is made for reached us (WithEventTime): Prime's answer already holds
+	// the change the event tells of. A call that names no event reuses one
+	// sent no earlier than this before now. Zero turns coalescing off.
 	CoalesceWindow time.Duration `env:"PRIME_COALESCE_WINDOW" envDefault:"2s"`
 	// CoalesceKeep is how long answers are kept for the calls of events
 	// that reached us before them; it bounds how old a reused answer is.
