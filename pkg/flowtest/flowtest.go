@@ -8,10 +8,14 @@ package flowtest
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,13 +169,9 @@ func (e *Env) Publish(action, body string) int64 {
 // log row's id.
 func (e *Env) Fire(action, id string) int64 {
 	e.T.Helper()
-	w, err := e.Sim.Webhook(action, id)
+	body, err := e.Sim.WebhookBody(action, id)
 	if err != nil {
 		e.T.Fatalf("webhook: %v", err)
-	}
-	body, err := w.Body()
-	if err != nil {
-		e.T.Fatalf("webhook body: %v", err)
 	}
 	return e.Publish(action, string(body))
 }
@@ -259,6 +259,41 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// PostWebhook posts body to a running ingest's webhook URL with the API key
+// Prime sends, as Prime does, and fails the test unless it answers 200.
+func PostWebhook(t testing.TB, client *http.Client, url, apiKey, body string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("API-Key", apiKey)
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("webhook answered %d", res.StatusCode)
+	}
+}
+
+// MostInAnyWindow is the most of the times ts within any window of length
+// w: at most 60 Prime calls in any minute, say.
+func MostInAnyWindow(ts []time.Time, w time.Duration) int {
+	ts = slices.Clone(ts)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, j := 0, 0; j < len(ts); j++ {
+		for ts[j].Sub(ts[i]) >= w {
+			i++
+		}
+		most = max(most, j-i+1)
+	}
+	return most
 }
 
 // Buffer collects log output from many goroutines.

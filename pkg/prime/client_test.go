@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/matryer/is"
@@ -581,8 +582,8 @@ func TestRatePerMinuteKept(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			is.Equal(len(arrivals), 151)                          // the token request and 150 calls
-			is.Equal(maxInAnyMinute(arrivals) <= 60, tt.wantKept) // at most 60 requests in any minute
+			is.Equal(len(arrivals), 151)                                                 // the token request and 150 calls
+			is.Equal(flowtest.MostInAnyWindow(arrivals, time.Minute) <= 60, tt.wantKept) // at most 60 requests in any minute
 		})
 	}
 
@@ -599,18 +600,6 @@ func TestRatePerMinuteKept(t *testing.T) {
 		is.Equal(e.sim.Stats().RateLimited, int64(0))      // Prime never said 429
 		is.True(clock.Now().Sub(start) >= 130*time.Second) // 131 requests at one a second
 	})
-}
-
-// maxInAnyMinute is the most arrivals within any 60-second window.
-func maxInAnyMinute(ts []time.Time) int {
-	most := 0
-	for i, j := 0, 0; j < len(ts); j++ {
-		for ts[j].Sub(ts[i]) >= time.Minute {
-			i++
-		}
-		most = max(most, j-i+1)
-	}
-	return most
 }
 
 func TestStatsAndMetricsCountCalls(t *testing.T) {

@@ -27,10 +27,12 @@ type Config struct {
 	// RatePerMinute is the most requests sent in a minute.
 	RatePerMinute int `env:"PRIME_RATE_PER_MINUTE" envDefault:"60"`
 	// RateBurst is how many requests may go out back to back before the
-	// per-minute pace applies. With 1 (the default) requests are spaced
-	// evenly, so no minute ever holds more than RatePerMinute of them; a
-	// larger burst lets short bursts out sooner at the cost of up to
-	// RateBurst-1 extra in one minute.
+	// per-minute pace applies. With 1 (the default) a client's own budget
+	// spaces requests evenly, so no minute ever holds more than
+	// RatePerMinute of them; a larger burst lets short bursts out sooner at
+	// the cost of up to RateBurst-1 extra in one minute. The shared budget
+	// (pkg/primebudget) counts a sliding window besides the pace, so no
+	// minute holds more whatever the burst.
 	RateBurst int `env:"PRIME_RATE_BURST" envDefault:"1"`
 	// MaxConcurrent is the most requests in flight at once.
 	MaxConcurrent int `env:"PRIME_MAX_CONCURRENT" envDefault:"5"`

@@ -140,20 +140,6 @@ func (p recordedPermit) Done(status int, h http.Header) time.Duration {
 	return p.Permit.Done(status, h)
 }
 
-// mostInAnyWindow is the most times within any window of length w.
-func mostInAnyWindow(ts []time.Time, w time.Duration) int {
-	ts = slices.Clone(ts)
-	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-	most := 0
-	for i, j := 0, 0; j < len(ts); j++ {
-		for ts[j].Sub(ts[i]) >= w {
-			i++
-		}
-		most = max(most, j-i+1)
-	}
-	return most
-}
-
 func simulator(t *testing.T, rl primesim.RateLimit, wrap func(http.Handler) http.Handler) (*primesim.Sim, string) {
 	t.Helper()
 	f, err := primesim.DefaultFixture()
@@ -217,9 +203,9 @@ func TestWindowAndConcurrencyHoldUnderContention(t *testing.T) {
 	for err := range errs {
 		is.NoErr(err) // every call goes out in the end
 	}
-	is.Equal(len(l.grants), 3+60)                           // the three tokens and the calls, each let out once
-	is.True(mostInAnyWindow(l.grants, window) <= perWindow) // never more than the rate in any window, across the processes
-	is.Equal(l.max, most)                                   // never more in flight than allowed, and the processes did overlap
+	is.Equal(len(l.grants), 3+60)                                    // the three tokens and the calls, each let out once
+	is.True(flowtest.MostInAnyWindow(l.grants, window) <= perWindow) // never more than the rate in any window, across the processes
+	is.Equal(l.max, most)                                            // never more in flight than allowed, and the processes did overlap
 	st := sim.Stats()
 	is.True(st.MaxInFlight <= most)          // as Prime saw it
 	is.Equal(st.RateLimited, int64(0))       // which never had to refuse one

@@ -95,6 +95,16 @@ func (s *Sim) Webhook(action, id string) (Webhook, error) {
 	return Webhook{Action: action, JobRef: ref, ID: id}, nil
 }
 
+// WebhookBody is the body of the event Prime would send for action about
+// the record id (Webhook, then its Body).
+func (s *Sim) WebhookBody(action, id string) ([]byte, error) {
+	w, err := s.Webhook(action, id)
+	if err != nil {
+		return nil, err
+	}
+	return w.Body()
+}
+
 // WebhookError is a non-2xx answer from the webhook receiver.
 type WebhookError struct{ StatusCode int }
 

@@ -3,12 +3,10 @@ package jobmirror_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,11 +64,7 @@ func mirrorDirectly(b *testing.B, e *flowtest.Env, n int) []primesim.Job {
 
 func webhookBody(b *testing.B, e *flowtest.Env, jobID string) string {
 	b.Helper()
-	w, err := e.Sim.Webhook("change-job-status", jobID)
-	if err != nil {
-		b.Fatal(err)
-	}
-	body, err := w.Body()
+	body, err := e.Sim.WebhookBody("change-job-status", jobID)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,19 +95,7 @@ func latencies(b *testing.B, n int) []time.Duration {
 	url := "http://" + ln.Addr().String() + ingest.WebhookPath
 	client := &http.Client{}
 	ctx := context.Background()
-	post := func(body string) {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("API-Key", benchAPIKey)
-		res, err := client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			b.Fatalf("webhook answered %d", res.StatusCode)
-		}
-	}
+	post := func(body string) { flowtest.PostWebhook(b, client, url, benchAPIKey, body) }
 	statuses := []string{"3f1c2a8e-6b1d-4c55-9a0e-1d2b7c9e4a01", statusICM}
 	out := make([]time.Duration, 0, n)
 	for i := range n + 20 { // the first 20 warm up
