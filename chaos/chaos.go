@@ -114,8 +114,9 @@ type Summary struct {
 	Lost, Duplicated, Unprocessed, Capped int
 	// Exits are processes that exited on their own.
 	Exits int
-	// Resent are SMS the gateway received more than once under the same
-	// Idempotency-Key: at-least-once delivery, not a duplicate (README).
+	// Resent are posts the SMS gateway or the triage invite endpoint
+	// received more than once under the same Idempotency-Key: at-least-once
+	// delivery, not a duplicate (README).
 	Resent int
 	// Violations say which invariant failed and how; none is a pass.
 	Violations []string
@@ -130,7 +131,7 @@ func (s Summary) String() string {
 	if len(s.Violations) > 0 {
 		verdict = fmt.Sprintf("FAIL (%d violations)", len(s.Violations))
 	}
-	return fmt.Sprintf("chaos %s: kills=%d webhooks=%d posts=%d lost=%d duplicated=%d unprocessed=%d capped=%d exits=%d sms_resent=%d elapsed=%s seed=%d: %s",
+	return fmt.Sprintf("chaos %s: kills=%d webhooks=%d posts=%d lost=%d duplicated=%d unprocessed=%d capped=%d exits=%d resent=%d elapsed=%s seed=%d: %s",
 		s.Scenario, s.Kills, s.Webhooks, s.Posts, s.Lost, s.Duplicated, s.Unprocessed, s.Capped, s.Exits, s.Resent,
 		s.Elapsed.Round(time.Second), s.Seed, verdict)
 }
