@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
-	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -210,35 +209,29 @@ const bindAttempt = 5 * time.Second
 // just applied it (service.Connect), and a node without a leader may say so
 // of a stream it holds.
 func bind(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (jetstream.KeyValue, jetstream.KeyValueStatus, error) {
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, bindAttempt)
-		kv, err := js.KeyValue(actx, events.BucketLocks)
-		var st jetstream.KeyValueStatus
-		if err == nil {
-			st, err = kv.Status(actx)
+	var kv jetstream.KeyValue
+	var st jetstream.KeyValueStatus
+	err := events.UntilAnswered(ctx, log, "lock bucket not reachable; trying again", bindAttempt, func(ctx context.Context) error {
+		var err error
+		if kv, err = js.KeyValue(ctx, events.BucketLocks); err == nil {
+			st, err = kv.Status(ctx)
 		}
-		cancel()
-		if err == nil {
-			return kv, st, nil
+		if err != nil {
+			return fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
 		}
-		err = fmt.Errorf("lock bucket %s: %w", events.BucketLocks, err)
-		var api *jetstream.APIError
-		if ctx.Err() != nil || errors.As(err, &api) && api.Code == 400 {
-			return nil, nil, err
-		}
-		pause := natsRetry.After(attempt)
-		log.Warn("lock bucket not reachable; trying again", "bucket", events.BucketLocks, "in", pause, "err", err)
-		if serr := sleep(ctx, pause); serr != nil {
-			return nil, nil, errors.Join(serr, err)
-		}
+		return nil
+	}, "bucket", events.BucketLocks)
+	if err != nil {
+		return nil, nil, err
 	}
+	return kv, st, nil
 }
 
 // natsRetry paces the retries of a NATS failure (a failover's "no response
 // from stream", a timeout) while binding the bucket, taking or releasing a
 // lock, by attempt. A connection closed for good (the process going down)
 // is not tried again.
-var natsRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}
+var natsRetry = events.JetStreamRetry
 
 // Take takes the lock for key, waiting up to the configured budget while
 // someone else holds it. Waiting watches the key; it does not poll. A NATS

@@ -46,7 +46,6 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
-	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -207,31 +206,11 @@ func bind(ctx context.Context, js jetstream.JetStream, bucket string, log *slog.
 	return kv, nil
 }
 
-// startRetry paces the attempts at start-up while JetStream does not
-// answer.
-var startRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}
-
 // untilAnswered runs f (what it does named by what) until it succeeds,
-// again with backoff while JetStream does not answer (a failover at
-// start-up, no quorum), each wait logged, each attempt bounded to 10s. A
-// request JetStream refuses (400) is returned at once, as is ctx's end.
+// waiting while JetStream does not answer (events.UntilAnswered), each
+// attempt bounded to 10s.
 func untilAnswered(ctx context.Context, log *slog.Logger, what string, f func(context.Context) error) error {
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := f(actx)
-		cancel()
-		var api *jetstream.APIError
-		if err == nil || ctx.Err() != nil || errors.As(err, &api) && api.Code == 400 {
-			return err
-		}
-		pause := startRetry.After(attempt)
-		log.Warn("JetStream did not answer while "+what+"; trying again", "in", pause, "err", err)
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), err)
-		case <-time.After(pause):
-		}
-	}
+	return events.UntilAnswered(ctx, log, "JetStream did not answer while "+what+"; trying again", 10*time.Second, f)
 }
 
 func orDefault(n, def int) int {
