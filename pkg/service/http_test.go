@@ -75,7 +75,7 @@ func TestLivezAndHealthz(t *testing.T) {
 			go func() {
 				done <- service.Main(ctx, "test", func(k string) string { return vars[k] }, io.Discard,
 					func(context.Context, service.Deps, *service.Router) (service.Runner, error) {
-						return runnerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
+						return service.RunnerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
 					})
 			}()
 			defer func() { cancel(); is.NoErr(<-done) }()

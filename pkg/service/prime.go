@@ -64,7 +64,7 @@ func PrimeClient(ctx context.Context, d Deps, cfg prime.Config, bcfg primebudget
 // it, from before svc starts until after it has stopped, so that its last
 // calls are still given back.
 func Spending(budget *primebudget.Budget, svc Runner) Runner {
-	return runnerFunc(func(ctx context.Context) error {
+	return RunnerFunc(func(ctx context.Context) error {
 		bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
 		go func() { defer close(done); budget.Run(bctx) }()

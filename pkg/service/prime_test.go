@@ -13,10 +13,6 @@ import (
 	"github.com/matryer/is"
 )
 
-type runnerFunc func(ctx context.Context) error
-
-func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
-
 // MainWithPrime builds the process's client from PRIME_*, spending the
 // deployment's budget, and hands it to the service, its metrics in the
 // process's registry; a configuration it cannot read stops it before
@@ -46,7 +42,7 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 		registered, budget := false, false
 		err := service.MainWithPrime(ctx, "prime-test", func(k string) string { return vars[k] }, io.Discard,
 			func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
-				return runnerFunc(func(ctx context.Context) error {
+				return service.RunnerFunc(func(ctx context.Context) error {
 					job, callErr = pc.GetJob(ctx, want.ID)
 					mfs, err := d.Metrics.Gather()
 					for _, mf := range mfs {

@@ -396,12 +396,14 @@ func (b *Bound) Serve(r *Router, d Deps) (*http.Server, net.Listener, []Runner) 
 // Serving is a Runner that serves srv on ln until its context ends, then
 // gives requests in flight a second to finish.
 func Serving(srv *http.Server, ln net.Listener) Runner {
-	return runnerFunc(func(ctx context.Context) error { return opshttp.Serve(ctx, srv, ln, time.Second) })
+	return RunnerFunc(func(ctx context.Context) error { return opshttp.Serve(ctx, srv, ln, time.Second) })
 }
 
-type runnerFunc func(ctx context.Context) error
+// RunnerFunc makes a function a Runner.
+type RunnerFunc func(ctx context.Context) error
 
-func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
 // Run serves srv on ln and runs the runners until ctx ends or one of them
 // fails. On the way down the HTTP server drains first, so a request in

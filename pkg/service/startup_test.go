@@ -47,7 +47,7 @@ func TestMainWaitsForALockedDatabase(t *testing.T) {
 		done <- service.Main(mctx, "locked-test", func(k string) string { return vars[k] }, logs,
 			func(context.Context, service.Deps, *service.Router) (service.Runner, error) {
 				close(started)
-				return runnerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
+				return service.RunnerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
 			})
 	}()
 	flowtest.Poll(t, time.Minute, 50*time.Millisecond, "the service to say it waits for the database", func() bool {

@@ -340,7 +340,7 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 	if err != nil {
 		return nil, err
 	}
-	return append(runners, runnerFunc(func(ctx context.Context) error { return sweeper.Run(ctx, 5*time.Second) })), nil
+	return append(runners, service.RunnerFunc(func(ctx context.Context) error { return sweeper.Run(ctx, 5*time.Second) })), nil
 }
 
 // primeSimulator is the Prime simulator the all-in-one process uses: the
@@ -415,10 +415,6 @@ func kept(made bool) string {
 	}
 	return "kept from an earlier run"
 }
-
-type runnerFunc func(ctx context.Context) error
-
-func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
 // natsHosts are the hosts of NATS_URL's comma-separated URLs, for the log:
 // a URL may carry a user and password.
