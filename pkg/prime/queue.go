@@ -97,13 +97,6 @@ func (q *queue) ahead(w *waiter, now time.Time, aging time.Duration) int {
 	return n
 }
 
-// wakeFirst wakes the waiter whose turn it is, to look again.
-func (q *queue) wakeFirst(now time.Time, aging time.Duration) {
-	if f := q.first(now, aging); f != nil {
-		f.wake()
-	}
-}
-
 func (q *queue) wakeAll() {
 	for _, w := range q.waiters {
 		w.wake()

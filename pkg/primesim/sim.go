@@ -176,13 +176,10 @@ func (s *Sim) Reset() error {
 	// the state file, or saves the fixture's state when there is none.
 	started := s.store != nil
 	keep := s.opts.StateFile != "" && started
-	s.store = st
 	if !keep {
 		s.nextRef, s.nextJob = 2400000, 12000
 	}
-	for ref := range st.refs {
-		s.nextRef = max(s.nextRef, ref)
-	}
+	s.useLocked(st)
 	s.rngMu.Lock()
 	if !keep {
 		s.src = rand.NewPCG(s.opts.Seed, s.opts.Seed^0x9e3779b97f4a7c15)
@@ -212,13 +209,19 @@ func (s *Sim) Load(f Fixture) error {
 		return err
 	}
 	s.mu.Lock()
+	s.useLocked(st)
+	s.saveLocked()
+	s.mu.Unlock()
+	return nil
+}
+
+// useLocked makes st's the records, the numeric references going on from
+// the highest of them. s.mu is held.
+func (s *Sim) useLocked(st *store) {
 	s.store = st
 	for ref := range st.refs {
 		s.nextRef = max(s.nextRef, ref)
 	}
-	s.saveLocked()
-	s.mu.Unlock()
-	return nil
 }
 
 // ClientConfig is a pkg/prime configuration that talks to this simulator at

@@ -107,6 +107,20 @@ func do(t *testing.T, base string, c call) result {
 	return result{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
+// listIDs is the ids of a JSON:API list's records, in order.
+func listIDs(t *testing.T, body []byte) []string {
+	t.Helper()
+	var many struct{ Data []struct{ ID string } }
+	if err := json.Unmarshal(body, &many); err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	ids := []string{}
+	for _, d := range many.Data {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
 func tokenForm(clientSecret, password string) string {
 	return url.Values{"grant_type": {"password"}, "client_id": {"primesim-client"}, "client_secret": {clientSecret},
 		"username": {"primesim"}, "password": {password}}.Encode()
@@ -296,12 +310,7 @@ func TestListFiltersByRange(t *testing.T) {
 			if tt.wantStatus != http.StatusOK {
 				return
 			}
-			var many struct{ Data []struct{ ID string } }
-			is.NoErr(json.Unmarshal(res.body, &many))
-			ids := []string{}
-			for _, d := range many.Data {
-				ids = append(ids, d.ID)
-			}
+			ids := listIDs(t, res.body)
 			is.Equal(ids, tt.wantIDs)                  // the appointments in range, in order
 			is.True(!slices.Contains(ids, noStart.ID)) // never one without a startDate
 		})
@@ -338,13 +347,7 @@ func TestListJobsUpdatedSince(t *testing.T) {
 			if tt.wantStatus != http.StatusOK {
 				return
 			}
-			var many struct{ Data []struct{ ID string } }
-			is.NoErr(json.Unmarshal(res.body, &many))
-			ids := []string{}
-			for _, d := range many.Data {
-				ids = append(ids, d.ID)
-			}
-			is.Equal(ids, tt.wantIDs) // the jobs updated since, in order
+			is.Equal(listIDs(t, res.body), tt.wantIDs) // the jobs updated since, in order
 		})
 	}
 }

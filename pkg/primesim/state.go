@@ -46,10 +46,8 @@ func (s *Sim) restore() (ok bool, err error) {
 		return false, fmt.Errorf("primesim: state %s: source: %w", s.opts.StateFile, err)
 	}
 	s.mu.Lock()
-	s.store, s.nextRef, s.nextJob = st, saved.NextRef, saved.NextJob
-	for ref := range st.refs {
-		s.nextRef = max(s.nextRef, ref)
-	}
+	s.nextRef, s.nextJob = saved.NextRef, saved.NextJob
+	s.useLocked(st)
 	s.mu.Unlock()
 	s.rngMu.Lock()
 	s.src, s.rng = src, rand.New(src)
