@@ -358,17 +358,10 @@ func primeSimulator(state string, log *slog.Logger) (*primesim.Sim, error) {
 // are named.
 func mailboxOfSimulator(c *mailintake.Config, sim *graphsim.Sim, baseURL string) {
 	c.Graph = sim.ClientConfig(baseURL)
-	for _, f := range []struct {
-		v   *string
-		def string
-	}{
-		{&c.User, sim.User()}, {&c.Folder, graphsim.DefaultFolders[0]},
-		{&c.ProcessedFolder, graphsim.DefaultFolders[1]}, {&c.FailedFolder, graphsim.DefaultFolders[2]},
-	} {
-		if *f.v == "" {
-			*f.v = f.def
-		}
-	}
+	c.User = cmp.Or(c.User, sim.User())
+	c.Folder = cmp.Or(c.Folder, graphsim.DefaultFolders[0])
+	c.ProcessedFolder = cmp.Or(c.ProcessedFolder, graphsim.DefaultFolders[1])
+	c.FailedFolder = cmp.Or(c.FailedFolder, graphsim.DefaultFolders[2])
 }
 
 // The files under DATA_DIR that keep the credentials a local run makes.
