@@ -223,7 +223,8 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	// serves what the mirror already has and hands out no id twice.
 	states := filepath.Join(cfg.DataDir, "simulators")
 	if primeSim {
-		sim, err := primeSimulator(filepath.Join(states, "prime.json"), log)
+		state := filepath.Join(states, "prime.json")
+		sim, err := primeSimulator(state, log)
 		if err != nil {
 			return err
 		}
@@ -233,18 +234,18 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		sc := sim.ClientConfig("http://" + cfg.SimAddr + "/prime")
 		cfg.Prime.URL, cfg.Prime.ClientID, cfg.Prime.ClientSecret = sc.URL, sc.ClientID, sc.ClientSecret
 		cfg.Prime.Username, cfg.Prime.Password = sc.Username, sc.Password
-		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL, "state", filepath.Join(states, "prime.json"))
+		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL, "state", state)
 	}
 	if optimoSim {
-		sim, err := optimosim.Open(optimosim.Options{}, filepath.Join(states, "optimoroute.json"))
+		state := filepath.Join(states, "optimoroute.json")
+		sim, err := optimosim.Open(optimosim.Options{}, state)
 		if err != nil {
 			return err
 		}
 		sims.PathPrefix("/optimoroute/").Handler(http.StripPrefix("/optimoroute", sim))
 		cfg.OptimoRoute.APIURL = "http://" + cfg.SimAddr + "/optimoroute"
 		cfg.OptimoRoute.APIKey = optimosim.DefaultAPIKey
-		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL,
-			"state", filepath.Join(states, "optimoroute.json"))
+		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL, "state", state)
 	}
 	if graphSim {
 		sim := graphsim.New(graphsim.Options{})
