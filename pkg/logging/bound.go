@@ -21,7 +21,7 @@ const MaxValueBytes = 8 << 10
 // every string and error it writes with it; call it only for text that
 // reaches a log some other way.
 func Bound(s string) string {
-	if len(s) <= MaxValueBytes && utf8.ValidString(s) {
+	if fits(s) {
 		return s
 	}
 	var b strings.Builder
@@ -49,18 +49,22 @@ func Bound(s string) string {
 func bound(_ []string, a slog.Attr) slog.Attr {
 	switch a.Value.Kind() {
 	case slog.KindString:
-		if s := a.Value.String(); len(s) > MaxValueBytes || !utf8.ValidString(s) {
+		if s := a.Value.String(); !fits(s) {
 			a.Value = slog.StringValue(Bound(s))
 		}
 	case slog.KindAny:
 		if err, ok := a.Value.Any().(error); ok {
-			if s := err.Error(); len(s) > MaxValueBytes || !utf8.ValidString(s) {
+			if s := err.Error(); !fits(s) {
 				a.Value = slog.StringValue(Bound(s))
 			}
 		}
 	}
 	return a
 }
+
+// fits reports whether s goes in a log line as it is: valid UTF-8, at most
+// MaxValueBytes.
+func fits(s string) bool { return len(s) <= MaxValueBytes && utf8.ValidString(s) }
 
 // Payload is how a stored payload is logged: in full (to MaxValueBytes) the
 // first time, on its row's first fault; after that as its size and a hash,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"golang.org/x/net/netutil"
 )
 
@@ -38,16 +39,8 @@ type ServerConfig struct {
 	MaxConns int `env:"HTTP_MAX_CONNS" envDefault:"512"`
 }
 
-// DefaultServerConfig is ServerConfig with its defaults.
-func DefaultServerConfig() ServerConfig {
-	return ServerConfig{
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       30 * time.Second,
-		MaxConns:          512,
-	}
-}
+// DefaultServerConfig is ServerConfig with its defaults, read from its tags.
+func DefaultServerConfig() ServerConfig { return config.MustDefaults[ServerConfig]() }
 
 // Validate names the setting that cannot work.
 func (c ServerConfig) Validate() error {

@@ -132,13 +132,13 @@ func (p *Proc) launch() error {
 		return fmt.Errorf("%s: already running (pid %d)", p.spec.Name, p.cmd.Process.Pid)
 	}
 	out := io.Discard
-	var logFile *os.File
 	if p.spec.LogFile != "" {
 		f, err := os.OpenFile(p.spec.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return fmt.Errorf("%s: log: %w", p.spec.Name, err)
 		}
-		logFile, out = f, f
+		defer f.Close() // once started, the child holds its own copy
+		out = f
 	}
 	cmd := exec.Command(p.spec.Path, p.spec.Args...)
 	cmd.Env = append([]string{}, p.spec.Env...)
@@ -148,13 +148,7 @@ func (p *Proc) launch() error {
 	p.starts++
 	fmt.Fprintf(out, "%s%d at %s\n", p.header(), p.starts, time.Now().UTC().Format(time.RFC3339Nano))
 	if err := cmd.Start(); err != nil {
-		if logFile != nil {
-			logFile.Close()
-		}
 		return fmt.Errorf("%s: start: %w", p.spec.Name, err)
-	}
-	if logFile != nil {
-		logFile.Close() // the child holds its own copy
 	}
 	done := make(chan struct{})
 	p.cmd, p.done, p.stopping, p.waitErr = cmd, done, false, nil

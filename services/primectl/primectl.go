@@ -136,13 +136,18 @@ and writes MAKESAFE_SMS_TO as the default make-safe SMS recipient. compare
 diffs this database (a shadow run's) against the live one for a period.
 `
 
-// writeUsage writes primectl's help: the commands, what they do and the
-// environment, listed from Config's tags.
-func writeUsage(w io.Writer) error {
+// writeCommands writes what primectl is and its commands' usage lines.
+func writeCommands(w io.Writer) {
 	fmt.Fprintf(w, "%s\n\nUsage:\n", about)
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %s\n", c.usage)
 	}
+}
+
+// writeUsage writes primectl's help: the commands, what they do and the
+// environment, listed from Config's tags.
+func writeUsage(w io.Writer) error {
+	writeCommands(w)
 	fmt.Fprintf(w, "\n%s\nEnvironment:\n\n", explained)
 	vars, err := config.Variables(Config{})
 	if err != nil {
@@ -160,22 +165,17 @@ func writeUsage(w io.Writer) error {
 // Run runs one primectl command: args are the command line without the
 // program name; stdin answers the replay question.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "help", "-h", "-help", "--help":
-			return writeUsage(stdout)
-		case "version", "-version", "--version":
-			fmt.Fprintln(stdout, version.String("primectl"))
-			return nil
-		}
-	}
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "%s\n\nUsage:\n", about)
-		for _, c := range commands {
-			fmt.Fprintf(stderr, "  %s\n", c.usage)
-		}
+		writeCommands(stderr)
 		fmt.Fprintln(stderr, "\nprimectl --help says more, and lists the environment.")
 		return ErrUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return writeUsage(stdout)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version.String("primectl"))
+		return nil
 	}
 	var cfg Config
 	if err := config.Parse(getenv, &cfg); err != nil {

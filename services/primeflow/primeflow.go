@@ -223,7 +223,8 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	// serves what the mirror already has and hands out no id twice.
 	states := filepath.Join(cfg.DataDir, "simulators")
 	if primeSim {
-		sim, err := primeSimulator(filepath.Join(states, "prime.json"), log)
+		state := filepath.Join(states, "prime.json")
+		sim, err := primeSimulator(state, log)
 		if err != nil {
 			return err
 		}
@@ -233,18 +234,18 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		sc := sim.ClientConfig("http://" + cfg.SimAddr + "/prime")
 		cfg.Prime.URL, cfg.Prime.ClientID, cfg.Prime.ClientSecret = sc.URL, sc.ClientID, sc.ClientSecret
 		cfg.Prime.Username, cfg.Prime.Password = sc.Username, sc.Password
-		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL, "state", filepath.Join(states, "prime.json"))
+		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL, "state", state)
 	}
 	if optimoSim {
-		sim, err := optimosim.Open(optimosim.Options{}, filepath.Join(states, "optimoroute.json"))
+		state := filepath.Join(states, "optimoroute.json")
+		sim, err := optimosim.Open(optimosim.Options{}, state)
 		if err != nil {
 			return err
 		}
 		sims.PathPrefix("/optimoroute/").Handler(http.StripPrefix("/optimoroute", sim))
 		cfg.OptimoRoute.APIURL = "http://" + cfg.SimAddr + "/optimoroute"
 		cfg.OptimoRoute.APIKey = optimosim.DefaultAPIKey
-		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL,
-			"state", filepath.Join(states, "optimoroute.json"))
+		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL, "state", state)
 	}
 	if graphSim {
 		sim := graphsim.New(graphsim.Options{})
@@ -358,17 +359,10 @@ func primeSimulator(state string, log *slog.Logger) (*primesim.Sim, error) {
 // are named.
 func mailboxOfSimulator(c *mailintake.Config, sim *graphsim.Sim, baseURL string) {
 	c.Graph = sim.ClientConfig(baseURL)
-	for _, f := range []struct {
-		v   *string
-		def string
-	}{
-		{&c.User, sim.User()}, {&c.Folder, graphsim.DefaultFolders[0]},
-		{&c.ProcessedFolder, graphsim.DefaultFolders[1]}, {&c.FailedFolder, graphsim.DefaultFolders[2]},
-	} {
-		if *f.v == "" {
-			*f.v = f.def
-		}
-	}
+	c.User = cmp.Or(c.User, sim.User())
+	c.Folder = cmp.Or(c.Folder, graphsim.DefaultFolders[0])
+	c.ProcessedFolder = cmp.Or(c.ProcessedFolder, graphsim.DefaultFolders[1])
+	c.FailedFolder = cmp.Or(c.FailedFolder, graphsim.DefaultFolders[2])
 }
 
 // The files under DATA_DIR that keep the credentials a local run makes.
