@@ -190,12 +190,8 @@ func (q sendTable) release(ctx context.Context, s *Store, id int64, attempt int,
 // exists returns for the row (ErrNotFound for an unknown id), else
 // ErrClaimLost.
 func (q sendTable) update(ctx context.Context, s *Store, what string, id int64, attempt int, set string, args ...any) error {
-	res, err := s.w().ExecContext(ctx, `UPDATE `+q.table+` SET `+set+` WHERE id = ? AND state = ? AND attempts = ?`,
+	n, err := s.execCount(ctx, `UPDATE `+q.table+` SET `+set+` WHERE id = ? AND state = ? AND attempts = ?`,
 		append(args, id, string(store.SendSending), attempt)...)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s %d: %w", what, id, err)
-	}
-	n, err := res.RowsAffected()
 	if err != nil {
 		return fmt.Errorf("sqlite: %s %d: %w", what, id, err)
 	}
