@@ -89,12 +89,6 @@ type Sender[M any] interface {
 	Send(ctx context.Context, m M) error
 }
 
-// SenderFunc adapts a function to Sender.
-type SenderFunc[M any] func(ctx context.Context, m M) error
-
-// Send calls f.
-func (f SenderFunc[M]) Send(ctx context.Context, m M) error { return f(ctx, m) }
-
 // ErrPermanent marks a refusal that a retry cannot fix (a 4xx other than 408
 // and 429, a message with nobody to send it to).
 var ErrPermanent = errors.New("refused for good")

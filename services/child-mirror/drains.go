@@ -139,12 +139,7 @@ func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueue
 	log := c.log.With("object", it.Object, "jobId", it.JobID, "item", it.ID)
 	res := c.drainClaimed(ctx, log, d, it)
 	if res.outcome == drainKept || res.outcome == drainWaited || res.outcome == drainFailed {
-		// Written after ctx ends too: a claim left held waits out its lease.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterTimeout)
-		if _, err := c.store.ReleaseSyncQueue(rctx, it); err != nil {
-			log.Warn("sync queue item not given back: it is drained once its claim lapses", "err", err)
-		}
-		cancel()
+		c.giveBack(ctx, []store.SyncQueueItem{it})
 	}
 	if ctx.Err() != nil && res.outcome == drainFailed {
 		log.Debug("sync queue item given back: the drain is stopping", "err", res.err)
@@ -385,13 +380,14 @@ func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
 	return worked, nil
 }
 
-// giveBack releases claims a pass will not work.
+// giveBack releases claims no drain will work now, after ctx ends too: a
+// claim left held waits out its lease.
 func (c *ChildMirror) giveBack(ctx context.Context, items []store.SyncQueueItem) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterTimeout)
 	defer cancel()
 	for _, it := range items {
 		if _, err := c.store.ReleaseSyncQueue(rctx, it); err != nil {
-			c.log.Warn("sync queue item not given back: it is drained once its claim lapses", "object", it.Object, "jobId", it.JobID, "err", err)
+			c.log.Warn("sync queue item not given back: it is drained once its claim lapses", "object", it.Object, "jobId", it.JobID, "item", it.ID, "err", err)
 		}
 	}
 }

@@ -73,15 +73,16 @@ func jsonGUID(what, s string) (*string, error) {
 }
 
 // jsonRows maps each of in to the JSON row a replace procedure reads with
-// row, which returns the row's id too: a record given twice is sent as its
-// last copy, in the place of its first.
-func jsonRows[In, Out any](in []In, row func(In) (id string, out Out, err error)) ([]Out, error) {
+// row, which returns the row's id too, and encodes them as the procedure's
+// JSON array parameter (jsonParam): a record given twice is sent as its last
+// copy, in the place of its first.
+func jsonRows[In, Out any](in []In, row func(In) (id string, out Out, err error)) (string, error) {
 	out := make([]Out, 0, len(in))
 	at := map[string]int{}
 	for _, r := range in {
 		id, o, err := row(r)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		if i, dup := at[id]; dup {
 			out[i] = o
@@ -90,7 +91,7 @@ func jsonRows[In, Out any](in []In, row func(In) (id string, out Out, err error)
 		at[id] = len(out)
 		out = append(out, o)
 	}
-	return out, nil
+	return jsonParam(out)
 }
 
 // jsonParam encodes rows as the JSON array a replace procedure reads.

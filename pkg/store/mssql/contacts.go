@@ -61,7 +61,7 @@ func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string
 	if err != nil {
 		return err
 	}
-	rows, err := jsonRows(rels, func(r store.ContactRelationship) (string, relationshipJSON, error) {
+	list, err := jsonRows(rels, func(r store.ContactRelationship) (string, relationshipJSON, error) {
 		id, err := jsonGUID("contact relationship id", r.ContactRelationshipID)
 		if err != nil {
 			return "", relationshipJSON{}, err
@@ -76,10 +76,6 @@ func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string
 		return *id, relationshipJSON{ContactRelationshipID: id, ContactID: contact,
 			RelationshipType: jsonText(r.RelationshipType), Attributes: jsonText(r.Attributes)}, nil
 	})
-	if err != nil {
-		return err
-	}
-	list, err := jsonParam(rows)
 	if err != nil {
 		return err
 	}

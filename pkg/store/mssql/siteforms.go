@@ -38,7 +38,7 @@ func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType strin
 	if err != nil {
 		return err
 	}
-	rows, err := jsonRows(forms, func(f store.SiteForm) (string, siteFormJSON, error) {
+	list, err := jsonRows(forms, func(f store.SiteForm) (string, siteFormJSON, error) {
 		id, err := jsonGUID("site form id", f.SiteFormID)
 		if err != nil {
 			return "", siteFormJSON{}, err
@@ -53,10 +53,6 @@ func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType strin
 		return *id, siteFormJSON{SiteFormID: id, ObjectID: obj, Name: jsonText(f.Name), Status: jsonText(f.Status),
 			CreatedAt: jsonTime(f.CreatedAt), UpdatedAt: jsonTime(f.UpdatedAt), Attributes: jsonText(f.Attributes)}, nil
 	})
-	if err != nil {
-		return err
-	}
-	list, err := jsonParam(rows)
 	if err != nil {
 		return err
 	}

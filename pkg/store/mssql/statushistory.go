@@ -33,7 +33,7 @@ func (s *Store) ReplaceJobStatusHistory(ctx context.Context, jobID string, hs []
 	if err != nil {
 		return fmt.Errorf("mssql: replace job status history: %w", err)
 	}
-	rows, err := jsonRows(hs, func(h store.JobStatusHistory) (string, statusHistoryJSON, error) {
+	list, err := jsonRows(hs, func(h store.JobStatusHistory) (string, statusHistoryJSON, error) {
 		id, err := jsonGUID("status history id", h.StatusHistoryID)
 		if err != nil {
 			return "", statusHistoryJSON{}, err
@@ -48,10 +48,6 @@ func (s *Store) ReplaceJobStatusHistory(ctx context.Context, jobID string, hs []
 		return *id, statusHistoryJSON{StatusHistoryID: id, StatusID: status, CreatedAt: jsonTime(h.CreatedAt),
 			Attributes: jsonText(h.Attributes)}, nil
 	})
-	if err != nil {
-		return err
-	}
-	list, err := jsonParam(rows)
 	if err != nil {
 		return err
 	}

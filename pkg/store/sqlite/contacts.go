@@ -46,33 +46,21 @@ func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string
 	if jobID == "" {
 		return errors.New("sqlite: replace job contact relationships: no job id")
 	}
-	now := formatTime(time.Now())
-	err := s.inTx(ctx, func(tx *Store) error {
-		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM primeContactRelationships WHERE jobId = ?`, mirrorGUID(jobID)); err != nil {
-			return err
-		}
-		for _, r := range rels {
+	return replaceRows(ctx, s, "replace job contact relationships", `DELETE FROM primeContactRelationships WHERE jobId = ?`,
+		[]any{mirrorGUID(jobID)}, `INSERT INTO primeContactRelationships
+			(contactRelationshipId, jobId, contactId, relationshipType, attributes, syncedUTC)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (contactRelationshipId) DO UPDATE SET
+				jobId = excluded.jobId, contactId = excluded.contactId,
+				relationshipType = excluded.relationshipType, attributes = excluded.attributes,
+				syncedUTC = excluded.syncedUTC`, rels,
+		func(r store.ContactRelationship, now string) ([]any, error) {
 			if r.ContactRelationshipID == "" {
-				return errors.New("a contact relationship has no id")
+				return nil, errors.New("a contact relationship has no id")
 			}
-			if _, err := tx.tx.ExecContext(ctx, `INSERT INTO primeContactRelationships
-				(contactRelationshipId, jobId, contactId, relationshipType, attributes, syncedUTC)
-				VALUES (?, ?, ?, ?, ?, ?)
-				ON CONFLICT (contactRelationshipId) DO UPDATE SET
-					jobId = excluded.jobId, contactId = excluded.contactId,
-					relationshipType = excluded.relationshipType, attributes = excluded.attributes,
-					syncedUTC = excluded.syncedUTC`,
-				mirrorGUID(r.ContactRelationshipID), mirrorGUID(jobID), mirrorGUID(r.ContactID), nullString(r.RelationshipType),
-				nullString(r.Attributes), now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite: replace job contact relationships: %w", err)
-	}
-	return nil
+			return []any{mirrorGUID(r.ContactRelationshipID), mirrorGUID(jobID), mirrorGUID(r.ContactID),
+				nullString(r.RelationshipType), nullString(r.Attributes), now}, nil
+		})
 }
 
 // ListJobContactRelationships reads a job's relationships, by id.

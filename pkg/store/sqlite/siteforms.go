@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
@@ -25,33 +23,21 @@ func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType strin
 	if jobID == "" || objectType == "" {
 		return errors.New("sqlite: replace job site forms: no job id or object type")
 	}
-	now := formatTime(time.Now())
-	err := s.inTx(ctx, func(tx *Store) error {
-		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM primeSiteForms WHERE jobId = ? AND objectType = ?`,
-			mirrorGUID(jobID), objectType); err != nil {
-			return err
-		}
-		for _, f := range forms {
+	return replaceRows(ctx, s, "replace job site forms", `DELETE FROM primeSiteForms WHERE jobId = ? AND objectType = ?`,
+		[]any{mirrorGUID(jobID), objectType}, `INSERT INTO primeSiteForms (`+siteFormColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (siteFormId) DO UPDATE SET
+				jobId = excluded.jobId, objectType = excluded.objectType, objectId = excluded.objectId,
+				name = excluded.name, status = excluded.status, createdAt = excluded.createdAt,
+				updatedAt = excluded.updatedAt, attributes = excluded.attributes, syncedUTC = excluded.syncedUTC`, forms,
+		func(f store.SiteForm, now string) ([]any, error) {
 			if f.SiteFormID == "" {
-				return errors.New("a site form has no id")
+				return nil, errors.New("a site form has no id")
 			}
-			if _, err := tx.tx.ExecContext(ctx, `INSERT INTO primeSiteForms (`+siteFormColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (siteFormId) DO UPDATE SET
-					jobId = excluded.jobId, objectType = excluded.objectType, objectId = excluded.objectId,
-					name = excluded.name, status = excluded.status, createdAt = excluded.createdAt,
-					updatedAt = excluded.updatedAt, attributes = excluded.attributes, syncedUTC = excluded.syncedUTC`,
-				mirrorGUID(f.SiteFormID), mirrorGUID(jobID), nullString(objectType), mirrorGUID(f.ObjectID), nullString(f.Name),
-				nullString(f.Status), nullTime(f.CreatedAt), nullTime(f.UpdatedAt), nullString(f.Attributes), now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite: replace job site forms: %w", err)
-	}
-	return nil
+			return []any{mirrorGUID(f.SiteFormID), mirrorGUID(jobID), nullString(objectType), mirrorGUID(f.ObjectID),
+				nullString(f.Name), nullString(f.Status), nullTime(f.CreatedAt), nullTime(f.UpdatedAt),
+				nullString(f.Attributes), now}, nil
+		})
 }
 
 // GetSiteForm reads one site form.

@@ -185,29 +185,20 @@ func (q sendTable) release(ctx context.Context, s *Store, id int64, attempt int,
 		string(store.SendQueued), formatTime(at))
 }
 
-// update runs UPDATE table SET set on the row while it holds the claim.
+// update runs UPDATE table SET set on the row while it holds the claim:
+// args, then the row's id, Sending and attempt. No row updated is the error
+// exists returns for the row (ErrNotFound for an unknown id), else
+// ErrClaimLost.
 func (q sendTable) update(ctx context.Context, s *Store, what string, id int64, attempt int, set string, args ...any) error {
-	return s.updateClaim(ctx, what, id, attempt, func(ctx context.Context, id int64) error { return q.exists(ctx, s, id) },
-		`UPDATE `+q.table+` SET `+set+` WHERE id = ? AND state = ? AND attempts = ?`, args...)
-}
-
-// updateClaim runs update, an UPDATE of a send queue whose WHERE ends with
-// the row's id, state and attempts, with args and then id, Sending and
-// attempt. No row updated is the error exists returns for the row
-// (ErrNotFound for an unknown id), else ErrClaimLost.
-func (s *Store) updateClaim(ctx context.Context, what string, id int64, attempt int, exists func(context.Context, int64) error, update string, args ...any) error {
-	res, err := s.w().ExecContext(ctx, update, append(args, id, string(store.SendSending), attempt)...)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s %d: %w", what, id, err)
-	}
-	n, err := res.RowsAffected()
+	n, err := s.execCount(ctx, `UPDATE `+q.table+` SET `+set+` WHERE id = ? AND state = ? AND attempts = ?`,
+		append(args, id, string(store.SendSending), attempt)...)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s %d: %w", what, id, err)
 	}
 	if n == 1 {
 		return nil
 	}
-	if err := exists(ctx, id); err != nil {
+	if err := q.exists(ctx, s, id); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return fmt.Errorf("sqlite: %s %d (attempt %d): %w", what, id, attempt, store.ErrClaimLost)

@@ -165,6 +165,34 @@ func queryOne[T any](ctx context.Context, q sqlrows.Querier, what, query string,
 	return v, true, nil
 }
 
+// replaceRows makes the rows del deletes (with delArgs) exactly rows, in one
+// transaction: del, then ins for each row with the arguments args gives it
+// (now is the syncedUTC they carry; an error, such as a row with no id,
+// writes nothing). what names the call in the error.
+func replaceRows[T any](ctx context.Context, s *Store, what, del string, delArgs []any, ins string, rows []T,
+	args func(r T, now string) ([]any, error)) error {
+	now := formatTime(time.Now())
+	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.tx.ExecContext(ctx, del, delArgs...); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			a, err := args(r, now)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.tx.ExecContext(ctx, ins, a...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return nil
+}
+
 // affectedOne checks the outcome of a statement that must change a row: its
 // error, or store.ErrNotFound naming the row when it changed none.
 func affectedOne(res sql.Result, err error, what, row string) error {

@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
@@ -15,32 +13,20 @@ func (s *Store) ReplaceJobStatusHistory(ctx context.Context, jobID string, hs []
 	if jobID == "" {
 		return errors.New("sqlite: replace job status history: no job id")
 	}
-	now := formatTime(time.Now())
-	err := s.inTx(ctx, func(tx *Store) error {
-		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM primeJobStatusHistory WHERE jobId = ?`, mirrorGUID(jobID)); err != nil {
-			return err
-		}
-		for _, h := range hs {
+	return replaceRows(ctx, s, "replace job status history", `DELETE FROM primeJobStatusHistory WHERE jobId = ?`,
+		[]any{mirrorGUID(jobID)}, `INSERT INTO primeJobStatusHistory
+			(statusHistoryId, jobId, statusId, createdAt, attributes, syncedUTC)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (statusHistoryId) DO UPDATE SET
+				jobId = excluded.jobId, statusId = excluded.statusId, createdAt = excluded.createdAt,
+				attributes = excluded.attributes, syncedUTC = excluded.syncedUTC`, hs,
+		func(h store.JobStatusHistory, now string) ([]any, error) {
 			if h.StatusHistoryID == "" {
-				return errors.New("a status history entry has no id")
+				return nil, errors.New("a status history entry has no id")
 			}
-			if _, err := tx.tx.ExecContext(ctx, `INSERT INTO primeJobStatusHistory
-				(statusHistoryId, jobId, statusId, createdAt, attributes, syncedUTC)
-				VALUES (?, ?, ?, ?, ?, ?)
-				ON CONFLICT (statusHistoryId) DO UPDATE SET
-					jobId = excluded.jobId, statusId = excluded.statusId, createdAt = excluded.createdAt,
-					attributes = excluded.attributes, syncedUTC = excluded.syncedUTC`,
-				mirrorGUID(h.StatusHistoryID), mirrorGUID(jobID), mirrorGUID(h.StatusID), nullTime(h.CreatedAt),
-				nullString(h.Attributes), now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite: replace job status history: %w", err)
-	}
-	return nil
+			return []any{mirrorGUID(h.StatusHistoryID), mirrorGUID(jobID), mirrorGUID(h.StatusID), nullTime(h.CreatedAt),
+				nullString(h.Attributes), now}, nil
+		})
 }
 
 // ListJobStatusHistory reads a job's status changes, oldest first.
