@@ -108,6 +108,10 @@ const (
 	drainNoJob    = "no_job"   // Prime has no such job: removed
 	drainWaited   = "waited"   // Prime's rate limit, or job-mirror not answering: given back to wait
 	drainFailed   = "failed"   // any other failure: given back for a later pass
+
+	// drainHeld is not counted: another drain holds the item, and the
+	// result waits for that claim to lapse.
+	drainHeld = "held"
 )
 
 func drainOutcomes() []string {
@@ -313,7 +317,7 @@ func (c *ChildMirror) drainOne(ctx context.Context, d drain, jobID string) (drai
 	if err != nil || len(held) == 0 || held[0].ClaimedUTC.IsZero() {
 		return drainResult{}, err
 	}
-	return drainResult{outcome: "held", wait: max(time.Until(held[0].ClaimedUTC.Add(c.cfg.Drain.Lease)), retry.MinWait)}, nil
+	return drainResult{outcome: drainHeld, wait: max(time.Until(held[0].ClaimedUTC.Add(c.cfg.Drain.Lease)), retry.MinWait)}, nil
 }
 
 // backstop is d's scheduled pass, every d.every from the start until ctx
