@@ -284,10 +284,10 @@ func (c *Client) ResolveFolder(ctx context.Context, user, path string) (Folder, 
 				Value []Folder `json:"value"`
 			}
 			err = c.get(ctx, "folders.list", parent+"?$filter="+queryEscape("displayName eq '"+strings.ReplaceAll(name, "'", "''")+"'"), &page)
-			if err == nil {
-				if len(page.Value) == 0 {
-					return Folder{}, fmt.Errorf("graph: folder %q: %q %w in %s", path, name, ErrNotFound, where(parts[:i]))
-				}
+			switch {
+			case err == nil && len(page.Value) == 0:
+				err = ErrNotFound
+			case err == nil:
 				f = page.Value[0]
 			}
 		}
