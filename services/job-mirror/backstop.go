@@ -186,11 +186,7 @@ func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, re
 	}
 	firstSight := false
 	if err == nil {
-		_, err = m.outbox.With("jobId", j.ID).InTx(ctx, m.store, "first-sight hand-off", func(tx store.Store) error {
-			var err error
-			firstSight, err = writeJob(ctx, tx, sighting{job: j, firstSight: !found, via: store.ViaBackstop})
-			return err
-		})
+		firstSight, err = m.mirrorJob(ctx, sighting{job: j, firstSight: !found, via: store.ViaBackstop})
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -200,7 +196,6 @@ func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, re
 		log.Warn("jobs sweep: job not mirrored", "jobId", j.ID, "err", err)
 		return nil
 	}
-	m.firstSeen(firstSight, store.ViaBackstop)
 	if firstSight {
 		count("first_sight", &reply.FirstSight)
 		log.Info("jobs sweep found a job no other path had brought: first sight, new-job pipeline handed off", "jobId", j.ID, "jobNumber", j.JobNumber)
