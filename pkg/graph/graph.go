@@ -168,7 +168,6 @@ type Client struct {
 	cfg  Config
 	api  *url.URL
 	hc   *http.Client
-	now  func() time.Time
 	mu   sync.Mutex
 	tok  string
 	due  time.Time
@@ -184,7 +183,7 @@ func New(cfg Config, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{cfg: cfg, api: api, hc: hc, now: time.Now}, nil
+	return &Client{cfg: cfg, api: api, hc: hc}, nil
 }
 
 // Folder is a mail folder.
@@ -284,10 +283,10 @@ func (c *Client) ResolveFolder(ctx context.Context, user, path string) (Folder, 
 				Value []Folder `json:"value"`
 			}
 			err = c.get(ctx, "folders.list", parent+"?$filter="+queryEscape("displayName eq '"+strings.ReplaceAll(name, "'", "''")+"'"), &page)
-			if err == nil {
-				if len(page.Value) == 0 {
-					return Folder{}, fmt.Errorf("graph: folder %q: %q %w in %s", path, name, ErrNotFound, where(parts[:i]))
-				}
+			switch {
+			case err == nil && len(page.Value) == 0:
+				err = ErrNotFound
+			case err == nil:
 				f = page.Value[0]
 			}
 		}
@@ -386,13 +385,13 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, i
 			c.dropToken(tok)
 			continue
 		}
-		return statusError(op, status, header, b, c.now())
+		return statusError(op, status, header, b)
 	}
 }
 
-func statusError(op string, status int, header http.Header, body []byte, now time.Time) error {
+func statusError(op string, status int, header http.Header, body []byte) error {
 	if status == http.StatusTooManyRequests || status >= 500 {
-		return &WaitError{Status: status, After: retryAfter(header.Get("Retry-After"), now), Op: op}
+		return &WaitError{Status: status, After: retryAfter(header.Get("Retry-After"), time.Now()), Op: op}
 	}
 	var doc struct {
 		Error json.RawMessage `json:"error"`
@@ -429,7 +428,7 @@ func (c *Client) token(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	tok, due := c.tok, c.due
 	c.mu.Unlock()
-	if tok != "" && c.now().Before(due) {
+	if tok != "" && time.Now().Before(due) {
 		return tok, nil
 	}
 	form := url.Values{
@@ -443,7 +442,7 @@ func (c *Client) token(ctx context.Context) (string, error) {
 		return "", &WaitError{Op: "token", Err: err}
 	}
 	if status < 200 || status >= 300 {
-		return "", statusError("token", status, header, b, c.now())
+		return "", statusError("token", status, header, b)
 	}
 	var t struct {
 		AccessToken string      `json:"access_token"`
@@ -457,7 +456,7 @@ func (c *Client) token(ctx context.Context) (string, error) {
 		lifetime = time.Duration(secs * float64(time.Second))
 	}
 	c.mu.Lock()
-	c.tok, c.due = t.AccessToken, c.now().Add(lifetime-min(lifetime/10, 5*time.Minute))
+	c.tok, c.due = t.AccessToken, time.Now().Add(lifetime-min(lifetime/10, 5*time.Minute))
 	c.mu.Unlock()
 	return t.AccessToken, nil
 }

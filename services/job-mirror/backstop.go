@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -46,13 +45,6 @@ func (e Every) String() string {
 		return "off"
 	}
 	return time.Duration(e).String()
-}
-
-// backstop is the jobs-by-date sweep ("Prime Sync Jobs by Date", the
-// scheduled backstop of §7): the safety net for a job no webhook and no
-// email brought. One sweep runs at a time.
-type backstop struct {
-	mu sync.Mutex
 }
 
 // serveSweepJobs adds the backstop's endpoint to job-mirror's micro
@@ -102,8 +94,8 @@ func (m *Mirror) handleSweepJobs(ctx context.Context, req micro.Request) {
 // up behind the webhook events for the budget they share. result labels
 // the outcome: ok, rate_limited or stopped.
 func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.JobsSweepReply, result string) {
-	m.backstop.mu.Lock()
-	defer m.backstop.mu.Unlock()
+	m.sweeping.Lock()
+	defer m.sweeping.Unlock()
 	defer func() { m.metrics.jobsSweeps.WithLabelValues(result).Inc() }()
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.JobsSweepTimeout)
@@ -194,11 +186,7 @@ func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, re
 	}
 	firstSight := false
 	if err == nil {
-		_, err = m.outbox.With("jobId", j.ID).InTx(ctx, m.store, "first-sight hand-off", func(tx store.Store) error {
-			var err error
-			firstSight, err = writeJob(ctx, tx, sighting{job: j, firstSight: !found, via: store.ViaBackstop})
-			return err
-		})
+		firstSight, err = m.mirrorJob(ctx, sighting{job: j, firstSight: !found, via: store.ViaBackstop})
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -208,7 +196,6 @@ func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, re
 		log.Warn("jobs sweep: job not mirrored", "jobId", j.ID, "err", err)
 		return nil
 	}
-	m.firstSeen(firstSight, store.ViaBackstop)
 	if firstSight {
 		count("first_sight", &reply.FirstSight)
 		log.Info("jobs sweep found a job no other path had brought: first sight, new-job pipeline handed off", "jobId", j.ID, "jobNumber", j.JobNumber)

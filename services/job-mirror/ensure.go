@@ -146,15 +146,11 @@ func (m *Mirror) ensure(ctx context.Context, r events.EnsureJobRequest) (reply e
 		}
 	}
 	reply.JobID = strings.ToLower(job.ID)
-	_, err := m.outbox.With("jobId", reply.JobID).InTx(ctx, m.store, "first-sight hand-off", func(tx store.Store) error {
-		var err error
-		reply.FirstSight, err = writeJob(ctx, tx, sighting{job: job, numericRef: r.NumericRef, firstSight: probed, logID: r.LogID, via: requestVia(r)})
-		return err
-	})
+	var err error
+	reply.FirstSight, err = m.mirrorJob(ctx, sighting{job: job, numericRef: r.NumericRef, firstSight: probed, logID: r.LogID, via: requestVia(r)})
 	if err != nil {
 		return fail(err)
 	}
-	m.firstSeen(reply.FirstSight, requestVia(r))
 	return reply, "mirrored"
 }
 

@@ -79,6 +79,23 @@ func writeJob(ctx context.Context, tx store.Store, s sighting) (firstSight bool,
 	return true, nil
 }
 
+// mirrorJob is writeJob in a transaction of its own, for a job that no
+// event's row commits with (ensure-job, the backstop): the hand-off is
+// published once it commits (outbox.Publisher.InTx), and a first sight is
+// then counted by s.via.
+func (m *Mirror) mirrorJob(ctx context.Context, s sighting) (firstSight bool, err error) {
+	_, err = m.outbox.With("jobId", strings.ToLower(s.job.ID)).InTx(ctx, m.store, "first-sight hand-off", func(tx store.Store) error {
+		var err error
+		firstSight, err = writeJob(ctx, tx, s)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	m.firstSeen(firstSight, s.via)
+	return firstSight, nil
+}
+
 // firstSeen counts a first sight once its hand-off has committed, by how the
 // job arrived.
 func (m *Mirror) firstSeen(firstSight bool, via string) {

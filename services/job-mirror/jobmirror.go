@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/coalesce"
@@ -133,8 +134,10 @@ type Mirror struct {
 	outbox  *outbox.Publisher
 	stage   *pipeline.Stage
 	metrics *collectors
-	// backstop serialises the jobs-by-date sweeps.
-	backstop backstop
+	// sweeping serialises the jobs-by-date sweeps ("Prime Sync Jobs by
+	// Date", the scheduled backstop of §7: the safety net for a job no
+	// webhook and no email brought): one runs at a time.
+	sweeping sync.Mutex
 	invites  *delivery.Drainer[Invite]
 }
 

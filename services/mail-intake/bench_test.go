@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -20,23 +21,20 @@ import (
 func (e *env) waitFiled(b *testing.B, msgs []string, within time.Duration) []store.EmailReceipt {
 	b.Helper()
 	out := make([]store.EmailReceipt, len(msgs))
-	deadline := time.Now().Add(within)
-	for i, m := range msgs {
-		for {
-			r, found, err := e.Store.GetEmailReceipt(context.Background(), m)
+	filed := 0 // the receipts read so far, in order
+	flowtest.Poll(b, within, 5*time.Millisecond, fmt.Sprintf("%d emails filed as processed", len(msgs)), func() bool {
+		for ; filed < len(msgs); filed++ {
+			r, found, err := e.Store.GetEmailReceipt(context.Background(), msgs[filed])
 			if err != nil {
 				b.Fatal(err)
 			}
-			if found && r.MovedTo == store.EmailProcessed {
-				out[i] = r
-				break
+			if !found || r.MovedTo != store.EmailProcessed {
+				return false
 			}
-			if time.Now().After(deadline) {
-				b.Fatalf("email %d of %d not filed in %s", i+1, len(msgs), within)
-			}
-			time.Sleep(5 * time.Millisecond)
+			out[filed] = r
 		}
-	}
+		return true
+	})
 	return out
 }
 

@@ -132,9 +132,10 @@ func New(cfg Config, d service.Deps, mail Mailbox) (*Intake, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	log := d.Log.With("component", "mail-intake")
 	in := &Intake{
-		cfg: cfg, mail: mail, store: d.Store, log: d.Log.With("component", "mail-intake"),
-		ensure: &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: d.Log.With("component", "mail-intake")},
+		cfg: cfg, mail: mail, store: d.Store, log: log,
+		ensure: &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: log},
 	}
 	m, err := newMetrics(d.Metrics, in.oldestAge)
 	if err != nil {

@@ -181,10 +181,10 @@ func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jet
 			return events.Done{}, consume.Retry(err, wait)
 		}
 	}
-	switch {
+	switch after := retry.Delay(err); {
 	case err == nil:
-	case retry.Delay(err) > 0:
-		d = events.Done{LogID: row.ID, Outcome: events.OutcomeWait, RetryAfterMS: retry.Delay(err).Milliseconds()}
+	case after > 0:
+		d = events.Done{LogID: row.ID, Outcome: events.OutcomeWait, RetryAfterMS: after.Milliseconds()}
 	case ctx.Err() != nil:
 		return events.Done{}, ctx.Err()
 	default:
