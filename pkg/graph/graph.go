@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
 // Defaults of the configuration.
@@ -391,7 +393,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, i
 
 func statusError(op string, status int, header http.Header, body []byte) error {
 	if status == http.StatusTooManyRequests || status >= 500 {
-		return &WaitError{Status: status, After: retryAfter(header.Get("Retry-After"), time.Now()), Op: op}
+		return &WaitError{Status: status, After: retry.ParseRetryAfter(header.Get("Retry-After"), time.Now()), Op: op}
 	}
 	var doc struct {
 		Error json.RawMessage `json:"error"`
@@ -407,18 +409,6 @@ func statusError(op string, status int, header http.Header, body []byte) error {
 		}
 	}
 	return e
-}
-
-// retryAfter reads Retry-After as seconds or as an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // token returns a token not due for refresh, fetching one when needed.

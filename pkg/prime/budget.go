@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
 // Budget is the Prime budget a Client's calls spend: requests a minute,
@@ -251,7 +253,7 @@ func ReadLimits(status int, h http.Header, now time.Time) Limits {
 	switch {
 	case status == http.StatusTooManyRequests:
 		l.RateLimited = true
-		l.Hold = parseRetryAfter(h.Get(headerRetryAfter), now)
+		l.Hold = retry.ParseRetryAfter(h.Get(headerRetryAfter), now)
 		if l.Hold <= 0 {
 			l.Hold = reset()
 		}
@@ -260,21 +262,6 @@ func ReadLimits(status int, h http.Header, now time.Time) Limits {
 	}
 	l.Hold, l.Spent = min(l.Hold, maxHold), min(l.Spent, maxHold)
 	return l
-}
-
-// parseRetryAfter reads Retry-After as seconds or as an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		return seconds(secs)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // parseReset reads x-ratelimit-minute-reset, whose unit was not seen in

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
 // MediaType is the Accept header Prime requires on every request, the token
@@ -249,7 +251,7 @@ func (c *Client) statusError(endpoint string, res response) error {
 	if res.status == http.StatusTooManyRequests {
 		d := c.lim.budget.Held()
 		if d <= 0 {
-			d = parseRetryAfter(res.header.Get(headerRetryAfter), c.clock.Now())
+			d = retry.ParseRetryAfter(res.header.Get(headerRetryAfter), c.clock.Now())
 		}
 		return &RateLimitedError{Wait: d, Endpoint: endpoint}
 	}

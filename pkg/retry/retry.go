@@ -25,6 +25,10 @@ package retry
 
 import (
 	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,6 +66,26 @@ func Delay(err error) time.Duration {
 	var w Waiter
 	if errors.As(err, &w) {
 		return Wait(w.RetryAfter())
+	}
+	return 0
+}
+
+// ParseRetryAfter reads a Retry-After header (RFC 9110: seconds, or an HTTP
+// date) as the wait from now: 0 when it is absent, unreadable or not in the
+// future, and never more than time.Duration holds, whatever the number.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		switch {
+		case !(secs > 0):
+			return 0
+		case secs >= float64(math.MaxInt64)/float64(time.Second):
+			return math.MaxInt64
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
 	}
 	return 0
 }

@@ -3,6 +3,7 @@ package retry_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -62,5 +63,26 @@ func TestDelay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			is.New(t).Equal(retry.Delay(tc.err), tc.want) // how long the work waits
 		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		v    string
+		want time.Duration
+	}{
+		{"", 0},
+		{"soon", 0},
+		{"0", 0},
+		{"-5", 0},
+		{" 2.5 ", 2500 * time.Millisecond},
+		{"1e30", math.MaxInt64}, // never overflows
+		{"Tue, 01 Dec 2026 10:00:30 GMT", 30 * time.Second},
+		{"Tue, 01 Dec 2026 09:59:00 GMT", 0}, // past
+	} {
+		if got := retry.ParseRetryAfter(tt.v, now); got != tt.want {
+			t.Errorf("ParseRetryAfter(%q) = %v, want %v", tt.v, got, tt.want)
+		}
 	}
 }
