@@ -59,7 +59,8 @@ type SyncQueue interface {
 	// ClaimSyncQueue takes the selected items no drainer holds — never
 	// claimed, or claimed before staleBefore — oldest queued first, stamps
 	// them claimed now and returns them. Two claims at once never take the
-	// same item.
+	// same item. A claim is told by its stamp, kept to the millisecond, so
+	// one made in the millisecond of a claim given back is that claim.
 	ClaimSyncQueue(ctx context.Context, f SyncQueueFilter, staleBefore time.Time) ([]SyncQueueItem, error)
 	// ReleaseSyncQueue gives back the claim item holds (its ClaimedUTC as
 	// ClaimSyncQueue returned it), so the item may be claimed again at
