@@ -25,20 +25,8 @@ func TestListenCapsConnections(t *testing.T) {
 	ln, err := c.Listen("127.0.0.1:0", "HTTP_ADDR")
 	is.NoErr(err) // listens
 	srv := c.Server(http.NotFoundHandler())
-	var mu sync.Mutex
-	open, most := 0, 0
-	srv.ConnState = func(_ net.Conn, s http.ConnState) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch s {
-		case http.StateNew:
-			open++
-			most = max(most, open)
-		case http.StateClosed, http.StateHijacked:
-			open--
-		}
-	}
-	go srv.Serve(ln)
+	counted := &countingListener{Listener: ln}
+	go srv.Serve(counted)
 	t.Cleanup(func() { srv.Close() })
 
 	conns := make([]net.Conn, 8)
@@ -53,9 +41,46 @@ func TestListenCapsConnections(t *testing.T) {
 		is.True(!errors.Is(err, os.ErrDeadlineExceeded)) // each is closed in its turn
 		conn.Close()
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	is.Equal(most, 2) // never more than HTTP_MAX_CONNS at once
+	counted.mu.Lock()
+	defer counted.mu.Unlock()
+	is.Equal(counted.most, 2) // never more than HTTP_MAX_CONNS at once
+}
+
+// countingListener counts the connections open between Accept and Close.
+// The count drops before the limited connection's Close gives its slot back,
+// so the next Accept cannot be counted beside it (http.Server's ConnState
+// reports StateClosed only after Close, which would).
+type countingListener struct {
+	net.Listener
+	mu         sync.Mutex
+	open, most int
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open++
+	l.most = max(l.most, l.open)
+	return &countedConn{Conn: conn, l: l}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		defer c.l.mu.Unlock()
+		c.l.open--
+	})
+	return c.Conn.Close()
 }
 
 func TestServerConfigValidate(t *testing.T) {
