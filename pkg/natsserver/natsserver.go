@@ -64,40 +64,64 @@ func (cfg Config) Free() error {
 	return err
 }
 
+// Validate checks the addresses' form, without listening on them.
+func (cfg Config) Validate() error {
+	_, _, err := cfg.addresses()
+	return err
+}
+
+// address is a host and port, read from a "host:port" setting.
+type address struct {
+	host string
+	port int
+}
+
+// addresses are the client and monitoring addresses, once their form is
+// checked; the monitoring one is zero when cfg.MonitorListen is empty.
+func (cfg Config) addresses() (client, monitor address, err error) {
+	if client.host, client.port, err = hostPort(cfg.Listen); err != nil {
+		return client, monitor, fmt.Errorf("nats listen address %q (NATS_LISTEN): %w", cfg.Listen, err)
+	}
+	if cfg.MonitorListen == "" {
+		return client, monitor, nil
+	}
+	monitor.host, monitor.port, err = hostPort(cfg.MonitorListen)
+	if err == nil && (monitor.port == 0 || monitor.port < -1) {
+		// 0 is "no monitoring" to nats-server: a port asked for and not
+		// served would be found missing only when something reads it.
+		err = fmt.Errorf("port %d: a port, or -1 for a free one", monitor.port)
+	}
+	if err != nil {
+		return client, monitor, fmt.Errorf("nats monitoring address %q (NATS_MONITOR_LISTEN): %w", cfg.MonitorListen, err)
+	}
+	return client, monitor, nil
+}
+
 // options are the server's options, once its addresses are checked and
 // found free.
 func (cfg Config) options() (*server.Options, error) {
-	host, port, err := hostPort(cfg.Listen)
+	client, monitor, err := cfg.addresses()
 	if err != nil {
-		return nil, fmt.Errorf("nats listen address %q (NATS_LISTEN): %w", cfg.Listen, err)
+		return nil, err
 	}
 	opts := &server.Options{
 		ServerName: cfg.ServerName,
-		Host:       host,
-		Port:       port,
+		Host:       client.host,
+		Port:       client.port,
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: cmp.Or(cfg.MaxPayload, MaxPayload),
 	}
-	if err := free(cfg.Listen, port, "NATS_LISTEN"); err != nil {
+	if err := free(cfg.Listen, client.port, "NATS_LISTEN"); err != nil {
 		return nil, err
 	}
 	if cfg.MonitorListen != "" {
-		host, port, err := hostPort(cfg.MonitorListen)
-		if err == nil && (port == 0 || port < -1) {
-			// 0 is "no monitoring" to nats-server: a port asked for and not
-			// served would be found missing only when something reads it.
-			err = fmt.Errorf("port %d: a port, or -1 for a free one", port)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("nats monitoring address %q (NATS_MONITOR_LISTEN): %w", cfg.MonitorListen, err)
-		}
-		if err := free(cfg.MonitorListen, port, "NATS_MONITOR_LISTEN"); err != nil {
+		if err := free(cfg.MonitorListen, monitor.port, "NATS_MONITOR_LISTEN"); err != nil {
 			return nil, err
 		}
-		opts.HTTPHost, opts.HTTPPort = host, port
+		opts.HTTPHost, opts.HTTPPort = monitor.host, monitor.port
 	}
 	return opts, nil
 }

@@ -115,11 +115,25 @@ func (c Config) validate(dry dryrun.Config) error {
 	if c.MailIntake.Graph.Enabled() {
 		mailIntake = c.MailIntake.Validate
 	}
-	if err := errors.Join(c.HTTP.Validate(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
+	natsServer := func() error { return nil }
+	if c.NATSURL == "" {
+		natsServer = c.natsServer().Validate
+	}
+	if err := errors.Join(c.HTTP.Validate(), natsServer(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
 		childMirror(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake()); err != nil {
 		return fmt.Errorf("primeflow: %w", err)
 	}
 	return nil
+}
+
+// natsServer is the embedded nats-server's configuration, used when
+// NATS_URL is unset.
+func (c Config) natsServer() natsserver.Config {
+	monitor := c.NATSMonitorListen
+	if monitor == "off" {
+		monitor = ""
+	}
+	return natsserver.Config{Listen: c.NATSListen, StoreDir: filepath.Join(c.DataDir, "jetstream"), ServerName: "primeflow", MonitorListen: monitor}
 }
 
 // Help is what bin/primeflow --help prints: what it is and the variables
@@ -168,13 +182,8 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		}
 		defer simLn.Close()
 	}
-	var nsCfg natsserver.Config
+	nsCfg := cfg.natsServer()
 	if cfg.NATSURL == "" {
-		monitor := cfg.NATSMonitorListen
-		if monitor == "off" {
-			monitor = ""
-		}
-		nsCfg = natsserver.Config{Listen: cfg.NATSListen, StoreDir: filepath.Join(cfg.DataDir, "jetstream"), ServerName: "primeflow", MonitorListen: monitor}
 		if err := nsCfg.Free(); err != nil {
 			return err
 		}
