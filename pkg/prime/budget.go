@@ -95,9 +95,6 @@ type Permit interface {
 	Done(status int, h http.Header) time.Duration
 }
 
-// SystemClock is the system's clock, the default of every Clock option.
-func SystemClock() Clock { return realClock{} }
-
 // localBudget is a process's own budget: MaxConcurrent requests in flight,
 // the pace of the bucket, no requests at all while a hold (a 429's
 // Retry-After) runs, and none until the minute's reset once Prime says it

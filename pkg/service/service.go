@@ -370,9 +370,6 @@ func Bind(c opshttp.ServerConfig, httpAddr, opsAddr string) (*Bound, error) {
 	return b, nil
 }
 
-// Addr is HTTP_ADDR's address as bound (its port when HTTP_ADDR gave 0).
-func (b *Bound) Addr() net.Addr { return b.ln.Addr() }
-
 // Close closes the listeners; after Serve, serving closes them anyway.
 func (b *Bound) Close() {
 	b.ln.Close()
