@@ -3,7 +3,6 @@ package mssql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -62,12 +61,9 @@ func (s *Store) ReplaceJobContactRelationships(ctx context.Context, jobID string
 		return err
 	}
 	list, err := jsonRows(rels, func(r store.ContactRelationship) (string, relationshipJSON, error) {
-		id, err := jsonGUID("contact relationship id", r.ContactRelationshipID)
+		id, err := requiredGUID("contact relationship id", r.ContactRelationshipID)
 		if err != nil {
 			return "", relationshipJSON{}, err
-		}
-		if id == nil {
-			return "", relationshipJSON{}, errors.New("mssql: replace job contact relationships: a relationship has no id")
 		}
 		contact, err := jsonGUID("contact id", r.ContactID)
 		if err != nil {

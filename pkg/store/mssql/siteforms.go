@@ -39,12 +39,9 @@ func (s *Store) ReplaceJobSiteForms(ctx context.Context, jobID, objectType strin
 		return err
 	}
 	list, err := jsonRows(forms, func(f store.SiteForm) (string, siteFormJSON, error) {
-		id, err := jsonGUID("site form id", f.SiteFormID)
+		id, err := requiredGUID("site form id", f.SiteFormID)
 		if err != nil {
 			return "", siteFormJSON{}, err
-		}
-		if id == nil {
-			return "", siteFormJSON{}, errors.New("mssql: replace job site forms: a site form has no id")
 		}
 		obj, err := jsonGUID("site form object id", f.ObjectID)
 		if err != nil {

@@ -3,7 +3,6 @@ package mssql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -34,12 +33,9 @@ func (s *Store) ReplaceJobStatusHistory(ctx context.Context, jobID string, hs []
 		return fmt.Errorf("mssql: replace job status history: %w", err)
 	}
 	list, err := jsonRows(hs, func(h store.JobStatusHistory) (string, statusHistoryJSON, error) {
-		id, err := jsonGUID("status history id", h.StatusHistoryID)
+		id, err := requiredGUID("status history id", h.StatusHistoryID)
 		if err != nil {
 			return "", statusHistoryJSON{}, err
-		}
-		if id == nil {
-			return "", statusHistoryJSON{}, errors.New("mssql: replace job status history: an entry has no id")
 		}
 		status, err := jsonGUID("status id", h.StatusID)
 		if err != nil {
