@@ -22,7 +22,7 @@ type Config struct {
 	// repeats).
 	Backoff retry.Backoff `env:"RETRY_BACKOFF" envDefault:"5s,30s,2m,10m"`
 	// Lease is how long a claim holds a row. It must outlast a send
-	// (ValidateLease): a claim that lapses lets the row be sent again.
+	// (ValidateWith): a claim that lapses lets the row be sent again.
 	Lease time.Duration `env:"CLAIM_LEASE" envDefault:"2m"`
 	// Sweep is the slowest the queue is looked at, kicks or not.
 	Sweep time.Duration `env:"SWEEP_INTERVAL" envDefault:"1m"`
@@ -49,15 +49,16 @@ func (c Config) Validate(prefix string) error {
 	return nil
 }
 
-// ValidateLease refuses a lease that a send can outlast: a claim that lapses
-// during a post lets the row be posted again. send is the sender's bound on
-// one post (HTTPConfig.SendTimeout).
-func (c Config) ValidateLease(prefix string, send time.Duration) error {
-	if c.Lease <= send {
-		return fmt.Errorf("%sCLAIM_LEASE (%s) must be longer than %sSEND_TIMEOUT (%s): a claim that lapses during a post lets it be posted again",
-			prefix, c.Lease, prefix, send)
+// ValidateWith is Validate for a drainer that posts with send, and refuses
+// a lease that a post can outlast: a claim that lapses during a post lets
+// the row be posted again.
+func (c Config) ValidateWith(prefix string, send HTTPConfig) error {
+	var lease error
+	if t := send.SendTimeout(); c.Lease <= t {
+		lease = fmt.Errorf("%sCLAIM_LEASE (%s) must be longer than %sSEND_TIMEOUT (%s): a claim that lapses during a post lets it be posted again",
+			prefix, c.Lease, prefix, t)
 	}
-	return nil
+	return errors.Join(lease, c.Validate(prefix))
 }
 
 // Drainer sends a queue's rows: when kicked, when a retry falls due, and at

@@ -85,7 +85,7 @@ func (c Config) Validate() error {
 	if c.JobsSweepOverlap < 0 || c.JobsSweepFirst <= 0 || c.JobsSweepTimeout <= 0 {
 		return errors.New("job-mirror: JOBS_SWEEP_FIRST and JOBS_SWEEP_TIMEOUT must be above zero, JOBS_SWEEP_OVERLAP not below")
 	}
-	if err := errors.Join(c.InviteDrainer.ValidateLease(inviteKind.Prefix, c.Invites.SendTimeout()), c.InviteDrainer.Validate(inviteKind.Prefix)); err != nil {
+	if err := c.InviteDrainer.ValidateWith(inviteKind.Prefix, c.Invites); err != nil {
 		return fmt.Errorf("job-mirror: %w", err)
 	}
 	return checkTriageStatus(c.TriageInitialContactMadeStatusID)

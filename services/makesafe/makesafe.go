@@ -100,7 +100,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("makesafe: MAKESAFE_LADDER %v: rungs are whole seconds above zero, ascending", c.Ladder)
 		}
 	}
-	if err := errors.Join(c.Drainer.ValidateLease(sms.Kind.Prefix, c.SMS.SendTimeout()), c.Drainer.Validate(sms.Kind.Prefix)); err != nil {
+	if err := c.Drainer.ValidateWith(sms.Kind.Prefix, c.SMS); err != nil {
 		return fmt.Errorf("makesafe: %w", err)
 	}
 	return nil
