@@ -28,6 +28,16 @@ func SendStates() []SendState {
 	return []SendState{SendQueued, SendSending, SendSent, SendLogged, SendFailed}
 }
 
+// SendCounts is a count of a send queue's rows by state, every state in it
+// at 0: what a count starts from, so that a state no row is in is served.
+func SendCounts() map[SendState]int {
+	out := map[SendState]int{}
+	for _, st := range SendStates() {
+		out[st] = 0
+	}
+	return out
+}
+
 // ErrClaimLost: an outcome or release of a send queue's row named a claim
 // the row no longer holds (the claim lapsed and the row was claimed again,
 // or failed on the lapse); nothing was written.

@@ -83,10 +83,7 @@ func (s *Store) nextDue(ctx context.Context, what, proc string) (time.Time, bool
 // countStates calls a send queue's count procedure, which returns (state,
 // n) rows; every state is in the answer, 0 when none is in it.
 func (s *Store) countStates(ctx context.Context, what, proc string) (map[store.SendState]int, error) {
-	out := map[store.SendState]int{}
-	for _, st := range store.SendStates() {
-		out[st] = 0
-	}
+	out := store.SendCounts()
 	rows, err := s.q().QueryContext(ctx, proc)
 	if err != nil {
 		return nil, fmt.Errorf("mssql: %s: %w", what, err)

@@ -14,10 +14,7 @@ const procStatusOverview = "dbo.spPrimeflowStatusOverview"
 // StatusOverview reads the Overview in one call (spPrimeflowStatusOverview),
 // its result sets in the procedure's order.
 func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
-	o := store.Overview{SMS: map[store.SendState]int{}}
-	for _, st := range store.SendStates() {
-		o.SMS[st] = 0
-	}
+	o := store.Overview{SMS: store.SendCounts()}
 	rows, err := s.q().QueryContext(ctx, procStatusOverview, sql.Named("MaxAttempts", store.MaxAttempts))
 	if err != nil {
 		return o, fmt.Errorf("mssql: status overview: %w", err)

@@ -242,10 +242,7 @@ func (s *Store) CountSMS(ctx context.Context) (map[store.SendState]int, error) {
 // countStates runs a send queue's (state, count) query; every state is in
 // the answer, 0 when none is in it.
 func (s *Store) countStates(ctx context.Context, what, query string) (map[store.SendState]int, error) {
-	out := map[store.SendState]int{}
-	for _, st := range store.SendStates() {
-		out[st] = 0
-	}
+	out := store.SendCounts()
 	rows, err := s.r().QueryContext(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
