@@ -83,9 +83,9 @@ func writeStatus(w io.Writer, r status.Report) error {
 		if t == nil {
 			return "-"
 		}
-		return t.UTC().Format("2006-01-02 15:04:05") + " UTC (" + r.At.Sub(*t).Round(time.Second).String() + " ago)"
+		return t.UTC().Format(timeLayout) + " UTC (" + r.At.Sub(*t).Round(time.Second).String() + " ago)"
 	}
-	fmt.Fprintf(tw, "primeflow at %s UTC\n\n", r.At.Format("2006-01-02 15:04:05"))
+	fmt.Fprintf(tw, "primeflow at %s UTC\n\n", r.At.Format(timeLayout))
 
 	line("webhook log", fmt.Sprintf("%d unprocessed, %d capped, %d processed, %d unpublished",
 		r.Log.Unprocessed, r.Log.Capped, r.Log.Processed, r.Log.Unpublished))
