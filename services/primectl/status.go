@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -177,13 +178,8 @@ func known(f *float64) string {
 }
 
 func smsStates(by map[string]int) string {
-	states := make([]string, 0, len(by))
-	for s := range by {
-		states = append(states, s)
-	}
-	sort.Strings(states)
 	var parts []string
-	for _, s := range states {
+	for _, s := range slices.Sorted(maps.Keys(by)) {
 		parts = append(parts, fmt.Sprintf("%s %d", s, by[s]))
 	}
 	return dashJoin(parts)
