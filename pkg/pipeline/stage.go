@@ -194,13 +194,13 @@ func (s *Stage) commit(ctx context.Context, ev events.Resolved, fin Finish) erro
 // written, so the message is redelivered rather than lost.
 func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error) (events.Done, error) {
 	log := s.Log.With("logId", logID)
-	// The row as it was before this attempt: its payload, for a payload
-	// fault (§9), and how many attempts it had.
-	var payload string
-	before := -1
-	if errors.Is(cause, ErrPayload) {
+	// A payload fault (§9) is logged with the row's payload: in full on its
+	// first fault, then by size and hash (logging.Payload).
+	var fault *PayloadFault
+	payload, first := "", true
+	if errors.As(cause, &fault) {
 		if row, err := s.Store.GetWebhookLog(ctx, logID); err == nil {
-			payload, before = row.Payload, row.ProcessAttempts
+			payload, first = row.Payload, row.ProcessAttempts == 0
 		}
 	}
 	attempts, err := s.Store.IncrementWebhookLogAttempt(context.WithoutCancel(ctx), logID, jobID, cause.Error())
@@ -214,17 +214,15 @@ func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error
 		return events.Done{}, fmt.Errorf("record failed attempt of row %d: %w (after: %v)", logID, err, cause)
 	}
 	log = log.With("attempt", attempts, "of", store.MaxAttempts, "err", cause)
-	var fault *PayloadFault
 	switch {
-	case errors.As(cause, &fault) && fault.Kind == UnknownIdentifier:
+	case fault != nil && fault.Kind == UnknownIdentifier:
 		// Not the parser's: the payload names a record neither the mirror
-		// nor Prime has (yet, or any more). Logged with the payload (in
-		// full the first time, then by size and hash: logging.Payload).
+		// nor Prime has (yet, or any more).
 		log.Warn("the record the payload names is not in the mirror or in Prime: it may not exist yet, or was deleted; the event is retried",
-			logging.Payload(payload, before <= 0))
+			logging.Payload(payload, first))
 	case fault != nil:
 		// §9: the parser's, logged with the payload.
-		log.Error("payload fault: fix the parser, then replay the row", logging.Payload(payload, before <= 0))
+		log.Error("payload fault: fix the parser, then replay the row", logging.Payload(payload, first))
 	case attempts < store.MaxAttempts:
 		log.Warn("event failed")
 	}

@@ -256,10 +256,13 @@ func medianOf(jobs int, s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }
 
-// utc is a time as the report prints it; "-" for none.
+// timeLayout is how primectl prints a time.
+const timeLayout = "2006-01-02 15:04:05"
+
+// utc is a time as primectl prints it; "-" for none.
 func utc(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.UTC().Format("2006-01-02 15:04:05")
+	return t.UTC().Format(timeLayout)
 }

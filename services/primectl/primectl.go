@@ -609,11 +609,7 @@ func (c *cli) reachIngest(ctx context.Context) error {
 	req.SetBasicAuth(c.cfg.Admin.User, c.cfg.Admin.Password)
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // the error without the URL
-		}
-		return fmt.Errorf("replay --now: ingest does not answer at %s (INGEST_URL, or OPS_ADDR/HTTP_ADDR when it is unset): %w", base, err)
+		return fmt.Errorf("replay --now: ingest does not answer at %s (INGEST_URL, or OPS_ADDR/HTTP_ADDR when it is unset): %w", base, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	var h opshttp.Health
@@ -629,6 +625,16 @@ func (c *cli) reachIngest(ctx context.Context) error {
 	return nil
 }
 
+// withoutURL is an HTTP client's error without the URL it names (which
+// the message says already).
+func withoutURL(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
+}
+
 // processNow asks ingest to run its relay now (POST
 // /api/prime/webhooklog/process), so the reset rows go out at once.
 func (c *cli) processNow(ctx context.Context) error {
@@ -641,11 +647,7 @@ func (c *cli) processNow(ctx context.Context) error {
 	hc := &http.Client{Timeout: time.Minute}
 	resp, err := hc.Do(req)
 	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // the error without the URL
-		}
-		return fmt.Errorf("ask ingest to publish now: %w (the relay still publishes them at its next tick)", err)
+		return fmt.Errorf("ask ingest to publish now: %w (the relay still publishes them at its next tick)", withoutURL(err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -70,11 +70,7 @@ func (c *cli) syncQueue(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(tw, "OBJECT\tJOB\tQUEUED (UTC)\tCLAIMED (UTC)")
 	for _, it := range items {
-		claimed := "-"
-		if !it.ClaimedUTC.IsZero() {
-			claimed = it.ClaimedUTC.Format(timeLayout)
-		}
-		writeRow(tw, it.Object, it.JobID, it.QueuedUTC.Format(timeLayout), claimed)
+		writeRow(tw, it.Object, it.JobID, it.QueuedUTC.Format(timeLayout), utc(it.ClaimedUTC))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -127,23 +123,13 @@ func (c *cli) invites(ctx context.Context, args []string) error {
 			when = r.ClaimedUntilUTC
 		}
 		writeRow(tw, strconv.FormatInt(r.ID, 10), r.JobID, string(r.State), strconv.Itoa(r.Attempts),
-			r.QueuedUTC.Format(timeLayout), at(when), dash(cut(r.LastError, 80)))
+			r.QueuedUTC.Format(timeLayout), utc(when), dash(cut(r.LastError, 80)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "%d invites\n", len(rows))
 	return nil
-}
-
-// timeLayout is how primectl prints a time.
-const timeLayout = "2006-01-02 15:04:05"
-
-func at(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(timeLayout)
 }
 
 // waited is how long ago since was, to the second; "-" for none.

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -83,9 +84,9 @@ func writeStatus(w io.Writer, r status.Report) error {
 		if t == nil {
 			return "-"
 		}
-		return t.UTC().Format("2006-01-02 15:04:05") + " UTC (" + r.At.Sub(*t).Round(time.Second).String() + " ago)"
+		return t.UTC().Format(timeLayout) + " UTC (" + r.At.Sub(*t).Round(time.Second).String() + " ago)"
 	}
-	fmt.Fprintf(tw, "primeflow at %s UTC\n\n", r.At.Format("2006-01-02 15:04:05"))
+	fmt.Fprintf(tw, "primeflow at %s UTC\n\n", r.At.Format(timeLayout))
 
 	line("webhook log", fmt.Sprintf("%d unprocessed, %d capped, %d processed, %d unpublished",
 		r.Log.Unprocessed, r.Log.Capped, r.Log.Processed, r.Log.Unpublished))
@@ -177,13 +178,8 @@ func known(f *float64) string {
 }
 
 func smsStates(by map[string]int) string {
-	states := make([]string, 0, len(by))
-	for s := range by {
-		states = append(states, s)
-	}
-	sort.Strings(states)
 	var parts []string
-	for _, s := range states {
+	for _, s := range slices.Sorted(maps.Keys(by)) {
 		parts = append(parts, fmt.Sprintf("%s %d", s, by[s]))
 	}
 	return dashJoin(parts)

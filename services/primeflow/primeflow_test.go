@@ -25,6 +25,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/ethosbuilding/primeflow/pkg/version"
+	"github.com/ethosbuilding/primeflow/services/ingest"
 	"github.com/ethosbuilding/primeflow/services/primeflow"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go"
@@ -330,13 +331,9 @@ func TestMakeRunKeepsItsCredentials(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode == http.StatusOK
 	})
-	req, _ := http.NewRequest(http.MethodPost, "http://"+httpAddr+"/api/prime/webhook",
-		strings.NewReader(`{"eventAction":"change-job-status","jobId":2402073,"jobStatusId":"`+fixtureJob+`"}`))
-	req.Header.Set("API-Key", key)
-	res, err := http.DefaultClient.Do(req)
-	is.NoErr(err)
-	res.Body.Close()
-	is.Equal(res.StatusCode, http.StatusOK)                                       // the first run's key is the webhook's still
+	// The first run's key is the webhook's still (PostWebhook fails unless 200).
+	flowtest.PostWebhook(t, http.DefaultClient, "http://"+httpAddr+ingest.WebhookPath, key,
+		`{"eventAction":"change-job-status","jobId":2402073,"jobStatusId":"`+fixtureJob+`"}`)
 	is.True(strings.Contains(out.String(), keyFile+" (kept from an earlier run")) // said so
 	is.Equal(secretIn(t, keyFile), key)                                           // and unchanged
 }
