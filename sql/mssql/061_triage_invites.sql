@@ -58,7 +58,8 @@ GO
 -- nextAttemptUTC has come and Sending ones whose claim has lapsed — as
 -- Sending until @LeaseUntilUTC with attempts + 1, and returns them; a lapsed
 -- claim that was already the @MaxAttempts-th fails instead. An invite
--- another writer stamped sent (sentUTC) is never claimed.
+-- another writer stamped sent (sentUTC) is never claimed: it is recorded
+-- Sent first when it is Queued, Failed, or Sending under a lapsed claim.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowClaimTriageInvites
     @NowUTC        DATETIME2(3),
     @LeaseUntilUTC DATETIME2(3),
@@ -73,9 +74,14 @@ BEGIN
 
     BEGIN TRANSACTION;
     UPDATE dbo.ethTriageInviteQueue
+    SET state = N'Sent', claimedUntilUTC = NULL, updatedUTC = @NowUTC
+    WHERE sentUTC IS NOT NULL
+      AND (state IN (N'Queued', N'Failed') OR (state = N'Sending' AND claimedUntilUTC <= @NowUTC));
+
+    UPDATE dbo.ethTriageInviteQueue
     SET state = N'Failed', failedUTC = @NowUTC, updatedUTC = @NowUTC, claimedUntilUTC = NULL,
         lastError = N'the claim of the last attempt lapsed: the sender stopped before it recorded the outcome'
-    WHERE state = N'Sending' AND claimedUntilUTC <= @NowUTC AND attempts >= @MaxAttempts;
+    WHERE state = N'Sending' AND claimedUntilUTC <= @NowUTC AND attempts >= @MaxAttempts AND sentUTC IS NULL;
 
     WITH due AS (
         SELECT TOP (@Top) id, state, attempts, claimedUntilUTC, updatedUTC

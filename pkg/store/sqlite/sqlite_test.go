@@ -208,3 +208,44 @@ func TestHistoryBeforeChecksums(t *testing.T) {
 	is.Equal(old, 0)      // named by file
 	is.Equal(unsummed, 0) // with checksums
 }
+
+// An invite another writer stamped sent (the live TriageInviteService,
+// until job-mirror sends them) is recorded Sent at the next claim: Queued,
+// Failed, or Sending under a lapsed claim. It neither fails for good nor
+// waits in Queued, and no claim nothing takes stays due.
+func TestTriageInviteAnotherWriterSent(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "primeflow.db")
+	s, err := sqlite.Open(ctx, path)
+	is.NoErr(err)
+	defer s.Close()
+	db, err := sql.Open("sqlite", path)
+	is.NoErr(err)
+	defer db.Close()
+	for _, job := range []string{"0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b11", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b12", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b13"} {
+		_, err = db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC, state, attempts, nextAttemptUTC, updatedUTC)
+			VALUES (?, '5e2a7c10-0000-4000-8000-000000000001', '2026-10-03 12:00:00.000', 'Queued', 0, '2026-10-03 12:00:00.000', '2026-10-03 12:00:00.000')`, job)
+		is.NoErr(err)
+	}
+	t0 := time.Date(2026, 10, 3, 12, 1, 0, 0, time.UTC)
+	const lease = time.Minute
+	claimed, err := s.ClaimTriageInvites(ctx, t0, lease, 1, 2)
+	is.NoErr(err)
+	is.Equal(len(claimed), 2) // the first two Sending, on their last attempt
+	is.NoErr(s.SetTriageInviteFailed(ctx, claimed[1].ID, 1, "HTTP 400", time.Time{}, t0))
+	// The other writer sends all three: one Sending, one Failed, one Queued.
+	_, err = db.ExecContext(ctx, `UPDATE ethTriageInviteQueue SET sentUTC = '2026-10-03 12:01:30.000'`)
+	is.NoErr(err)
+
+	claimed, err = s.ClaimTriageInvites(ctx, t0.Add(2*lease), lease, 1, 10)
+	is.NoErr(err)
+	is.Equal(len(claimed), 0) // none claimed
+	counts, err := s.CountTriageInvites(ctx)
+	is.NoErr(err)
+	is.Equal(counts[store.SendSent], 3) // all recorded Sent
+	is.Equal(counts[store.SendFailed], 0)
+	_, due, err := s.NextTriageInviteDue(ctx)
+	is.NoErr(err)
+	is.True(!due) // nothing left due
+}

@@ -43,11 +43,23 @@ func (s *Store) ListTriageInviteQueue(ctx context.Context, state store.InviteLis
 }
 
 // ClaimTriageInvites claims the invites due at now, as ClaimSMS claims
-// messages; an invite stamped sent by another writer is never claimed.
+// messages. An invite another writer stamped sent (sentUTC) is never
+// claimed: it is recorded Sent first when it is Queued, Failed, or Sending
+// under a lapsed claim, so that it neither waits in Queued nor fails for
+// good, nor keeps the drainer waking for a claim nothing takes.
 func (s *Store) ClaimTriageInvites(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]store.TriageInvite, error) {
+	if limit > 0 {
+		at := formatTime(now)
+		if _, err := s.w().ExecContext(ctx, `UPDATE ethTriageInviteQueue
+			SET state = ?, claimedUntilUTC = NULL, updatedUTC = ?
+			WHERE sentUTC IS NOT NULL AND (state IN (?, ?) OR (state = ? AND claimedUntilUTC <= ?))`,
+			string(store.SendSent), at, string(store.SendQueued), string(store.SendFailed), string(store.SendSending), at); err != nil {
+			return nil, fmt.Errorf("sqlite: claim triage invites: settle those sent by another writer: %w", err)
+		}
+	}
 	out, err := claimSendQueue(ctx, s, limit, scanInvite, func(t store.TriageInvite) int64 { return t.ID }, `UPDATE ethTriageInviteQueue
 			SET state = ?, failedUTC = ?, updatedUTC = ?, claimedUntilUTC = NULL, lastError = ?
-			WHERE state = ? AND claimedUntilUTC <= ? AND attempts >= ?`, `UPDATE ethTriageInviteQueue
+			WHERE state = ? AND claimedUntilUTC <= ? AND attempts >= ? AND sentUTC IS NULL`, `UPDATE ethTriageInviteQueue
 			SET state = ?, attempts = attempts + 1, claimedUntilUTC = ?, updatedUTC = ?
 			WHERE id IN (SELECT id FROM ethTriageInviteQueue
 				WHERE sentUTC IS NULL AND ((state = ? AND nextAttemptUTC <= ?) OR (state = ? AND claimedUntilUTC <= ?))
