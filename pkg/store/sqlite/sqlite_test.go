@@ -160,20 +160,32 @@ func TestPlan(t *testing.T) {
 	is.True(!plan.Runs())
 }
 
+// openWithSQL opens a store and, beside it, the same database for SQL
+// alone, as another program would write it.
+func openWithSQL(t *testing.T) (*sqlite.Store, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "primeflow.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return s, db
+}
+
 // isMakeSafe is derived from the row whoever writes it: an allocation saved
 // with SQL alone, as another program would, is read as a Make Safe.
 func TestMakeSafeOfARowAnotherWriterSaved(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "primeflow.db")
-	s, err := sqlite.Open(ctx, path)
-	is.NoErr(err)
-	defer s.Close()
-	db, err := sql.Open("sqlite", path)
-	is.NoErr(err)
-	defer db.Close()
+	s, db := openWithSQL(t)
 	const job = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"
-	_, err = db.ExecContext(ctx, `INSERT INTO primeAllocations (allocationId, jobId, allocationType, syncedUTC)
+	_, err := db.ExecContext(ctx, `INSERT INTO primeAllocations (allocationId, jobId, allocationType, syncedUTC)
 		VALUES ('a1a1a1a1-0000-4000-8000-000000000001', ?, 'MAKE SAFE', '2026-10-03 12:00:00.000')`, job)
 	is.NoErr(err)
 	has, err := s.HasMakeSafeAllocation(ctx, job)
@@ -216,15 +228,9 @@ func TestHistoryBeforeChecksums(t *testing.T) {
 func TestTriageInviteAnotherWriterSent(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "primeflow.db")
-	s, err := sqlite.Open(ctx, path)
-	is.NoErr(err)
-	defer s.Close()
-	db, err := sql.Open("sqlite", path)
-	is.NoErr(err)
-	defer db.Close()
+	s, db := openWithSQL(t)
 	for _, job := range []string{"0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b11", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b12", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b13"} {
-		_, err = db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC, state, attempts, nextAttemptUTC, updatedUTC)
+		_, err := db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC, state, attempts, nextAttemptUTC, updatedUTC)
 			VALUES (?, '5e2a7c10-0000-4000-8000-000000000001', '2026-10-03 12:00:00.000', 'Queued', 0, '2026-10-03 12:00:00.000', '2026-10-03 12:00:00.000')`, job)
 		is.NoErr(err)
 	}
