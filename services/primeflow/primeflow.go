@@ -281,11 +281,19 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	runners, err := services(ctx, cfg, dry, d, pc)
+	spenders, err := services(ctx, cfg, dry, d, pc)
 	if err != nil {
 		return err
 	}
-	runners = append(runners, in, budget)
+	// The services spend the budget until they have stopped, as each does
+	// in a process of its own (service.MainWithPrime).
+	runners := []service.Runner{in, service.Spending(budget, service.RunnerFunc(func(ctx context.Context) error {
+		runs := make([]func(context.Context) error, len(spenders))
+		for i, r := range spenders {
+			runs[i] = r.Run
+		}
+		return service.RunAll(ctx, runs...)
+	}))}
 
 	srv, ln, ops := bound.Serve(r, d)
 	runners = append(runners, ops...)
