@@ -273,18 +273,5 @@ func parseReset(v string, now time.Time) time.Duration {
 		sec, frac := math.Modf(n)
 		return time.Unix(int64(sec), int64(frac*1e9)).Sub(now)
 	}
-	return seconds(n)
-}
-
-// seconds is s seconds as a Duration: 0 for no positive number (NaN
-// included), the longest Duration for more than it holds (a conversion
-// would overflow to a negative one).
-func seconds(s float64) time.Duration {
-	switch {
-	case !(s > 0):
-		return 0
-	case s >= float64(math.MaxInt64)/float64(time.Second):
-		return math.MaxInt64
-	}
-	return time.Duration(s * float64(time.Second))
+	return retry.Seconds(n)
 }
