@@ -376,7 +376,7 @@ func (b *Budget) keep(raw []byte, rev uint64, put, current bool) {
 	now := b.now()
 	live := 0
 	for _, p := range st.Procs {
-		if p != nil && p.Until >= now {
+		if p.live(now) {
 			live++
 		}
 	}
