@@ -26,7 +26,7 @@ type Budget interface {
 	// before asking again (a zero Wait.D: until Changed receives, or the
 	// client wakes its first call), or returns the error that ends the call:
 	// a *RateLimitedError when the call cannot wait so long (its deadline,
-	// Turn.FailOnHold).
+	// Turn.FailOnHold: Turn.Await).
 	Admit(ctx context.Context, t Turn) (Permit, Wait, error)
 	// Changed receives when a waiting call may have its turn now: a call
 	// ended, a hold ended, another process's call ended.
@@ -53,14 +53,24 @@ type Turn struct {
 	Deadline time.Time
 }
 
-// CannotWait reports whether t must fail rather than wait d: its
+// Await is the wait of d for reason, or the *RateLimitedError that ends
+// the call when it cannot wait so long: its deadline comes first, or the
+// wait is a hold (WaitHold) and t is FailOnHold.
+func (t Turn) Await(d time.Duration, reason string) (Wait, error) {
+	if t.cannotWait(d) || reason == WaitHold && t.FailOnHold {
+		return Wait{}, t.limited(d)
+	}
+	return Wait{D: d, Reason: reason}, nil
+}
+
+// cannotWait reports whether t must fail rather than wait d: its
 // deadline comes first.
-func (t Turn) CannotWait(d time.Duration) bool {
+func (t Turn) cannotWait(d time.Duration) bool {
 	return !t.Deadline.IsZero() && time.Until(t.Deadline) < d
 }
 
-// Limited is the error of a call that cannot wait d.
-func (t Turn) Limited(d time.Duration) error {
+// limited is the error of a call that cannot wait d.
+func (t Turn) limited(d time.Duration) error {
 	return &RateLimitedError{Wait: d, Endpoint: t.Endpoint}
 }
 
@@ -131,25 +141,19 @@ func (b *localBudget) Admit(_ context.Context, t Turn) (Permit, Wait, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if hold := b.holdUntil.Sub(now); hold > 0 {
-		if t.FailOnHold || t.CannotWait(hold) {
-			return nil, Wait{}, t.Limited(hold)
-		}
-		return nil, Wait{D: hold, Reason: WaitHold}, nil
+		w, err := t.Await(hold, WaitHold)
+		return nil, w, err
 	}
 	if d := b.spentUntil.Sub(now); d > 0 {
-		if t.CannotWait(d) {
-			return nil, Wait{}, t.Limited(d)
-		}
-		return nil, Wait{D: d, Reason: WaitRate}, nil
+		w, err := t.Await(d, WaitRate)
+		return nil, w, err
 	}
 	if b.inFlight >= b.most {
 		return nil, Wait{Reason: WaitConcurrency}, nil // a release signals Changed
 	}
 	if d := b.bucket.next(now).Sub(now); d > 0 {
-		if t.CannotWait(d) {
-			return nil, Wait{}, t.Limited(d)
-		}
-		return nil, Wait{D: d, Reason: WaitRate}, nil
+		w, err := t.Await(d, WaitRate)
+		return nil, w, err
 	}
 	b.bucket.take(now)
 	b.inFlight++
@@ -273,18 +277,5 @@ func parseReset(v string, now time.Time) time.Duration {
 		sec, frac := math.Modf(n)
 		return time.Unix(int64(sec), int64(frac*1e9)).Sub(now)
 	}
-	return seconds(n)
-}
-
-// seconds is s seconds as a Duration: 0 for no positive number (NaN
-// included), the longest Duration for more than it holds (a conversion
-// would overflow to a negative one).
-func seconds(s float64) time.Duration {
-	switch {
-	case !(s > 0):
-		return 0
-	case s >= float64(math.MaxInt64)/float64(time.Second):
-		return math.MaxInt64
-	}
-	return time.Duration(s * float64(time.Second))
+	return retry.Seconds(n)
 }

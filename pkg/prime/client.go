@@ -365,7 +365,7 @@ func decodeToken(b []byte) (token string, lifetime time.Duration, err error) {
 	}
 	lifetime = defaultTokenLifetime
 	if secs, err := body.ExpiresIn.Float64(); err == nil && secs > 0 {
-		lifetime = seconds(secs)
+		lifetime = retry.Seconds(secs)
 	}
 	return body.AccessToken, lifetime, nil
 }

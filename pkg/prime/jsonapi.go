@@ -102,23 +102,13 @@ func getAll[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, pa
 	a, err := c.fetch(ctx, endpoint, key, func(ctx context.Context) (Answer, error) {
 		var a Answer
 		for page := 1; ; page++ {
-			query.Set("page", strconv.Itoa(page))
-			body, err := c.get(ctx, endpoint, path+"?"+query.Encode())
+			body, err := getPageBody(ctx, c, endpoint, path, query, page)
 			if err != nil {
 				return a, err
 			}
 			a.Pages = append(a.Pages, body)
-			var doc struct {
-				Data []json.RawMessage `json:"data"`
-				Meta struct {
-					Pagination *pagination `json:"pagination"`
-				} `json:"meta"`
-			}
-			if err := json.Unmarshal(body, &doc); err != nil {
-				return a, fmt.Errorf("prime: %s: decode page %d: %w", endpoint, page, err)
-			}
-			if p := doc.Meta.Pagination; p == nil || len(doc.Data) == 0 || page >= p.TotalPages {
-				return a, nil
+			if p, err := decodeList(endpoint, page, body); err != nil || p.Last() {
+				return a, err
 			}
 		}
 	})
@@ -152,17 +142,23 @@ func (p Page[T]) Last() bool { return len(p.Records) == 0 || p.Number >= p.Total
 
 // getPage fetches one page of a list: one call.
 func getPage[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string, query url.Values, page int) (Page[T], error) {
-	query.Set("page", strconv.Itoa(page))
-	query.Set("per_page", strconv.Itoa(c.cfg.PageSize))
-	body, err := c.get(ctx, endpoint, path+"?"+query.Encode())
+	body, err := getPageBody(ctx, c, endpoint, path, query, page)
 	if err != nil {
 		return Page[T]{}, err
 	}
 	return decodePage[T, PT](endpoint, page, body)
 }
 
-// decodePage reads page number page of a list document.
-func decodePage[T any, PT recordPtr[T]](endpoint string, page int, body []byte) (Page[T], error) {
+// getPageBody fetches page number page of a list, as Prime sent it.
+func getPageBody(ctx context.Context, c *Client, endpoint, path string, query url.Values, page int) ([]byte, error) {
+	query.Set("page", strconv.Itoa(page))
+	query.Set("per_page", strconv.Itoa(c.cfg.PageSize))
+	return c.get(ctx, endpoint, path+"?"+query.Encode())
+}
+
+// decodeList reads page number page of a list document, its records left
+// as resources.
+func decodeList(endpoint string, page int, body []byte) (Page[resource], error) {
 	var doc struct {
 		Data []resource `json:"data"`
 		Meta struct {
@@ -170,18 +166,28 @@ func decodePage[T any, PT recordPtr[T]](endpoint string, page int, body []byte) 
 		} `json:"meta"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return Page[T]{}, fmt.Errorf("prime: %s: decode page %d: %w", endpoint, page, err)
+		return Page[resource]{}, fmt.Errorf("prime: %s: decode page %d: %w", endpoint, page, err)
 	}
-	p := Page[T]{Number: page}
-	for _, r := range doc.Data {
+	p := Page[resource]{Records: doc.Data, Number: page}
+	if doc.Meta.Pagination != nil {
+		p.TotalPages = doc.Meta.Pagination.TotalPages
+	}
+	return p, nil
+}
+
+// decodePage reads page number page of a list document.
+func decodePage[T any, PT recordPtr[T]](endpoint string, page int, body []byte) (Page[T], error) {
+	l, err := decodeList(endpoint, page, body)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	p := Page[T]{Number: l.Number, TotalPages: l.TotalPages}
+	for _, r := range l.Records {
 		v, err := decode[T, PT](endpoint, r)
 		if err != nil {
 			return Page[T]{}, err
 		}
 		p.Records = append(p.Records, v)
-	}
-	if doc.Meta.Pagination != nil {
-		p.TotalPages = doc.Meta.Pagination.TotalPages
 	}
 	return p, nil
 }

@@ -83,9 +83,8 @@ func (l *limiter) acquire(ctx context.Context, endpoint string) (permit Permit, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	_, failFast := ctx.Value(failOnHold{}).(bool)
 	deadline, _ := ctx.Deadline()
-	turn := Turn{Endpoint: endpoint, FailOnHold: failFast, Deadline: deadline}
+	turn := Turn{Endpoint: endpoint, FailOnHold: ctx.Value(failOnHold{}) != nil, Deadline: deadline}
 	l.mu.Lock()
 	w := l.queue.add(PriorityOf(ctx), l.clock.Now())
 	if f := flightOf(ctx); f != nil {
@@ -100,8 +99,10 @@ func (l *limiter) acquire(ctx context.Context, endpoint string) (permit Permit, 
 		}
 	}()
 	for {
-		if hold := l.budget.Held(); hold > 0 && (failFast || turn.CannotWait(hold)) {
-			return nil, turn.Limited(hold)
+		if hold := l.budget.Held(); hold > 0 {
+			if _, err := turn.Await(hold, WaitHold); err != nil {
+				return nil, err
+			}
 		}
 		now := l.clock.Now()
 		var wait Wait
@@ -142,7 +143,7 @@ func (l *limiter) acquire(ctx context.Context, endpoint string) (permit Permit, 
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				// Waited its deadline out behind other calls.
-				return nil, turn.Limited(max(wait.D, time.Duration(ahead+1)*time.Second))
+				return nil, turn.limited(max(wait.D, time.Duration(ahead+1)*time.Second))
 			}
 			return nil, ctx.Err()
 		}

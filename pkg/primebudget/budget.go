@@ -376,7 +376,7 @@ func (b *Budget) keep(raw []byte, rev uint64, put, current bool) {
 	now := b.now()
 	live := 0
 	for _, p := range st.Procs {
-		if p != nil && p.Until >= now {
+		if p.live(now) {
 			live++
 		}
 	}
@@ -505,25 +505,24 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 		}
 		return d
 	}
+	// await is a wait the call's deadline (or FailOnHold) may cut short.
+	await := func(d time.Duration, reason string) decision {
+		w, err := t.Await(d, reason)
+		if err != nil {
+			return decision{err: err}
+		}
+		return wait(w)
+	}
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	if hold := ms(st.HoldUntil - now); hold > 0 {
-		if t.FailOnHold || t.CannotWait(hold) {
-			return decision{err: t.Limited(hold)}
-		}
-		return wait(prime.Wait{D: hold, Reason: prime.WaitHold})
+		return await(hold, prime.WaitHold)
 	}
 	if spent := ms(st.SpentUntil - now); spent > 0 {
-		if t.CannotWait(spent) {
-			return decision{err: t.Limited(spent)}
-		}
-		return wait(prime.Wait{D: spent, Reason: prime.WaitRate})
+		return await(spent, prime.WaitRate)
 	}
 	if left, ok := st.dayLeft(now, dayStale.Milliseconds()); ok && left <= b.dayFloor(t.Priority) {
 		b.dayReserve(t.Priority, left)
-		if t.CannotWait(dayRecheck) {
-			return decision{err: t.Limited(dayRecheck)}
-		}
-		return wait(prime.Wait{D: dayRecheck, Reason: prime.WaitDay})
+		return await(dayRecheck, prime.WaitDay)
 	}
 	if other, id := st.firstOther(b.id, now, lease); other != nil && goesBefore(other, id, claim, b.id) {
 		// Look again when that turn would lapse, if nothing changes first.
@@ -548,10 +547,7 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 	interval := b.window.Milliseconds() / int64(b.perMinute)
 	free = max(free, st.Pace-int64(max(b.burst, catchUp)-1)*interval)
 	if d := ms(free - now); d > 0 {
-		if t.CannotWait(d) {
-			return decision{err: t.Limited(d)}
-		}
-		return wait(prime.Wait{D: d, Reason: prime.WaitRate})
+		return await(d, prime.WaitRate)
 	}
 	b.seq++
 	id := b.seq
@@ -750,10 +746,8 @@ func (b *Budget) admitLocal(ctx context.Context, fb *fallback, t prime.Turn) (pr
 	left, known := b.view.dayLeft(now, dayStale.Milliseconds())
 	b.mu.Unlock()
 	if known && left <= b.dayFloor(t.Priority) {
-		if t.CannotWait(dayRecheck) {
-			return nil, prime.Wait{}, t.Limited(dayRecheck)
-		}
-		return nil, prime.Wait{D: dayRecheck, Reason: prime.WaitDay}, nil
+		w, err := t.Await(dayRecheck, prime.WaitDay)
+		return nil, w, err
 	}
 	p, w, err := fb.budget.Admit(ctx, t)
 	if p == nil {

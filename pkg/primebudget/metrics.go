@@ -33,7 +33,7 @@ func (b *Budget) Describe(ch chan<- *prometheus.Desc) {
 // saw it.
 func (b *Budget) Collect(ch chan<- prometheus.Metric) {
 	b.mu.Lock()
-	st, _ := decode(b.raw)
+	st := b.view
 	shared := b.fallback == nil
 	c := b.counts
 	b.mu.Unlock()

@@ -25,14 +25,22 @@ type Snapshot struct {
 	Hold time.Duration
 }
 
-// snapshot is st at now.
+// snapshot is st at now: what prune would leave of it, counted without
+// changing st (a Budget's view is shared).
 func (st state) snapshot(now int64) Snapshot {
-	st.prune(now, time.Minute.Milliseconds())
 	s := Snapshot{
 		MinuteLeft: max(0, st.PerMinute-st.in(now-time.Minute.Milliseconds())),
-		InFlight:   len(st.Slots),
-		Processes:  len(st.Procs),
 		Hold:       time.Duration(max(0, st.HoldUntil-now)) * time.Millisecond,
+	}
+	for _, p := range st.Procs {
+		if p.live(now) {
+			s.Processes++
+		}
+	}
+	for _, sl := range st.Slots {
+		if st.Procs[sl.Proc].live(now) {
+			s.InFlight++
+		}
 	}
 	if left, ok := st.dayLeft(now, dayStale.Milliseconds()); ok {
 		left = max(0, left)

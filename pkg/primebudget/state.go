@@ -52,6 +52,9 @@ type proc struct {
 	Waiting *turn `json:"waiting,omitempty"`
 }
 
+// live reports whether p's lease still runs at now.
+func (p *proc) live(now int64) bool { return p != nil && p.Until >= now }
+
 // turn is a process's first waiting call: its class, since when it waits,
 // and when the process last said so (an older claim is not heeded).
 type turn struct {
@@ -86,7 +89,7 @@ func decode(raw []byte) (state, error) {
 // window.
 func (st *state) prune(now, window int64) {
 	for id, p := range st.Procs {
-		if p == nil || p.Until < now {
+		if !p.live(now) {
 			delete(st.Procs, id)
 		}
 	}

@@ -76,16 +76,23 @@ func Delay(err error) time.Duration {
 func ParseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		switch {
-		case !(secs > 0):
-			return 0
-		case secs >= float64(math.MaxInt64)/float64(time.Second):
-			return math.MaxInt64
-		}
-		return time.Duration(secs * float64(time.Second))
+		return Seconds(secs)
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// Seconds is s seconds as a Duration: 0 for no positive number (NaN
+// included), the longest Duration for more than it holds (a conversion
+// would overflow to a negative one).
+func Seconds(s float64) time.Duration {
+	switch {
+	case !(s > 0):
+		return 0
+	case s >= float64(math.MaxInt64)/float64(time.Second):
+		return math.MaxInt64
+	}
+	return time.Duration(s * float64(time.Second))
 }
