@@ -393,17 +393,19 @@ func TestAJetStreamFailoverIsWaitedOut(t *testing.T) {
 	is := is.New(t)
 	c := natstest.NewCluster(t, 3)
 	e := startWith(t, flowtest.Options{Cluster: c})
-	// The stage pulls before the quorum goes: a consumer still being made
-	// then waits out its 10 s timeout, and the event's wait for its stage
-	// runs out meanwhile.
-	flowtest.Eventually(t, "the stage to pull", func() bool {
-		cons, err := e.JS.Consumer(context.Background(), events.StreamResolved, "test-stage")
-		if err != nil {
-			return false
-		}
-		info, err := cons.Info(context.Background())
-		return err == nil && info.NumWaiting > 0
-	})
+	// The resolver and the stage pull before the quorum goes: a consumer
+	// still being made then waits out its 10 s timeout, and the event's
+	// wait for its stage runs out meanwhile.
+	for _, w := range []struct{ stream, durable string }{{events.StreamWebhook, resolver.Durable}, {events.StreamResolved, "test-stage"}} {
+		flowtest.Eventually(t, w.durable+" to pull", func() bool {
+			cons, err := e.JS.Consumer(context.Background(), w.stream, w.durable)
+			if err != nil {
+				return false
+			}
+			info, err := cons.Info(context.Background())
+			return err == nil && info.NumWaiting > 0
+		})
+	}
 	job := e.Sim.NewJob()
 	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", Latency: 2 * time.Second})
 	id := e.Publish("change-job-status", fmt.Sprintf(`{"eventAction":"change-job-status","jobId":%d,"jobStatusId":"%s"}`, job.Ref, job.ID))
