@@ -76,7 +76,7 @@ race: tools
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
 
-## chaos: the fault-injection harness, full profile (README, "Proving it under faults"); a scenario alone with CHAOS_FLAGS=-scenario=cluster
+## chaos: the fault-injection harness, full profile (DEVELOPMENT.md, "Proving it under faults"); a scenario alone with CHAOS_FLAGS=-scenario=cluster
 chaos: build tools
 	$(GO) run ./chaos/cmd/chaos -bin $(BIN) -nats-server $(NATS_SERVER) $(CHAOS_FLAGS)
 
