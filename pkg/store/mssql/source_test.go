@@ -1,12 +1,15 @@
 package mssql
 
-// Checks of the package's own Go source.
+// Checks of the package's own Go source: where NULL parameters are made, and
+// how queries with named placeholders are called.
 
 import (
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,5 +68,83 @@ func TestNullsAreMadeInParams(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// queryText is a query argument's text: its string literals, with anything
+// else (a table name put in) as a plain word.
+func queryText(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(e.Value)
+		return s, err == nil
+	case *ast.BinaryExpr:
+		if e.Op != token.ADD {
+			return "", false
+		}
+		l, lok := queryText(e.X)
+		r, rok := queryText(e.Y)
+		if !lok && !rok {
+			return "", false
+		}
+		return l + r, true
+	case *ast.ParenExpr:
+		return queryText(e.X)
+	}
+	return "x", false
+}
+
+// go-mssqldb names a positional argument @p1, @p2 …, so a query that uses
+// @id and is given its value by position fails on the server ("Must declare
+// the scalar variable @id"). Every query the package's source (its tests
+// too) sends with arguments either binds only @p1 … by position or passes
+// every argument with sql.Named.
+func TestNamedPlaceholdersGetNamedArguments(t *testing.T) {
+	fset, files := parsePackage(t)
+	methods := map[string]int{"ExecContext": 1, "QueryContext": 1, "QueryRowContext": 1, "Exec": 0, "Query": 0, "QueryRow": 0}
+	positional := regexp.MustCompile(`^@p\d+$`)
+	checked := 0
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			at, ok := methods[sel.Sel.Name]
+			if !ok || len(call.Args) <= at+1 || call.Ellipsis.IsValid() {
+				return true
+			}
+			text, ok := queryText(call.Args[at])
+			if !ok {
+				return true
+			}
+			checked++
+			var named []string
+			for _, u := range undeclared(text, nil) {
+				v := regexp.MustCompile(`@\w+`).FindString(u)
+				if !positional.MatchString(v) {
+					named = append(named, v)
+				}
+			}
+			if len(named) == 0 {
+				return true
+			}
+			for _, a := range call.Args[at+1:] {
+				if c, ok := a.(*ast.CallExpr); !ok || selector(c.Fun) != "sql.Named" {
+					t.Errorf("%s: a query using %v given an argument by position (go-mssqldb names it @p1 …): pass sql.Named", fset.Position(a.Pos()), named)
+				}
+			}
+			return true
+		})
+	}
+	if checked == 0 {
+		t.Error("no query with arguments found: the check reads nothing")
 	}
 }
