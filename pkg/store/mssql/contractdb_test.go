@@ -317,3 +317,45 @@ func TestUseDatabaseVariable(t *testing.T) {
 	is.True(caseSensitive("Latin1_General_BIN2"))
 	is.True(!caseSensitive("SQL_Latin1_General_CP1_CI_AS"))
 }
+
+// On a case-sensitive database an object's name matches only as it is
+// written, so every dbo.<name> the scripts and the adapter's source use is
+// spelt as the scripts create it. (Columns and variables are not read here;
+// the wire test holds the adapter's parameter names to the declarations.)
+func TestObjectNamesAreWrittenAsCreated(t *testing.T) {
+	objs, err := migration.Objects(plainScripts(loaded(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{"primeflowschemamigrations": "primeflowSchemaMigrations"}
+	for _, o := range objs {
+		names[strings.ToLower(o.Name)] = o.Name
+	}
+	texts := map[string]string{}
+	for _, sc := range loaded(t) {
+		texts[sc.name] = migration.Code(sc.text)
+	}
+	_, files := parsePackage(t)
+	for name := range files {
+		if !strings.HasSuffix(name, "_test.go") {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts[name] = string(b)
+		}
+	}
+	ref := regexp.MustCompile(`(?i)\bdbo\.\[?(\w+)`)
+	n := 0
+	for file, text := range texts {
+		for _, m := range ref.FindAllStringSubmatch(text, -1) {
+			n++
+			if want, ok := names[strings.ToLower(m[1])]; ok && want != m[1] {
+				t.Errorf("%s: dbo.%s, which the scripts create as dbo.%s", file, m[1], want)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no dbo.<name> read: the check reads nothing")
+	}
+}
