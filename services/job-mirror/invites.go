@@ -136,7 +136,7 @@ var inviteKind = delivery.Kind{Name: "triage invite", LogKey: "invite", Prefix: 
 // waits for its primary contact at most contactWait.
 func newInviteDrainer(cfg delivery.Config, contactWait time.Duration, st store.Store, pub *outbox.Publisher, s InviteSender, log *slog.Logger, reg prometheus.Registerer) (*delivery.Drainer[Invite], error) {
 	_, logOnly := s.(LogInvites)
-	q := inviteQueue{st: st, pub: pub, log: log, backoff: cfg.Backoff, contactWait: contactWait}
+	q := inviteQueue{st: st, pub: pub, backoff: cfg.Backoff, contactWait: contactWait}
 	return delivery.NewDrainer(cfg, delivery.Options[Invite]{Kind: inviteKind, Queue: q,
 		Sender: readiness{s}, LogOnly: logOnly, Log: log, Collectors: inviteCollectors(), Registry: reg})
 }
@@ -168,7 +168,6 @@ var errNoPrimaryContact = errors.New("the job has no primary contact in the mirr
 type inviteQueue struct {
 	st          store.Store
 	pub         *outbox.Publisher
-	log         *slog.Logger
 	backoff     retry.Backoff
 	contactWait time.Duration
 }
