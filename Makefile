@@ -62,7 +62,7 @@ rules: $(PROMETHEUS)
 	$(PROMTOOL) check rules compose/prometheus/rules/*.yml
 	$(PROMTOOL) test rules compose/prometheus/rules/tests/*.yml
 
-## test: every test of every module (SQL Server tests run when MSSQL_DSN is set)
+## test: every test of every module (SQL Server tests run when MSSQL_DSN is set; MSSQL_USE_DATABASE=1 runs them in its database rather than one made for the run)
 test: tools
 	@[ -n "$$MSSQL_DSN" ] || echo "NOTE: MSSQL_DSN is not set: the SQL Server contract tests are SKIPPED (SQLite runs them all)."
 	$(TEST_TOOLS) $(GO) test -count=1 -timeout 20m $(PKGS)
