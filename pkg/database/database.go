@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/mssql"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
@@ -37,6 +38,21 @@ func Open(ctx context.Context, url, dataDir string) (store.Store, error) {
 	return nil, fmt.Errorf("DATABASE_URL: want sqlite:<path> or sqlserver://…, got a URL starting %q", scheme(url))
 }
 
+// Check refuses a DATABASE_URL that names no store Open can open, and a
+// DATABASE_PASSWORD that cannot go with it (WithPassword), without opening
+// anything: each a config.Refusal.
+func Check(url, password string) error {
+	var bad error
+	switch path, sqlite := SQLitePath(url, ""); {
+	case sqlite && path == "":
+		bad = config.Refuse("DATABASE_URL", "no file after sqlite:")
+	case !sqlite && !strings.HasPrefix(url, "sqlserver://"):
+		bad = config.Refuse("DATABASE_URL", "want sqlite:<path> or sqlserver://…, got a URL starting %q", scheme(url))
+	}
+	_, err := WithPassword(url, password)
+	return errors.Join(bad, err)
+}
+
 // WithPassword is url with password as its user's password, for a
 // sqlserver:// URL whose password is given apart (DATABASE_PASSWORD, or
 // DATABASE_PASSWORD_FILE from a mounted secret); a blank password leaves url
@@ -46,14 +62,14 @@ func WithPassword(url, password string) (string, error) {
 		return url, nil
 	}
 	if !strings.HasPrefix(url, "sqlserver://") {
-		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL is not a sqlserver:// URL: SQLite has no password")
+		return "", config.Refuse("DATABASE_PASSWORD", "is set but DATABASE_URL is not a sqlserver:// URL: SQLite has no password")
 	}
 	u, err := neturl.Parse(url)
 	if err != nil || u.User == nil || u.User.Username() == "" {
-		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL names no user (sqlserver://user@host…)")
+		return "", config.Refuse("DATABASE_PASSWORD", "is set but DATABASE_URL names no user (sqlserver://user@host…)")
 	}
 	if _, has := u.User.Password(); has {
-		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL holds a password too: give it one way")
+		return "", config.Refuse("DATABASE_PASSWORD", "is set but DATABASE_URL holds a password too: give it one way")
 	}
 	u.User = neturl.UserPassword(u.User.Username(), password)
 	return u.String(), nil

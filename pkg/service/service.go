@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,9 +61,31 @@ type Config struct {
 	HTTP    opshttp.ServerConfig
 }
 
-// Validate reports the settings no service can run with, naming their
-// variables (the HTTP server's bounds).
-func (c Config) Validate() error { return c.HTTP.Validate() }
+// Validate refuses the settings no service can run with, each naming its
+// variable (config.Refusal): checked before anything binds, connects or
+// writes.
+func (c Config) Validate() error {
+	return errors.Join(c.Logging.Validate(), Addresses(c.HTTPAddr, c.OpsAddr), Replicas(c.StreamReplicas),
+		database.Check(c.DatabaseURL, c.DatabasePassword), c.HTTP.Validate())
+}
+
+// Addresses refuses an HTTP_ADDR or OPS_ADDR (optional) of the wrong form,
+// and an OPS_ADDR that is HTTP_ADDR: its routes are there already.
+func Addresses(httpAddr, opsAddr string) error {
+	errs := []error{config.Address("HTTP_ADDR", httpAddr)}
+	switch {
+	case opsAddr == "":
+	case opsAddr == httpAddr:
+		errs = append(errs, config.Refuse("OPS_ADDR", "is HTTP_ADDR: leave it unset to serve both there"))
+	default:
+		errs = append(errs, config.Address("OPS_ADDR", opsAddr))
+	}
+	return errors.Join(errs...)
+}
+
+// Replicas refuses a NATS_STREAM_REPLICAS JetStream cannot make: 0 keeps
+// each stream's num_replicas (streams/*.json), 1 to 5 overrides it.
+func Replicas(n int) error { return config.Between("NATS_STREAM_REPLICAS", n, 0, 5) }
 
 // Deps are the shared things a service is built from. In the all-in-one
 // process every service gets the same Deps.
@@ -311,12 +334,14 @@ func OpenLog(ctx context.Context, name string, cfg Config, log *slog.Logger) (d 
 
 // Main runs one service as its own process: configuration from getenv, logs
 // on stderr, the Deps, and an HTTP server on HTTP_ADDR with /healthz and
-// /metrics (on OPS_ADDR instead when it is set). build makes the service and
-// may add routes to r.
-func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
+// /metrics (on OPS_ADDR instead when it is set). own are the service's own
+// configurations, read and checked with the shared one (config.Load) before
+// anything binds, connects or writes, so that every setting refused is
+// named at once. build makes the service and may add routes to r.
+func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer, own []config.Part,
 	build func(ctx context.Context, d Deps, r *Router) (Runner, error)) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
+	var cfg Config
+	if err := config.Load(getenv, slices.Concat([]config.Part{config.Read(&cfg, Config.Validate)}, own)...); err != nil {
 		return err
 	}
 	bound, err := Bind(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr)

@@ -72,8 +72,8 @@ type Config struct {
 	EnsureTimeout time.Duration `env:"MAIL_ENSURE_TIMEOUT" envDefault:"60s"`
 }
 
-// Validate names every setting that is missing or out of range, Graph's
-// included. New calls it.
+// Validate refuses every setting that is missing or out of range, Graph's
+// included, each naming its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
 	errs := []error{c.Graph.Check()}
 	for _, f := range []struct{ name, value string }{
@@ -81,22 +81,21 @@ func (c Config) Validate() error {
 		{"MAIL_PROCESSED_FOLDER", c.ProcessedFolder}, {"MAIL_FAILED_FOLDER", c.FailedFolder},
 	} {
 		if strings.TrimSpace(f.value) == "" {
-			errs = append(errs, fmt.Errorf("%s is not set", f.name))
+			errs = append(errs, config.Refuse(f.name, "is required"))
 		}
 	}
-	if c.PollInterval <= 0 || c.EnsureTimeout <= 0 {
-		errs = append(errs, errors.New("MAIL_POLL_INTERVAL and MAIL_ENSURE_TIMEOUT must be above zero"))
-	}
-	if c.MaxAttempts < 1 {
-		errs = append(errs, errors.New("MAIL_MAX_ATTEMPTS must be at least 1"))
-	}
-	if c.PageSize < 1 || c.PageSize > 1000 {
-		errs = append(errs, errors.New("MAIL_PAGE_SIZE must be 1 to 1000 (Graph's $top)"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("mail-intake: %w", err)
-	}
-	return nil
+	return errors.Join(append(errs, c.ValidatePolling())...)
+}
+
+// ValidatePolling is Validate of every setting but Graph's and the
+// mailbox's, which bin/primeflow's Graph simulator gives when GRAPH_* are
+// unset.
+func (c Config) ValidatePolling() error {
+	return errors.Join(
+		config.Positive("MAIL_POLL_INTERVAL", c.PollInterval),
+		config.Positive("MAIL_ENSURE_TIMEOUT", c.EnsureTimeout),
+		config.Positive("MAIL_MAX_ATTEMPTS", c.MaxAttempts),
+		config.Between("MAIL_PAGE_SIZE", c.PageSize, 1, 1000)) // Graph's $top
 }
 
 // DefaultConfig is the mail intake's configuration with no variable set:
@@ -208,15 +207,12 @@ func Help() service.Help {
 // Main runs the intake as a process of its own: Graph from GRAPH_*, NATS
 // and the database as every service has them.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	mail, err := graph.New(cfg.Graph, nil)
-	if err != nil {
-		return err
-	}
-	return service.Main(ctx, "mail-intake", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+	var cfg Config
+	return service.Main(ctx, "mail-intake", getenv, stderr, []config.Part{config.Read(&cfg, Config.Validate)}, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		mail, err := graph.New(cfg.Graph, nil)
+		if err != nil {
+			return nil, err
+		}
 		return New(cfg, d, mail)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/datadir"
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/graph"
@@ -98,32 +99,50 @@ type Config struct {
 // MAKESAFE_SMS_TO: no SMS leaves the process without SMS_SEND_URL anyway.
 const demoSMSTo = "+61400000000"
 
-// validate reports every setting the process cannot run with: the HTTP
-// server's, each service's own (Config.Validate) and, with a real Prime,
-// what job-mirror, child-mirror and makesafe need of a process of their own
-// too (ValidateRealPrime); only a run on the Prime simulator goes without a
+// validate refuses every setting the process cannot run with, each naming
+// its variable (config.Refusal), before anything binds, connects or writes:
+// the shared ones a service checks (service.Config's), the embedded NATS
+// server's addresses, each service's own (Config.Validate), Prime's and its
+// budget's and OptimoRoute's, and, with a real Prime, what job-mirror,
+// child-mirror and makesafe need of a process of their own too
+// (ValidateRealPrime); only a run on the Prime simulator goes without a
 // triage status and an AI summary nudge, and it or a shadow run (dry.Send)
-// without an SMS or triage invite sender.
+// without an SMS or triage invite sender. Where a simulator stands in, the
+// settings it gives are not asked for (Prime's address and credentials,
+// Graph's and the mailbox's).
 func (c Config) validate(dry dryrun.Config) error {
-	jobMirror, childMirror, makesafe := c.JobMirror.Validate, c.ChildMirror.Validate, c.Makesafe.Validate
+	ms := c.makesafe()
+	jobMirror, childMirror, makesafe := c.JobMirror.Validate, c.ChildMirror.Validate, ms.Validate
+	primeAPI := c.Prime.ValidateLimits
 	if c.Prime.Enabled() {
 		jobMirror = func() error { return c.JobMirror.ValidateRealPrime(dry) }
 		childMirror = c.ChildMirror.ValidateRealPrime
-		makesafe = func() error { return c.Makesafe.ValidateRealPrime(dry) }
+		makesafe = func() error { return ms.ValidateRealPrime(dry) }
+		primeAPI = c.Prime.Validate
 	}
-	mailIntake := func() error { return nil } // the Graph simulator's mailbox is filled in later
+	mailIntake := c.MailIntake.ValidatePolling // the Graph simulator's mailbox is filled in later
 	if c.MailIntake.Graph.Enabled() {
 		mailIntake = c.MailIntake.Validate
 	}
-	natsServer := func() error { return nil }
+	var natsServer error
 	if c.NATSURL == "" {
-		natsServer = c.natsServer().Validate
+		natsServer = c.natsServer().Validate()
 	}
-	if err := errors.Join(c.HTTP.Validate(), natsServer(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
-		childMirror(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake()); err != nil {
-		return fmt.Errorf("primeflow: %w", err)
+	return errors.Join(c.Logging.Validate(), service.Addresses(c.HTTPAddr, c.OpsAddr), config.Address("SIM_ADDR", c.SimAddr),
+		natsServer, service.Replicas(c.StreamReplicas), database.Check(c.DatabaseURL, c.DatabasePassword), c.HTTP.Validate(),
+		c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(), childMirror(), makesafe(),
+		c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake(), primeAPI(), c.PrimeBudget.Validate(), c.OptimoRoute.Validate())
+}
+
+// makesafe is makesafe's configuration: with neither MAKESAFE_SMS_TO nor
+// SMS_SEND_URL, the SMS go to demoSMSTo (the log-only sender says it logs
+// them).
+func (c Config) makesafe() makesafe.Config {
+	ms := c.Makesafe
+	if ms.SMSTo == "" && ms.SMS.URL == "" {
+		ms.SMSTo = demoSMSTo
 	}
-	return nil
+	return ms
 }
 
 // natsServer is the embedded nats-server's configuration, used when
@@ -147,18 +166,11 @@ func Help() service.Help {
 
 // Main runs the pipeline until ctx ends.
 func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+	// Every setting first, all refused at once: nothing is bound, made or
+	// written for a configuration the process cannot run with.
 	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
 	var dry dryrun.Config
-	if err := config.Parse(getenv, &dry); err != nil {
-		return err
-	}
-	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
-		cfg.Makesafe.SMSTo = demoSMSTo // the log-only sender says it logs them
-	}
-	if err := cfg.validate(dry); err != nil {
+	if err := config.Load(getenv, config.Read(&cfg, func(c Config) error { return c.validate(dry) }), config.Read(&dry, nil)); err != nil {
 		return err
 	}
 	log, err := logging.New(stderr, cfg.Logging)
@@ -343,7 +355,7 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 		func() (service.Runner, error) { return jobmirror.New(cfg.JobMirror, d, pc, invites) },
 		func() (service.Runner, error) { return newjobpipeline.New(cfg.NewJobPipeline, d) },
 		func() (service.Runner, error) { return childmirror.New(cfg.ChildMirror, d, pc) },
-		func() (service.Runner, error) { return makesafe.New(cfg.Makesafe, d, pc, sender) },
+		func() (service.Runner, error) { return makesafe.New(cfg.makesafe(), d, pc, sender) },
 		func() (service.Runner, error) { return optimocreate.New(ctx, cfg.OptimoCreate, d, oc) },
 		func() (service.Runner, error) { return optimoplan.New(ctx, cfg.OptimoPlan, d, oc) },
 		func() (service.Runner, error) { return mailintake.New(cfg.MailIntake, d, mailbox) },
