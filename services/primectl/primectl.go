@@ -54,6 +54,10 @@ type Config struct {
 	NATSListen   string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
 	NATSUser     string `env:"NATS_USER"`
 	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
+	// SyncGrace is the sync drains' SYNC_DRAIN_EMPTY_GRACE, as child-mirror
+	// reads it: status counts the drains' redeliveries within it as kept
+	// for a later pass (§7, §9), not trouble.
+	SyncGrace time.Duration `env:"SYNC_DRAIN_EMPTY_GRACE" envDefault:"15m"`
 	// MakesafeSMSTo is what migrate writes as the default make-safe SMS
 	// recipient (the setting MakesafeSMSRecipient).
 	MakesafeSMSTo string `env:"MAKESAFE_SMS_TO"`
@@ -114,8 +118,10 @@ const about = `primectl — look after primeflow: its state at a glance, the web
 (list, show, replay), the new-job pipeline, migrations and shadow runs`
 
 const explained = `status shows the pipeline at a glance: the log's rows by state, the consumers'
-lag, the outbox, the locks, failed SMS and invites, plan dates, Prime's budget and
-each stage's last error; --json gives the same as JSON.
+lag, the outbox, the locks, failed SMS, invites and emails, plan dates, Prime's budget,
+each stage's last error and what needs a person; --json gives the same as JSON. It exits
+0 when all is well, 1 when something needs a person, 2 when the database, NATS or ingest
+could not be asked, or NATS is not the database's instance's: for cron or a probe.
 
 list shows the newest rows first (--oldest: the oldest first). T is a time in UTC
 (2026-11-30, "2026-11-30 14:05:00", RFC 3339) or a duration before now (90m, 24h, 7d).
