@@ -474,8 +474,8 @@ func (r Report) problems() []string {
 		out = append(out, plural(r.Invites.Failed, "triage invite")+" failed for good: primectl invites --failed; invite those customers another way")
 	}
 	if r.Emails.Failed > 0 {
-		out = append(out, plural(r.Emails.Failed, "new-job email")+" failed for good and wait in MAIL_FAILED_FOLDER (receipts Failed in "+
-			"PrimeEmailJobRegistered): fix the cause, then move them back into MAIL_FOLDER to try them again")
+		out = append(out, plural(r.Emails.Failed, "new-job email")+" failed for good, in MAIL_FAILED_FOLDER (receipts Failed in "+
+			"PrimeEmailJobRegistered): fix the cause, then move each back into MAIL_FOLDER to try it again")
 	}
 	for _, c := range r.Consumers {
 		if c.Missing {

@@ -248,8 +248,8 @@ func TestStatusExitStatus(t *testing.T) {
 		out, _, err := w.run("", "status")
 		is.Equal(exitCode(err), 1) // needs a person
 		for _, want := range []string{
-			"1 new-job email failed for good and wait in MAIL_FAILED_FOLDER", // the email, from its receipt
-			"1 triage invite failed for good: primectl invites --failed",     // the invite
+			"1 new-job email failed for good, in MAIL_FAILED_FOLDER",     // the email, from its receipt
+			"1 triage invite failed for good: primectl invites --failed", // the invite
 			"1 pending, 1 failed",                // counted
 			`email "New Job J014370" (1 failed)`, // the newest email given up on
 			"no JobID in the email",              // and why
