@@ -94,11 +94,13 @@ var commands = []struct{ name, usage string }{
                 [--since T] [--until T] [--limit N] [--oldest]`},
 	{"show", "primectl show ID"},
 	{"replay", `primectl replay ID… [--yes] [--now]
-  primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]`},
+  primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]
+  primectl replay --from-archive FILE [ID…] [the same filters] [--all] [--yes] [--now]`},
 	{"firstseen", "primectl firstseen [--failed | --all] [--limit N]"},
 	{"syncqueue", "primectl syncqueue [--object O] [--job GUID] [--limit N]"},
 	{"invites", "primectl invites [--failed | --all] [--limit N]"},
 	{"coverage", "primectl coverage [--since T] [--json]"},
+	{"archive", "primectl archive --before T [--out FILE] [--batch N] [--yes]"},
 	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
 	{"compare", "primectl compare --live DSN [--since T] [--until T] [--days-ahead N]"},
 	{"version", "primectl --version"},
@@ -115,7 +117,7 @@ func commandUsage(name string) string {
 }
 
 const about = `primectl — look after primeflow: its state at a glance, the webhook log
-(list, show, replay), the new-job pipeline, migrations and shadow runs`
+(list, show, replay, archive), the new-job pipeline, migrations and shadow runs`
 
 const explained = `status shows the pipeline at a glance: the log's rows by state, the consumers'
 lag, the outbox, the locks, failed SMS, invites and emails, plan dates, Prime's budget,
@@ -133,6 +135,11 @@ new jobs came by (webhook, email, backstop) over the jobs Prime created since T
 (default 7d), and prints §7.1's coverage query by action. syncqueue shows
 ethSyncQueue by object and its items (§6: the drains' work); invites lists the
 triage invites not sent yet, or only the Failed ones, which wait for a person.
+
+archive writes the rows finished before T — processed webhook log rows, SMS and
+triage invites sent, email receipts processed — to a gzip'd JSON-lines file, reads it
+back and checks it, then deletes them a short batch at a time; replay --from-archive
+puts the archived log rows a filter selects back under their own ids, queued for replay.
 
 migrate --plan lists every object the scripts create or alter: absent, the
 same or different in the database, whose it is, and what a migration would
@@ -206,6 +213,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = c.firstSeen(ctx, rest)
 	case "coverage":
 		err = c.coverage(ctx, rest)
+	case "archive":
+		err = c.archive(ctx, rest)
 	case "syncqueue":
 		err = c.syncQueue(ctx, rest)
 	case "invites":
@@ -506,6 +515,7 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	all := fs.Bool("all", false, "allow a replay with no filter: every row of the log")
 	yes := fs.Bool("yes", false, "do not ask before resetting")
 	now := fs.Bool("now", false, "ask ingest to publish the reset rows now")
+	fromArchive := fs.String("from-archive", "", "put the rows chosen back from this archive file (primectl archive), queued for replay")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -522,8 +532,11 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		f.IDs = append(f.IDs, id)
 	}
 	if len(f.IDs) == 0 && !filtered && !*all {
-		fmt.Fprintln(c.stderr, "primectl replay: no rows named and no filter given; name rows, give a filter, or pass --all to replay the whole log")
+		fmt.Fprintln(c.stderr, "primectl replay: no rows named and no filter given; name rows, give a filter, or pass --all to replay the whole log (or archive)")
 		return ErrUsage
+	}
+	if *fromArchive != "" {
+		return c.replayFromArchive(ctx, *fromArchive, f, *yes, *now)
 	}
 	st, err := c.open(ctx)
 	if err != nil {
@@ -548,16 +561,8 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 			return fmt.Errorf("%w; nothing reset", err)
 		}
 	}
-	if !*yes {
-		fmt.Fprintf(c.stdout, "Reset %s? [y/N] ", count(n, "row"))
-		answer, err := c.stdin.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			fmt.Fprintln(c.stdout, "Nothing reset.")
-			return nil
-		}
+	if ok, err := c.confirm(*yes, fmt.Sprintf("Reset %s?", count(n, "row")), "Nothing reset."); !ok {
+		return err
 	}
 	reset, err := st.ResetWebhookLog(ctx, f)
 	if err != nil {
@@ -568,6 +573,24 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		return c.processNow(ctx)
 	}
 	return nil
+}
+
+// confirm asks question on stdout and reads the answer: ok is true for y
+// or yes, or without asking when yes is set; otherwise it says no.
+func (c *cli) confirm(yes bool, question, no string) (ok bool, err error) {
+	if yes {
+		return true, nil
+	}
+	fmt.Fprintf(c.stdout, "%s [y/N] ", question)
+	answer, err := c.stdin.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		fmt.Fprintln(c.stdout, no)
+		return false, nil
+	}
+	return true, nil
 }
 
 // missingRows fails naming the ids the log has no row for: a mistyped id

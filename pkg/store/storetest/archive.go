@@ -210,7 +210,7 @@ func testArchive(t *testing.T, open Opener) {
 			queued, err := s.QueueTriageInvite(ctx, job, statusICM)
 			is.NoErr(err)
 			is.True(queued)
-			claimed, err := s.ClaimTriageInvites(ctx, now.Add(time.Second), time.Minute, 1, 1)
+			claimed, err := s.ClaimTriageInvites(ctx, time.Now().Add(time.Second), time.Minute, 1, 1)
 			is.NoErr(err)
 			is.Equal(len(claimed), 1)
 			invites = append(invites, claimed[0].ID)
