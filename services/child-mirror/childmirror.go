@@ -227,8 +227,8 @@ func (c *ChildMirror) work(ctx context.Context, ev events.Resolved) (pipeline.Fi
 // rate-limited answer is a *prime.RateLimitedError, and no answer a
 // *pipeline.UnavailableError: either way the event waits, no attempt
 // counted (§9).
-func (c *ChildMirror) ensureJob(ctx context.Context, req events.EnsureJobRequest) (string, error) {
-	reply, err := c.ensure.Ensure(ctx, req)
+func (c *ChildMirror) ensureJob(ctx context.Context, subject string, req events.EnsureJobRequest) (string, error) {
+	reply, err := c.ensure.Ensure(ctx, subject, req)
 	if err != nil {
 		return "", err
 	}
