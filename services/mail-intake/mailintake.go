@@ -9,10 +9,11 @@
 //  1. the receipt (spPrimeEmailJobRegisteredInsert), once a message, keyed
 //     by its internetMessageId;
 //  2. Extract JobID (pkg/jobemail): body.content, then bodyPreview;
-//  3. the job made sure of through job-mirror (events.SubjectEnsureJob, via
-//     "email"): one Prime GET /jobs/{JobID} for a job the mirror lacks, the
-//     numeric → GUID mapping (§4.1), and, on first sight, the new-job
-//     pipeline (§6), once per job whichever path gets there first. A job
+//  3. the job made sure of through job-mirror (events.SubjectEnsureJobEmail,
+//     which job-mirror records as "email"): one Prime GET /jobs/{JobID} for a
+//     job the mirror lacks, the numeric → GUID mapping (§4.1), and, on first
+//     sight, the new-job pipeline (§6), once per job whichever path gets
+//     there first. A job
 //     already mirrored costs no Prime call. There is no fixed wait: the
 //     make-safe re-check ladder (§6) covers the allocation race the flow's
 //     35 seconds were for;
