@@ -20,7 +20,9 @@ const (
 	// ArchiveSMS: messages Sent or Logged before T (Failed ones wait for a
 	// person and stay).
 	ArchiveSMS ArchiveTable = "smsQueue"
-	// ArchiveTriageInvites: invites Sent or Logged before T.
+	// ArchiveTriageInvites: invites Sent or Logged before T whose status
+	// change is over (StatusLeftUTC): an open invite is what stops a
+	// replayed or repeated event inviting the customer twice, so it stays.
 	ArchiveTriageInvites ArchiveTable = "ethTriageInviteQueue"
 	// ArchiveEmailReceipts: receipts Processed and moved to the processed
 	// folder before T (Failed ones wait for a person and stay; a receipt

@@ -179,12 +179,16 @@ type inviteRecord struct {
 	LastError       string     `json:"lastError,omitempty"`
 	FailedUTC       *time.Time `json:"failedUTC,omitempty"`
 	UpdatedUTC      *time.Time `json:"updatedUTC,omitempty"`
+	JobVersion      int64      `json:"jobVersion,omitempty"`
+	StatusLeftUTC   *time.Time `json:"statusLeftUTC,omitempty"`
+	Payload         string     `json:"payload,omitempty"`
 }
 
 func inviteRecordOf(t store.TriageInvite) inviteRecord {
 	return inviteRecord{ID: t.ID, JobID: t.JobID, StatusID: t.StatusID, QueuedUTC: utcOrNil(t.QueuedUTC), SentUTC: utcOrNil(t.SentUTC),
 		State: string(t.State), Attempts: t.Attempts, NextAttemptUTC: utcOrNil(t.NextAttemptUTC), ClaimedUntilUTC: utcOrNil(t.ClaimedUntilUTC),
-		LastError: t.LastError, FailedUTC: utcOrNil(t.FailedUTC), UpdatedUTC: utcOrNil(t.UpdatedUTC)}
+		LastError: t.LastError, FailedUTC: utcOrNil(t.FailedUTC), UpdatedUTC: utcOrNil(t.UpdatedUTC), JobVersion: t.JobVersion,
+		StatusLeftUTC: utcOrNil(t.StatusLeftUTC), Payload: t.Payload}
 }
 
 // receiptRecord is a row of PrimeEmailJobRegistered as the file holds it.

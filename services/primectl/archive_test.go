@@ -23,7 +23,8 @@ import (
 
 // archiveWorld is newWorld (its rows received on 2026-11-30, before the
 // test's T) with the queues' rows besides: an SMS sent and one Failed, an
-// invite sent, a receipt processed and moved and one Failed.
+// invite sent whose job has left its status, a receipt processed and moved
+// and one Failed.
 func archiveWorld(t *testing.T) *world {
 	t.Helper()
 	is := is.New(t)
@@ -51,6 +52,11 @@ func archiveWorld(t *testing.T) *world {
 	invites, err := st.ClaimTriageInvites(ctx, time.Now().Add(time.Second), time.Minute, 1, 1)
 	is.NoErr(err)
 	is.NoErr(st.SetTriageInviteSent(ctx, invites[0].ID, invites[0].Attempts, t0))
+	_, err = st.UpsertJob(ctx, store.Job{JobID: jobA, StatusID: jobA, Version: 2, SyncedUTC: t0}) // the job moves on:
+	is.NoErr(err)
+	queued, err = st.QueueTriageInvite(ctx, jobA, jobB) // its invite's change is over
+	is.NoErr(err)
+	is.True(!queued)
 	for _, e := range []struct{ id, outcome string }{{"<a@prime>", store.EmailProcessed}, {"<b@prime>", store.EmailFailed}} {
 		r, _, err := st.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: e.id, Subject: "New Job", ReceivedUTC: t0})
 		is.NoErr(err)

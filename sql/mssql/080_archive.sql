@@ -8,7 +8,9 @@
 -- "Finished before @Before", table by table (store.ArchiveTable):
 --   ethPrimeWebhookLog       processed, received and processed before it;
 --   smsQueue                 Sent or Logged before it (Failed stays);
---   ethTriageInviteQueue     Sent or Logged before it (Failed stays);
+--   ethTriageInviteQueue     Sent or Logged before it, its status change over
+--                            (statusLeftUTC: an open invite is what stops a
+--                            replayed event inviting twice; Failed stays);
 --   PrimeEmailJobRegistered  Processed and moved to the processed folder
 --                            before it (Failed, and a receipt still in the
 --                            folder, stay).
@@ -26,7 +28,7 @@ BEGIN
         (SELECT COUNT_BIG(*) FROM dbo.smsQueue
          WHERE State IN (N'Sent', N'Logged') AND SentUTC < @Before) AS sms,
         (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue
-         WHERE state IN (N'Sent', N'Logged') AND sentUTC < @Before) AS triageInvites,
+         WHERE state IN (N'Sent', N'Logged') AND sentUTC < @Before AND statusLeftUTC IS NOT NULL) AS triageInvites,
         (SELECT COUNT_BIG(*) FROM dbo.PrimeEmailJobRegistered
          WHERE outcome = N'Processed' AND movedTo = N'Processed' AND movedUTC < @Before) AS emailReceipts;
 END;
@@ -79,9 +81,9 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT TOP (@Top) id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
     FROM dbo.ethTriageInviteQueue
-    WHERE id > @AfterID AND state IN (N'Sent', N'Logged') AND sentUTC < @Before
+    WHERE id > @AfterID AND state IN (N'Sent', N'Logged') AND sentUTC < @Before AND statusLeftUTC IS NOT NULL
     ORDER BY id;
 END;
 GO
@@ -137,7 +139,7 @@ BEGIN
     BEGIN
         DELETE q FROM dbo.ethTriageInviteQueue AS q
         WHERE q.id IN (SELECT i.id FROM @IDs AS i)
-          AND q.state IN (N'Sent', N'Logged') AND q.sentUTC < @Before;
+          AND q.state IN (N'Sent', N'Logged') AND q.sentUTC < @Before AND q.statusLeftUTC IS NOT NULL;
         SET @deleted = @@ROWCOUNT;
     END
     ELSE IF @Table = N'PrimeEmailJobRegistered'

@@ -61,3 +61,40 @@ func TestArchiveRefusesWhatNoBatchHolds(t *testing.T) {
 	is.True(err != nil && !errors.Is(err, errRecorded)) // a jobId that is not a GUID
 	is.Equal(len(rec.take()), 0)                        // none of it reached the database
 }
+
+// The archive's methods, driven over the wire with TestEveryCallIsWellFormedOnTheWire's others.
+func init() {
+	for name, drive := range map[string]wireDrive{
+		"CountArchivable": func(ctx context.Context, s *Store, full bool) error {
+			_, err := s.CountArchivable(ctx, wireTime)
+			return err
+		},
+		"ListArchivableWebhookLog": func(ctx context.Context, s *Store, full bool) error {
+			_, err := s.ListArchivableWebhookLog(ctx, wireTime, opt(full, int64(7)), opt(full, 10))
+			return err
+		},
+		"ListArchivableSMS": func(ctx context.Context, s *Store, full bool) error {
+			_, err := s.ListArchivableSMS(ctx, wireTime, opt(full, int64(7)), opt(full, 10))
+			return err
+		},
+		"ListArchivableTriageInvites": func(ctx context.Context, s *Store, full bool) error {
+			_, err := s.ListArchivableTriageInvites(ctx, wireTime, opt(full, int64(7)), opt(full, 10))
+			return err
+		},
+		"ListArchivableEmailReceipts": func(ctx context.Context, s *Store, full bool) error {
+			_, err := s.ListArchivableEmailReceipts(ctx, wireTime, opt(full, int64(7)), opt(full, 10))
+			return err
+		},
+		"DeleteArchived": func(ctx context.Context, s *Store, full bool) error {
+			_, err := s.DeleteArchived(ctx, store.ArchiveWebhookLog, wireTime, []int64{1, 2})
+			return err
+		},
+		"RestoreWebhookLog": func(ctx context.Context, s *Store, full bool) error {
+			row := filled(full, store.WebhookLogRow{ID: 1, ReceivedUTC: wireTime, Payload: "{}"}, map[string]any{"JobID": wireJob})
+			_, err := s.RestoreWebhookLog(ctx, []store.WebhookLogRow{row})
+			return err
+		},
+	} {
+		wireDrives[name] = drive
+	}
+}

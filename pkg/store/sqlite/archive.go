@@ -23,7 +23,7 @@ var archiveTables = map[store.ArchiveTable]archived{
 	store.ArchiveSMS: {"ID", smsColumns, `State IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
 		AND SentUTC < ?`},
 	store.ArchiveTriageInvites: {"id", inviteColumns, `state IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
-		AND sentUTC < ?`},
+		AND sentUTC < ? AND statusLeftUTC IS NOT NULL`},
 	store.ArchiveEmailReceipts: {"id", emailColumns, `outcome = '` + store.EmailProcessed + `' AND movedTo = '` + store.EmailProcessed + `'
 		AND movedUTC < ?`},
 }

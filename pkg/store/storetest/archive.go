@@ -202,9 +202,12 @@ func testArchive(t *testing.T, open Opener) {
 			}
 		}
 
-		// Triage invites: one sent long ago goes; one Failed stays.
+		// Triage invites: one sent long ago whose job has left the status
+		// goes; one Failed stays, and so does one sent whose job is still
+		// in the status (it is what keeps a replayed event from inviting
+		// the customer twice).
 		var invites []int64
-		for i, job := range []string{jobA, jobB} {
+		for i, job := range []string{jobA, jobB, jobC} {
 			_, err := s.UpsertJob(ctx, sampleJob(job, statusICM, 1))
 			is.NoErr(err)
 			queued, err := s.QueueTriageInvite(ctx, job, statusICM)
@@ -214,10 +217,17 @@ func testArchive(t *testing.T, open Opener) {
 			is.NoErr(err)
 			is.Equal(len(claimed), 1)
 			invites = append(invites, claimed[0].ID)
-			if i == 0 {
-				is.NoErr(s.SetTriageInviteSent(ctx, claimed[0].ID, claimed[0].Attempts, t0))
-			} else {
+			if i == 1 {
 				is.NoErr(s.SetTriageInviteFailed(ctx, claimed[0].ID, claimed[0].Attempts, "400", time.Time{}, t0))
+				continue
+			}
+			is.NoErr(s.SetTriageInviteSent(ctx, claimed[0].ID, claimed[0].Attempts, t0))
+			if i == 0 {
+				_, err := s.UpsertJob(ctx, sampleJob(job, statusNew, 2)) // the job moves on
+				is.NoErr(err)
+				queued, err := s.QueueTriageInvite(ctx, job, statusICM)
+				is.NoErr(err)
+				is.True(!queued) // and its invite's change is over
 			}
 		}
 
@@ -272,6 +282,7 @@ func testArchive(t *testing.T, open Opener) {
 		counts, err := s.CountTriageInvites(ctx)
 		is.NoErr(err)
 		is.Equal(counts[store.SendFailed], 1) // and the Failed invite
+		is.Equal(counts[store.SendSent], 1)   // and the one still open
 		_, found, err := s.GetEmailReceipt(ctx, "<b@p>")
 		is.NoErr(err)
 		is.True(found) // and the Failed email
