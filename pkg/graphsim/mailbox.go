@@ -8,16 +8,17 @@ import (
 
 // DeleteFolder deletes a folder by path, with its messages and every
 // folder in it, as a person can in Outlook: a call that names it (by the
-// id it had) is answered 404 from then on. The inbox cannot be deleted.
-func (s *Sim) DeleteFolder(path string) error {
+// id it had) is answered 404 from then on. It returns the messages deleted
+// with it. The inbox cannot be deleted.
+func (s *Sim) DeleteFolder(path string) ([]Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.folderByPath(path)
 	switch {
 	case f == nil:
-		return fmt.Errorf("graphsim: no folder %q", path)
+		return nil, fmt.Errorf("graphsim: no folder %q", path)
 	case f.id == s.inbox:
-		return fmt.Errorf("graphsim: the inbox cannot be deleted")
+		return nil, fmt.Errorf("graphsim: the inbox cannot be deleted")
 	}
 	doomed := map[string]bool{f.id: true}
 	for grew := true; grew; {
@@ -28,10 +29,18 @@ func (s *Sim) DeleteFolder(path string) error {
 			}
 		}
 	}
+	var gone []Message
+	for id := range doomed {
+		for _, m := range s.folders[id].messages {
+			c := *m
+			c.Folder = s.path(s.folders[id])
+			gone = append(gone, c)
+		}
+	}
 	for id := range doomed {
 		delete(s.folders, id)
 	}
-	return nil
+	return gone, nil
 }
 
 // handleGetMessage serves a message by its id, in whichever folder it is,
@@ -62,7 +71,7 @@ func (s *Sim) handleGetMessage() http.Handler {
 
 func (s *Sim) handleDeleteFolder() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.DeleteFolder(r.URL.Query().Get("path")); err != nil {
+		if _, err := s.DeleteFolder(r.URL.Query().Get("path")); err != nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 			return
 		}
