@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/graph"
 	"github.com/ethosbuilding/primeflow/pkg/graphsim"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/matryer/is"
 )
 
@@ -29,8 +30,10 @@ func TestHeadersSizesAndDeletedFolders(t *testing.T) {
 	processed, err := c.ResolveFolder(ctx, sim.User(), graphsim.DefaultFolders[1])
 	is.NoErr(err)
 
-	resp, err := http.Post(srv.URL+"/_sim/messages", "application/json", strings.NewReader(`{"subject":"big","body":"<p>JobID: 7</p>","padTo":100000,
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/_sim/messages", strings.NewReader(`{"subject":"big","body":"<p>JobID: 7</p>","padTo":100000,
 		"from":"noreply@primeeco.tech","headers":[{"name":"Authentication-Results","value":"dmarc=pass header.from=primeeco.tech"}]}`))
+	simcontrol.Authorize(req, sim.ControlToken())
+	resp, err := http.DefaultClient.Do(req)
 	is.NoErr(err)
 	resp.Body.Close()
 	is.Equal(resp.StatusCode, http.StatusCreated)
@@ -50,7 +53,8 @@ func TestHeadersSizesAndDeletedFolders(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(at, in.ID) // where it is
 
-	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/_sim/folders?path=Inbox/Prime%20Jobs/Processed", nil)
+	req, _ = http.NewRequest(http.MethodDelete, srv.URL+"/_sim/folders?path=Inbox/Prime%20Jobs/Processed", nil)
+	simcontrol.Authorize(req, sim.ControlToken())
 	resp, err = http.DefaultClient.Do(req)
 	is.NoErr(err)
 	resp.Body.Close()

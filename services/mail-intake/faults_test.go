@@ -14,6 +14,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/graphsim"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/matryer/is"
 )
@@ -211,6 +212,7 @@ func (e *env) control(method, path, body string) {
 	if err != nil {
 		e.T.Fatal(err)
 	}
+	simcontrol.Authorize(req, e.graph.ControlToken())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.T.Fatal(err)

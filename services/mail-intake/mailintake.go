@@ -16,10 +16,11 @@
 //  3. the body, fetched on its own within MAIL_MAX_BODY_BYTES (a larger
 //     message goes to MAIL_FAILED_FOLDER, its receipt says so);
 //  4. Extract JobID (pkg/jobemail): body.content, then bodyPreview;
-//  5. the job made sure of through job-mirror (events.SubjectEnsureJob, via
-//     "email"): one Prime GET /jobs/{JobID} for a job the mirror lacks, the
-//     numeric → GUID mapping (§4.1), and, on first sight, the new-job
-//     pipeline (§6), once per job whichever path gets there first. A job
+//  5. the job made sure of through job-mirror (events.SubjectEnsureJobEmail,
+//     which job-mirror records as "email"): one Prime GET /jobs/{JobID} for a
+//     job the mirror lacks, the numeric → GUID mapping (§4.1), and, on first
+//     sight, the new-job pipeline (§6), once per job whichever path gets
+//     there first. A job
 //     already mirrored costs no Prime call. There is no fixed wait: the
 //     make-safe re-check ladder (§6) covers the allocation race the flow's
 //     35 seconds were for;
@@ -248,7 +249,7 @@ func (in *Intake) resolve(ctx context.Context) error {
 // Help is what bin/mail-intake --help prints: what it is and the variables
 // its Main reads.
 func Help() service.Help {
-	return service.Help{Name: "mail-intake", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}},
+	return service.Help{Name: "mail-intake", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}},
 		Summary: "reads Prime's new-job emails from a mailbox through Microsoft Graph (§7) and puts each job through the new-job path, moving each email to the processed or failed folder."}
 }
 

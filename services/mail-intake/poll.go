@@ -214,13 +214,14 @@ func (in *Intake) attempt(ctx context.Context, m graph.Message, r store.EmailRec
 		return in.failedAttempt(ctx, m, r, err)
 	}
 	r.JobID, r.JobIDKind, r.NumericReference, r.JobNumber = job.JobID, string(job.Kind), job.NumericReference, job.JobNumber
-	req := events.EnsureJobRequest{Via: store.ViaEmail, NumericRef: job.NumericReference}
+	// The email's job, and nothing about it: job-mirror asks Prime, in the
+	// mail intake's class (after the events, before the sweeps), and records
+	// the sight as the email's, from the subject alone.
+	req := events.EnsureJobRequest{NumericRef: job.NumericReference}
 	if job.Kind == jobemail.KindGUID {
 		req.JobID = job.JobID
 	}
-	// job-mirror's Prime call for it goes in the mail intake's class:
-	// after the events, before the sweeps.
-	reply, err := in.ensure.Ensure(prime.WithPriority(ctx, prime.PriorityDrain), req)
+	reply, err := in.ensure.Ensure(ctx, events.SubjectEnsureJobEmail, req)
 	switch {
 	case ctx.Err() != nil:
 		return kept
