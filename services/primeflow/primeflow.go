@@ -359,7 +359,8 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	// The status page: the one process that holds every part of the
 	// pipeline may read every part (a service's NATS user may not).
 	r.Admin.Handle("/", status.Page(func(ctx context.Context) (status.Report, error) {
-		return status.Gather(ctx, status.Sources{Store: d.Store, JS: d.JS, Budget: status.FromBudgetBucket(d.JS, status.FromRegistry(d.Metrics))})
+		return status.Gather(ctx, status.Sources{Store: d.Store, JS: d.JS, Budget: status.FromBudgetBucket(d.JS, status.FromRegistry(d.Metrics)),
+			SyncGrace: cfg.ChildMirror.Drain.EmptyGrace})
 	})).Methods(http.MethodGet, http.MethodHead)
 	in, err := ingest.New(cfg.Ingest, d, r)
 	if err != nil {
