@@ -13,7 +13,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,7 +67,7 @@ type Config struct {
 // variable (config.Refusal): checked before anything binds, connects or
 // writes.
 func (c Config) Validate() error {
-	return errors.Join(c.Logging.Validate(), Addresses(c.HTTPAddr, c.OpsAddr), Replicas(c.StreamReplicas),
+	return errors.Join(c.Logging.Validate(), CheckNATSURL(c.NATSURL), Addresses(c.HTTPAddr, c.OpsAddr), Replicas(c.StreamReplicas),
 		database.Check(c.DatabaseURL, c.DatabasePassword), c.HTTP.Validate())
 }
 
@@ -218,7 +220,7 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 	}
 	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("nats connect: %w", err)
+		return nil, nil, connectError(err, c.URL)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -253,6 +255,68 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// connectError is nats.Connect's error without a password: a URL nats.go
+// cannot read comes back whole in it (Go's url.Error quotes it, password and
+// all), and a bad escape quotes a piece of the password. Neither is echoed.
+func connectError(err error, urls string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("nats connect: NATS_URL %s", unreadableURL(ue))
+	}
+	msg := err.Error()
+	for _, raw := range strings.Split(urls, ",") {
+		if raw = strings.TrimSpace(raw); raw != "" {
+			msg = strings.ReplaceAll(msg, raw, redactURL(raw))
+		}
+	}
+	return fmt.Errorf("nats connect: %s", msg)
+}
+
+// CheckNATSURL refuses a NATS_URL nats.go cannot read (its comma-separated
+// URLs, nats:// where one names no scheme, as nats.Connect reads them),
+// before anything connects, without its password (config.Refusal).
+func CheckNATSURL(urls string) error {
+	for _, raw := range strings.Split(urls, ",") {
+		if raw = strings.TrimSpace(raw); raw != "" && !strings.Contains(raw, "://") {
+			raw = "nats://" + raw
+		}
+		var ue *url.Error
+		if _, err := url.Parse(raw); errors.As(err, &ue) {
+			return config.Refuse("NATS_URL", "%s", unreadableURL(ue))
+		}
+	}
+	return nil
+}
+
+// unreadableURL says why a URL cannot be read, naming it without its user
+// and password, and a bad escape without the piece it quotes.
+func unreadableURL(ue *url.Error) string {
+	why := ue.Err.Error()
+	var esc url.EscapeError
+	if errors.As(ue.Err, &esc) {
+		why = "a % not followed by two hex digits (a % in a password is written %25)"
+	}
+	return fmt.Sprintf("%s cannot be read: %s", redactURL(ue.URL), why)
+}
+
+// redactURL is raw without its user and password: as url.URL.Redacted
+// writes it when it parses, and otherwise with everything before its last
+// "@" (the user information, where a password is) written "***".
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
+		return raw
+	}
+	scheme := ""
+	if i := strings.Index(raw, "://"); i >= 0 && i < at {
+		scheme = raw[:i+3]
+	}
+	return scheme + "***" + raw[at:]
 }
 
 // refused is the error of a connection NATS closed: for a refused login,

@@ -59,7 +59,8 @@ func runnable(t *testing.T) map[string]string {
 		"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
 		"GRAPH_TENANT_ID":                       "tenant", "GRAPH_CLIENT_ID": "client", "GRAPH_CLIENT_SECRET": "secret", "MAIL_USER": "jobs@example.com",
 		"MAIL_FOLDER": "Inbox/Prime Jobs", "MAIL_PROCESSED_FOLDER": "Inbox/Prime Jobs/Processed", "MAIL_FAILED_FOLDER": "Inbox/Prime Jobs/Failed",
-		"PRIME_API_URL": "https://prime.invalid/api.prime/v2", "PRIME_CLIENT_ID": "client", "PRIME_CLIENT_SECRET": "secret",
+		"MAIL_ALLOWED_SENDERS": "noreply@primeeco.tech",
+		"PRIME_API_URL":        "https://prime.invalid/api.prime/v2", "PRIME_CLIENT_ID": "client", "PRIME_CLIENT_SECRET": "secret",
 		"PRIME_USERNAME": "user", "PRIME_PASSWORD": "password", "OPTIMOROUTE_API_KEY": "key",
 	}
 }

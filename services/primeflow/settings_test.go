@@ -31,7 +31,7 @@ var refusedAtOnce = map[string]map[string]bad{
 	"primeflow": {
 		"MAIL_POLL_INTERVAL": {"abc", ""}, "RESOLVER_LANES": {"x", ""}, "PRIME_RATE_PER_MINUTE": {"-1", ""},
 		"OPTIMO_TIMEZONE": {"Mars/Base", ""}, "PRIME_RATE_BURST": {"0", ""}, "HTTP_MAX_CONNS": {"0", ""}, "LOG_LEVEL": {"loud", ""},
-		"NATS_STREAM_REPLICAS": {"7", ""}, "DATABASE_PASSWORD": {"s3cret-pw", secret},
+		"NATS_STREAM_REPLICAS": {"7", ""}, "DATABASE_PASSWORD": {"s3cret-pw", secret}, "SIMULATE": {"prime,optimoroute,graph,sms", ""},
 		"AI_SUMMARY_NUDGE_URL": {"ftp://n8n.example/webhook/7f3a?key=k3y", `="ftp://n8n.example/…"`},
 	},
 	"ingest": {
@@ -55,6 +55,7 @@ var refusedAtOnce = map[string]map[string]bad{
 	"newjob-pipeline": {
 		"NEWJOB_PIPELINE_WORKERS": {"0", ""}, "NEWJOB_PIPELINE_BACKOFF": {"soon", ""}, "NEWJOB_PIPELINE_OUTBOX_SWEEP": {"0", ""},
 		"DATABASE_URL": {"postgres://app:pw@db/primeflow", secret}, "HTTP_IDLE_TIMEOUT": {"0", ""},
+		"NATS_URL": {"nats://app:s3%cret@127.0.0.1:4222", secret},
 	},
 	"makesafe": {
 		"MAKESAFE_LADDER": {"4m,1m", ""}, "MAKESAFE_WORKERS": {"0", ""}, "MAKESAFE_RUNG_SWEEP": {"-1m", ""},
@@ -70,7 +71,8 @@ var refusedAtOnce = map[string]map[string]bad{
 	},
 	"mail-intake": {
 		"MAIL_POLL_INTERVAL": {"abc", ""}, "MAIL_PAGE_SIZE": {"0", ""}, "MAIL_MAX_ATTEMPTS": {"0", ""}, "GRAPH_TIMEOUT": {"0", ""},
-		"GRAPH_API_URL": {"https://graph.example/v1.0?tenant=x", `="https://graph.example/…"`},
+		"GRAPH_API_URL":     {"https://graph.example/v1.0?tenant=x", `="https://graph.example/…"`},
+		"MAIL_WAIT_BACKOFF": {"1s,0s", ""}, "MAIL_MAX_BODY_BYTES": {"1000", ""}, "MAIL_ALLOWED_SENDERS": {"prime", ""},
 	},
 }
 
