@@ -41,8 +41,9 @@ import (
 // empty answer as done. Here an empty answer for an item queued less than
 // SYNC_DRAIN_EMPTY_GRACE ago keeps the item for a later pass — after as
 // long again as it has waited, at least SYNC_DRAIN_EMPTY_WAIT — and only an
-// empty answer past the grace counts as done (spEthSyncQueueDelete); the
-// make-safe ladder still covers a make-safe job (§6).
+// empty answer past the grace counts as done: the item is removed
+// (spEthSyncQueueDelete) and the mirror keeps what it holds, as n8n's
+// drains did; the make-safe ladder still covers a make-safe job (§6).
 
 // DrainConfig configures the sync-queue drains.
 type DrainConfig struct {
@@ -102,7 +103,7 @@ type synced struct {
 // Outcomes of draining an item, as counted.
 const (
 	drainMirrored = "mirrored" // written, and the item removed
-	drainEmpty    = "empty"    // Prime had nothing and the item was past its grace: removed
+	drainEmpty    = "empty"    // Prime had nothing and the item was past its grace: removed, the mirror left as it was
 	drainKept     = "kept"     // Prime had nothing soon after the item was queued: kept for a later pass
 	drainRequeued = "requeued" // written, but the item was queued again meanwhile: kept for the next pass
 	drainNoJob    = "no_job"   // Prime has no such job: removed
@@ -188,7 +189,11 @@ func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drai
 			wait := min(max(age, c.cfg.Drain.EmptyWait), c.cfg.Drain.EmptyGrace-age+time.Second)
 			return drainResult{outcome: drainKept, wait: wait}
 		}
-		return c.remove(ctx, log, it, s, drainEmpty)
+		// Done, as n8n's drains took it: the item is removed and the
+		// mirror keeps what it holds. An empty answer may be a Prime
+		// hiccup; replacing the job's status histories or relationships
+		// with it would erase them.
+		return c.remove(ctx, log, it, synced{}, drainEmpty)
 	}
 	return c.remove(ctx, log, it, s, drainMirrored)
 }

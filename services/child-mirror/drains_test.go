@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,18 +167,37 @@ func TestAnEarlyEmptyAnswerKeepsTheItemForALaterPass(t *testing.T) {
 	is.Equal(e.drained(store.TableAllocations, "empty"), 0.0) // never dropped as done
 }
 
-func TestAnEmptyAnswerPastTheGraceIsDone(t *testing.T) {
+// Past the grace an empty answer counts as done, as n8n's drains took it:
+// the item is removed, and the mirror keeps what it holds. A Prime hiccup
+// that answers a job's status histories or relationships with an empty
+// list erases nothing.
+func TestAnEmptyAnswerPastTheGraceIsDoneAndErasesNothing(t *testing.T) {
 	is := is.New(t)
 	e := start(t, options{cfg: drainConfig(func(c *childmirror.DrainConfig) { c.EmptyGrace = 0 })})
-	j := e.Sim.NewJob()
+	ctx := context.Background()
+	j := e.Sim.NewJob() // Prime lists no status history, relationship or allocation for it
 	e.mirrorJobOf(j.ID)
-	_, err := e.Env.Store.QueueMissingObjectsByJob(context.Background(), j.ID)
+	const history, relationship = "5a1e2b3c-0000-4000-8000-000000000001", "5a1e2b3c-0000-4000-8000-000000000002"
+	is.NoErr(e.Env.Store.ReplaceJobStatusHistory(ctx, j.ID, []store.JobStatusHistory{{StatusHistoryID: history, StatusID: j.StatusID, CreatedAt: time.Now()}}))
+	is.NoErr(e.Env.Store.ReplaceJobContactRelationships(ctx, j.ID, []store.ContactRelationship{{ContactRelationshipID: relationship, ContactID: j.PrimaryContactID}}))
+	_, err := e.Env.Store.QueueMissingObjectsByJob(ctx, j.ID)
 	is.NoErr(err)
-	e.publishSyncQueued(j.ID, store.TableAllocations)
-	flowtest.Eventually(t, "the allocations' item removed", func() bool { return e.drained(store.TableAllocations, "empty") == 1 })
-	for _, it := range e.queued(j.ID) {
-		is.True(it.Object != store.TableAllocations) // an empty answer past the grace counts as done (§7)
+	emptied := []string{store.TableAllocations, store.TableJobStatusHistory, store.TableContactRelationships}
+	e.publishSyncQueued(j.ID, emptied...)
+	for _, o := range emptied {
+		e.waitDrained(o, "empty", 1)
 	}
+	for _, it := range e.queued(j.ID) {
+		is.True(!slices.Contains(emptied, it.Object)) // an empty answer past the grace counts as done (§7): the items removed
+	}
+	hs, err := e.Env.Store.ListJobStatusHistory(ctx, j.ID)
+	is.NoErr(err)
+	is.Equal(len(hs), 1) // the mirrored status history is kept
+	is.Equal(hs[0].StatusHistoryID, history)
+	rels, err := e.Env.Store.ListJobContactRelationships(ctx, j.ID)
+	is.NoErr(err)
+	is.Equal(len(rels), 1) // and the mirrored relationship
+	is.Equal(rels[0].ContactRelationshipID, relationship)
 }
 
 // publishSyncQueued hands items to the drains as the pipeline does.
