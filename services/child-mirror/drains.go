@@ -138,14 +138,18 @@ type drainResult struct {
 	err     error
 }
 
-// drainItem drains one claimed item. An item it does not remove is given
-// back, so the next pass, or another drain, takes it at once.
+// left reports whether the item is still in the queue, and still claimed
+// by the drain that drained it: kept for a later pass, waiting for Prime,
+// or failed.
+func (r drainResult) left() bool {
+	return r.outcome == drainKept || r.outcome == drainWaited || r.outcome == drainFailed
+}
+
+// drainItem drains one claimed item. An item it leaves in the queue
+// (res.left) is still claimed: the caller gives it back.
 func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueueItem) drainResult {
 	log := c.log.With("object", it.Object, "jobId", it.JobID, "item", it.ID)
 	res := c.drainClaimed(ctx, log, d, it)
-	if res.outcome == drainKept || res.outcome == drainWaited || res.outcome == drainFailed {
-		c.giveBack(ctx, []store.SyncQueueItem{it})
-	}
 	if ctx.Err() != nil && res.outcome == drainFailed {
 		log.Debug("sync queue item given back: the drain is stopping", "err", res.err)
 		return res // not the item's failure: it is drained after the restart
@@ -306,9 +310,11 @@ func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error 
 // delivered before its items are left to the backstop.
 const maxPushDeliveries = 5
 
-// drainOne claims and drains a job's item of d's object. No item to claim is
-// no work, unless another drain holds it: then the result waits for that
-// claim to lapse, in case its drain died.
+// drainOne claims and drains a job's item of d's object; an item it leaves
+// in the queue is given back, so that the message's redelivery, or a pass,
+// takes it at once. No item to claim is no work, unless another drain
+// holds it: then the result waits for that claim to lapse, in case its
+// drain died.
 func (c *ChildMirror) drainOne(ctx context.Context, d drain, jobID string) (drainResult, error) {
 	f := store.SyncQueueFilter{Object: d.object, JobID: jobID, Limit: 1}
 	items, err := c.store.ClaimSyncQueue(ctx, f, time.Now().Add(-c.cfg.Drain.Lease))
@@ -316,7 +322,11 @@ func (c *ChildMirror) drainOne(ctx context.Context, d drain, jobID string) (drai
 		return drainResult{}, err
 	}
 	if len(items) == 1 {
-		return c.drainItem(ctx, d, items[0]), nil
+		res := c.drainItem(ctx, d, items[0])
+		if res.left() {
+			c.giveBack(ctx, items)
+		}
+		return res, nil
 	}
 	held, err := c.store.ListSyncQueue(ctx, f)
 	if err != nil || len(held) == 0 || held[0].ClaimedUTC.IsZero() {
@@ -350,20 +360,38 @@ func (c *ChildMirror) backstop(ctx context.Context, d drain) {
 }
 
 // Pass is one backstop pass of object's drain: it claims the items no
-// drain holds, SYNC_DRAIN_BATCH at a time, and drains each, until none is
-// left, Prime asks it to wait, or ctx ends (the claims it has not worked
-// are given back). It returns how many items it worked.
+// drain holds, SYNC_DRAIN_BATCH at a time, oldest first, and drains each,
+// until a claim comes back short, Prime asks it to wait, or ctx ends. It
+// works each item at most once: an item it leaves in the queue (kept,
+// failed) stays claimed by the pass until the pass ends, and the pass's
+// later claims take a lapsed claim only if it was made before the pass's
+// first, so that no claim of the pass takes back an item it has worked,
+// however long it runs. The claims it holds are given back when it
+// returns, those it has not worked at once. It returns how many items it
+// worked.
 func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
 	d, ok := c.drains()[object]
 	if !ok {
 		return 0, fmt.Errorf("no drain syncs %s", object)
 	}
+	var left []store.SyncQueueItem // worked, still queued and claimed: given back at the end
+	defer func() { c.giveBack(ctx, left) }()
+	var first time.Time // the stamp of the pass's first claim
 	worked := 0
 	for ctx.Err() == nil {
 		claimed := time.Now()
-		items, err := c.store.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: object, Limit: c.cfg.Drain.Batch}, claimed.Add(-c.cfg.Drain.Lease))
+		staleBefore := claimed.Add(-c.cfg.Drain.Lease)
+		if !first.IsZero() && first.Before(staleBefore) {
+			staleBefore = first
+		}
+		items, err := c.store.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: object, Limit: c.cfg.Drain.Batch}, staleBefore)
 		if err != nil {
 			return worked, err
+		}
+		for _, it := range items {
+			if first.IsZero() || it.ClaimedUTC.Before(first) {
+				first = it.ClaimedUTC
+			}
 		}
 		var stop error
 		for i, it := range items {
@@ -375,6 +403,9 @@ func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
 			}
 			res := c.drainItem(ctx, d, it)
 			worked++
+			if res.left() {
+				left = append(left, it)
+			}
 			if res.outcome == drainWaited {
 				stop = res.err // Prime's budget is spent for now: the rest waits for the next pass
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
@@ -198,6 +199,46 @@ func TestAnEmptyAnswerPastTheGraceIsDoneAndErasesNothing(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(rels), 1) // and the mirrored relationship
 	is.Equal(rels[0].ContactRelationshipID, relationship)
+}
+
+// A backstop pass works each item once, however many it leaves in the
+// queue: SYNC_DRAIN_BATCH items whose call fails and as many that Prime
+// answers empty soon after they were queued (kept for a later pass) are
+// each asked of Prime once, and the pass ends; it claimed them again and
+// again before, the oldest first, for as long as it ran.
+func TestABackstopPassWorksEachItemOnce(t *testing.T) {
+	is := is.New(t)
+	const batch = 3
+	e := start(t, options{cfg: drainConfig()})
+	e.waitFirstPasses()
+	ctx := context.Background()
+	for range 2 * batch {
+		j := e.Sim.NewJob() // no allocation: Prime answers empty
+		e.mirrorJobOf(j.ID)
+		is.NoErr(e.Env.Store.UpsertSyncQueue(ctx, store.TableAllocations, j.ID)) // queued outside primeflow: no hand-off
+	}
+	e.Sim.SetFaults(primesim.Faults{Path: "/allocations", FailNext: batch}) // the oldest batch's calls fail
+	calls := func() int64 { return e.Sim.Stats().ByEndpoint["GET /allocations"] }
+	before := calls()
+
+	cfg := childmirror.DefaultConfig()
+	drainConfig(func(c *childmirror.DrainConfig) { c.Batch = batch })(&cfg)
+	cm, err := childmirror.New(cfg, e.deps, e.Prime)
+	is.NoErr(err)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second) // ends a pass that does not
+	defer cancel()
+	worked, err := cm.Pass(pctx, store.TableAllocations)
+	is.Equal(calls()-before, int64(2*batch)) // each item asked of Prime once
+	is.Equal(worked, 2*batch)                // and worked once
+	is.NoErr(err)                            // the pass ended on its own
+	is.Equal(e.drained(store.TableAllocations, "failed"), float64(batch))
+	is.Equal(e.drained(store.TableAllocations, "kept"), float64(batch))
+	items, err := e.Env.Store.ListSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations})
+	is.NoErr(err)
+	is.Equal(len(items), 2*batch) // all of them left for a later pass
+	for _, it := range items {
+		is.True(it.ClaimedUTC.IsZero()) // and given back when the pass ended
+	}
 }
 
 // publishSyncQueued hands items to the drains as the pipeline does.
