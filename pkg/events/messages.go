@@ -152,8 +152,13 @@ type SyncQueued struct {
 	// Objects are the items' objectName: the mirror tables to sync
 	// (primeAllocations, …).
 	Objects []string `json:"objects"`
-	// Source says who queued them, for the logs ("firstseen", "triage-invite").
+	// Source says who queued them, for the logs ("firstseen", "triage-invite",
+	// "backstop").
 	Source string `json:"source,omitempty"`
+	// Priority is the class of the drains' Prime calls for them, as
+	// prime.Priority names it ("drain", "sweep"); empty is "drain". The
+	// jobs-by-date backstop's are "sweep".
+	Priority string `json:"priority,omitempty"`
 }
 
 // SyncQueuedMsgID makes a hand-off of a job's queued objects publish once
@@ -325,9 +330,12 @@ type JobsSweepReply struct {
 	WatermarkUTC time.Time `json:"watermarkUTC"`
 	Pages        int       `json:"pages"`
 	Listed       int       `json:"listed"`
-	// Unchanged were mirrored at that version already (no write, no call).
+	// Unchanged were mirrored at that version already, their objects
+	// queued for it (no write, no call).
 	Unchanged int `json:"unchanged"`
-	// Updated were mirrored at an older version, now written.
+	// Updated were mirrored, but their version moved since the mirror's
+	// (the primeJobs row, or the objects last queued): written, and their
+	// objects queued again (§6 step 1), drained in the sweeps' class.
 	Updated int `json:"updated"`
 	// FirstSight were new to the mirror: first sight and the pipeline.
 	FirstSight   int    `json:"firstSight"`

@@ -30,11 +30,14 @@ import (
 //   - pushed: whoever queues items hands them on through the outbox in the
 //     same transaction (events.SyncQueued on prime.job.syncqueued: the
 //     new-job pipeline's first sight, a triage invite whose contact is not
-//     mirrored), so they are drained within seconds;
+//     mirrored, the jobs-by-date backstop for a known job that changed), so
+//     they are drained within seconds, in the class the hand-off names
+//     (the drains', or the sweeps' for the jobs-by-date backstop's);
 //   - the backstop: each drain goes through its whole queue at an interval
 //     of its own (SYNC_DRAIN_EVERY_*, 31, 37, 41 and 47 minutes, primes, so
 //     no two passes fall together again for hours), for items queued by
-//     callers outside primeflow (the email flow, §7) and any a push missed.
+//     callers outside primeflow (the email flow, §7) and any a push missed,
+//     each item once a pass.
 //
 // The race of §7 and §9: straight after a job's first sight Prime may not
 // have its allocation yet, and "Prime Sync Queued Allocations" treats an
@@ -145,11 +148,12 @@ func (r drainResult) left() bool {
 	return r.outcome == drainKept || r.outcome == drainWaited || r.outcome == drainFailed
 }
 
-// drainItem drains one claimed item. An item it leaves in the queue
-// (res.left) is still claimed: the caller gives it back.
-func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueueItem) drainResult {
+// drainItem drains one claimed item, its Prime calls in the class prio. An
+// item it leaves in the queue (res.left) is still claimed: the caller gives
+// it back.
+func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueueItem, prio prime.Priority) drainResult {
 	log := c.log.With("object", it.Object, "jobId", it.JobID, "item", it.ID)
-	res := c.drainClaimed(ctx, log, d, it)
+	res := c.drainClaimed(ctx, log, d, it, prio)
 	if ctx.Err() != nil && res.outcome == drainFailed {
 		log.Debug("sync queue item given back: the drain is stopping", "err", res.err)
 		return res // not the item's failure: it is drained after the restart
@@ -170,11 +174,12 @@ func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueue
 // purposeSyncDrain is the purpose of the drains' Prime calls.
 const purposeSyncDrain = "sync-drain"
 
-func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drain, it store.SyncQueueItem) drainResult {
-	// The drains' calls, and the ensure-job one asks of job-mirror, go
-	// after the events' and before the sweeps' (PriorityDrain), whether
-	// the item was handed on or found by a backstop pass.
-	ctx = prime.WithCaller(prime.WithPriority(ctx, prime.PriorityDrain), ServiceName, purposeSyncDrain)
+func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drain, it store.SyncQueueItem, prio prime.Priority) drainResult {
+	// The drain's calls, and the ensure-job it asks of job-mirror, go in
+	// prio's class: the drains' (after the events', before the sweeps'),
+	// handed on or found by a backstop pass, or the sweeps' for the items
+	// the jobs-by-date backstop handed on.
+	ctx = prime.WithCaller(prime.WithPriority(ctx, prio), ServiceName, purposeSyncDrain)
 	job, err := c.drainJob(ctx, it.JobID)
 	if errors.Is(err, prime.ErrNotFound) {
 		return c.remove(ctx, log, it, synced{}, drainNoJob)
@@ -268,6 +273,14 @@ func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error 
 		return consume.Drop(fmt.Errorf("%s: not a sync hand-off of a job: %v", msg.Subject(), err))
 	}
 	jobID := strings.ToLower(sq.JobID)
+	prio := prime.PriorityDrain
+	if sq.Priority != "" {
+		var err error
+		if prio, err = prime.ParsePriority(sq.Priority); err != nil {
+			c.log.Warn("sync hand-off names an unknown class: drained in the drains'", "jobId", jobID, "source", sq.Source, "err", err)
+			prio = prime.PriorityDrain
+		}
+	}
 	drains := c.drains()
 	var later time.Duration
 	var cause, failed error
@@ -277,7 +290,7 @@ func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error 
 			c.log.Warn("sync hand-off names an object no drain syncs: left to whoever queued it", "object", object, "jobId", jobID, "source", sq.Source)
 			continue
 		}
-		res, err := c.drainOne(ctx, d, jobID)
+		res, err := c.drainOne(ctx, d, jobID, prio)
 		if err != nil {
 			return err // the database: redelivered with the consumer's backoff
 		}
@@ -310,19 +323,19 @@ func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error 
 // delivered before its items are left to the backstop.
 const maxPushDeliveries = 5
 
-// drainOne claims and drains a job's item of d's object; an item it leaves
-// in the queue is given back, so that the message's redelivery, or a pass,
+// drainOne claims and drains a job's item of d's object, its calls in the
+// class prio; an item it leaves in the queue is given back, so that the message's redelivery, or a pass,
 // takes it at once. No item to claim is no work, unless another drain
 // holds it: then the result waits for that claim to lapse, in case its
 // drain died.
-func (c *ChildMirror) drainOne(ctx context.Context, d drain, jobID string) (drainResult, error) {
+func (c *ChildMirror) drainOne(ctx context.Context, d drain, jobID string, prio prime.Priority) (drainResult, error) {
 	f := store.SyncQueueFilter{Object: d.object, JobID: jobID, Limit: 1}
 	items, err := c.store.ClaimSyncQueue(ctx, f, time.Now().Add(-c.cfg.Drain.Lease))
 	if err != nil {
 		return drainResult{}, err
 	}
 	if len(items) == 1 {
-		res := c.drainItem(ctx, d, items[0])
+		res := c.drainItem(ctx, d, items[0], prio)
 		if res.left() {
 			c.giveBack(ctx, items)
 		}
@@ -401,7 +414,7 @@ func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
 				c.giveBack(ctx, items[i:])
 				break
 			}
-			res := c.drainItem(ctx, d, it)
+			res := c.drainItem(ctx, d, it, prime.PriorityDrain)
 			worked++
 			if res.left() {
 				left = append(left, it)

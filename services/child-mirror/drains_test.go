@@ -448,3 +448,47 @@ func TestTheDrainsCallPrimeInTheirClass(t *testing.T) {
 	is.NoErr(reg.Register(e.Prime))
 	is.True(flowtest.Counter(t, reg, "prime_client_calls_total", map[string]string{"caller": childmirror.ServiceName, "purpose": "sync-drain", "priority": "drain"}) > 0) // named as the drains'
 }
+
+// The jobs-by-date backstop keeps a known job's children current, as n8n's
+// copy of the pipeline did (§7): a job that moved on in Prime since its
+// first sight, its webhook lost, is listed by the sweep, its objects are
+// queued again and drained, its new status history mirrored, and every
+// call for it — the list and the drains' — goes in the sweeps' class.
+func TestTheBackstopKeepsAKnownJobsChildrenCurrent(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig()})
+	e.startPipeline()
+	ctx := context.Background()
+	j := e.Sim.NewJob()
+	e.Sim.NewContact(j.ID)
+	e.Sim.NewStatusHistory(j.ID, j.StatusID)
+	e.Sim.NewAllocation(j.ID, "Plumbing")
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	flowtest.Eventually(t, "the first sight's items drained", func() bool {
+		fs, found, err := e.Env.Store.GetFirstSeen(ctx, j.ID)
+		return err == nil && found && fs.Completed() && len(e.queued(j.ID)) == 0
+	})
+
+	const moved = "3f2a1b0c-9d8e-4f7a-8b6c-5d4e3f2a1b0c"
+	e.Sim.NewStatusHistory(j.ID, moved)
+	_, err := e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = moved }) // no webhook comes
+	is.NoErr(err)
+	before := e.Prime.Stats()
+	msg, err := e.NC.Request(events.SubjectSweepJobs, []byte(`{"source":"test"}`), 30*time.Second)
+	is.NoErr(err)
+	var reply events.JobsSweepReply
+	is.NoErr(json.Unmarshal(msg.Data, &reply))
+	is.Equal(reply.Error, "")
+	is.Equal(reply.Updated, 1) // the job that moved on
+	flowtest.Eventually(t, "the job's objects drained again", func() bool {
+		hs, err := e.Env.Store.ListJobStatusHistory(ctx, j.ID)
+		return err == nil && len(hs) == 2 && len(e.queued(j.ID)) == 0
+	})
+	for _, o := range store.MissingObjects() {
+		e.waitDrained(o, "mirrored", 2) // each drain's item, at first sight and again
+	}
+	after := e.Prime.Stats()
+	swept := after.ByPriority[prime.PrioritySweep] - before.ByPriority[prime.PrioritySweep]
+	is.True(swept > 1)                              // the list, and the drains' calls
+	is.Equal(swept, after.Requests-before.Requests) // every one in the sweeps' class
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -84,9 +85,11 @@ func (m *Mirror) handleSweepJobs(ctx context.Context, req micro.Request) {
 // overlap window (JOBS_SWEEP_OVERLAP: a job whose change Prime committed
 // late, or clocks that disagree), newest first, one call a page, and puts
 // each through the one first-sight path: a job the mirror holds at that
-// version costs nothing more; one at an older version is written; one the
-// mirror lacks is written, claimed as first seen (via backstop) and handed
-// to the new-job pipeline. The watermark moves to the newest updatedAt
+// version, its objects queued for that version, costs nothing more; one
+// whose version moved since is written and gets its objects queued again
+// (§6 step 1, as n8n's copy of the pipeline did for every job it listed),
+// drained in the sweeps' class; one the mirror lacks is written, claimed
+// as first seen (via backstop) and handed to the new-job pipeline. The watermark moves to the newest updatedAt
 // listed only when the whole list went through: a sweep that stops (Prime's
 // rate limit, a failed page, a job that could not be written, the
 // deadline) leaves it, and the next sweep starts from the same place. A
@@ -180,13 +183,18 @@ func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, re
 		m.metrics.jobsSwept.WithLabelValues(outcome).Inc()
 	}
 	held, found, err := m.store.GetJob(ctx, j.ID)
-	if err == nil && found && current(held, j) {
-		count("unchanged", &reply.Unchanged)
-		return nil
+	if err == nil && found {
+		var queued store.JobVersion
+		var marked bool
+		queued, marked, err = m.store.GetJobObjectsQueued(ctx, j.ID)
+		if err == nil && marked && queued.Covers(versionOf(j)) && held.At().Covers(versionOf(j)) {
+			count("unchanged", &reply.Unchanged)
+			return nil
+		}
 	}
 	firstSight := false
 	if err == nil {
-		firstSight, err = m.mirrorJob(ctx, sighting{job: j, firstSight: !found, via: store.ViaBackstop})
+		firstSight, err = m.mirrorJob(ctx, sighting{job: j, firstSight: !found, via: store.ViaBackstop, requeue: true})
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -205,11 +213,33 @@ func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, re
 	return nil
 }
 
-// current reports whether the mirror holds a job at the listed version or a
-// newer one (by updatedAt when Prime gives no version).
-func current(held store.Job, listed prime.Job) bool {
-	if listed.Version != 0 {
-		return held.Version >= listed.Version
+// versionOf is the listed job's version.
+func versionOf(j prime.Job) store.JobVersion {
+	return store.JobVersion{Version: j.Version, UpdatedAt: j.UpdatedAt.Time}
+}
+
+// queueObjects is the backstop's copy of §6 step 1 for a job the mirror
+// knew whose version moved since its objects were last queued (n8n's
+// "Prime Sync Jobs by Date" ran the pipeline for every job it listed):
+// queue its status histories, contacts, allocations and contact
+// relationships (skipping those queued already), record the version they
+// are queued for, and hand them to the drains, whose calls for them go in
+// the sweeps' class, after everyone else's. All of it in tx, the job's
+// write.
+func queueObjects(ctx context.Context, tx store.Store, jobID string, j prime.Job) error {
+	if _, err := tx.QueueMissingObjectsByJob(ctx, jobID); err != nil {
+		return fmt.Errorf("queue the job's objects: %w", err)
 	}
-	return !listed.UpdatedAt.After(held.UpdatedAt)
+	v := versionOf(j)
+	if err := tx.SetJobObjectsQueued(ctx, jobID, v); err != nil {
+		return err
+	}
+	body, err := json.Marshal(events.SyncQueued{JobID: jobID, Objects: store.MissingObjects(), Source: store.ViaBackstop,
+		Priority: prime.PrioritySweep.String()})
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("%s@%d:%d", jobID, v.Version, v.UpdatedAt.UnixMilli())
+	_, err = tx.InsertOutbox(ctx, []store.OutboxMessage{outbox.Message(events.SubjectSyncQueued, events.SyncQueuedMsgID(store.ViaBackstop, key), body)})
+	return err
 }

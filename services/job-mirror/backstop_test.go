@@ -3,6 +3,7 @@ package jobmirror_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +191,92 @@ func TestBackstopSchedule(t *testing.T) {
 		is.Equal(e.listCalls(), int64(0))                               // and has swept nothing
 		is.Equal(e.sweepJobs().Listed, 2)                               // but sweeps when asked
 	})
+}
+
+// syncHandOffs are the sync-queue hand-offs of a job on PRIME_JOB, once
+// there are want of them (the outbox publishes them just after the commit
+// a test waits for).
+func (e *env) syncHandOffs(jobID string, want int) []events.SyncQueued {
+	e.T.Helper()
+	var out []events.SyncQueued
+	flowtest.Eventually(e.T, "the sync hand-offs", func() bool {
+		out = nil
+		for _, body := range e.Published(events.StreamJob, events.SubjectSyncQueued) {
+			var sq events.SyncQueued
+			if json.Unmarshal(body, &sq) == nil && sq.JobID == jobID {
+				out = append(out, sq)
+			}
+		}
+		return len(out) >= want
+	})
+	return out
+}
+
+// objectsQueued is the objects ethSyncQueue holds for a job.
+func (e *env) objectsQueued(jobID string) []string {
+	e.T.Helper()
+	items, err := e.Store.ListSyncQueue(context.Background(), store.SyncQueueFilter{JobID: jobID})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Object)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// n8n's "Prime Sync Jobs by Date" ran its copy of the pipeline for every
+// job it listed, so the children of known jobs stayed current. A job the
+// mirror knows whose version moved since its objects were last queued —
+// changed in Prime with no webhook, or mirrored by its webhook since — gets
+// them queued again (§6 step 1, skipping those queued already) and handed
+// to the drains in the sweeps' class; a job at that version costs nothing.
+func TestBackstopQueuesTheObjectsOfAKnownJobThatChanged(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages})
+	ctx := context.Background()
+	var quiet, webhooked, silent primesim.Job
+	for _, j := range []*primesim.Job{&quiet, &webhooked, &silent} {
+		*j = e.Sim.NewJob()
+		e.WaitProcessed(e.Fire("change-job-status", j.ID)) // first sight: the pipeline queues its objects for this version
+	}
+	first := e.sweepJobs()
+	is.Equal(first.Error, "")
+	is.Equal(first.Unchanged, 3) // each at the version its objects were queued for
+	for _, j := range []primesim.Job{quiet, webhooked, silent} {
+		is.Equal(len(e.objectsQueued(j.ID)), 0) // nothing queued again (the pipeline, which queues first sights, does not run here)
+	}
+
+	_, err := e.Sim.UpdateJob(webhooked.ID, func(j *prime.Job) { j.Description = "changed, and its webhook came" })
+	is.NoErr(err)
+	e.WaitProcessed(e.Fire("change-job-status", webhooked.ID)) // the mirror holds the new version
+	_, err = e.Sim.UpdateJob(silent.ID, func(j *prime.Job) { j.Description = "changed, no webhook" })
+	is.NoErr(err)
+	is.NoErr(e.Store.UpsertSyncQueue(ctx, store.TableAllocations, silent.ID)) // one of its objects queued already
+	gets := e.jobCalls()
+
+	second := e.sweepJobs()
+	is.Equal(second.Error, "")
+	is.Equal(second.Updated, 2)   // the two that changed
+	is.Equal(second.Unchanged, 1) // the quiet one costs nothing
+	is.Equal(e.jobCalls(), gets)  // and no job is fetched: the list has them
+	want := slices.Sorted(slices.Values(store.MissingObjects()))
+	is.Equal(e.objectsQueued(webhooked.ID), want) // status histories, contacts, allocations, relationships
+	is.Equal(e.objectsQueued(silent.ID), want)    // each once
+	is.Equal(len(e.objectsQueued(quiet.ID)), 0)
+	is.Equal(e.job(silent.ID).Description, "changed, no webhook") // and the job written
+	for _, j := range []primesim.Job{webhooked, silent} {
+		hs := e.syncHandOffs(j.ID, 1)
+		is.Equal(len(hs), 1)                                   // handed to the drains
+		is.Equal(hs[0].Objects, store.MissingObjects())        // every object
+		is.Equal(hs[0].Priority, prime.PrioritySweep.String()) // in the sweeps' class
+		is.Equal(hs[0].Source, store.ViaBackstop)
+	}
+
+	third := e.sweepJobs()
+	is.Equal(third.Updated, 0)   // nothing moved since
+	is.Equal(third.Unchanged, 3) // at their versions, their objects queued for them
+	is.Equal(len(e.syncHandOffs(silent.ID, 1)), 1)
 }

@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	}, []string{"result"})
 	m.jobsSwept = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_jobmirror_jobs_swept_total",
-		Help: "Jobs the jobs-by-date sweeps listed, by outcome: unchanged (mirrored at that version: no write, no call), updated, first_sight (new to the mirror: the new-job pipeline handed off), failed.",
+		Help: "Jobs the jobs-by-date sweeps listed, by outcome: unchanged (mirrored at that version, its objects queued for it: no write, no call), updated (its version moved since: written, its objects queued again for the drains), first_sight (new to the mirror: the new-job pipeline handed off), failed.",
 	}, []string{"outcome"})
 	m.jobsWatermark = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "primeflow_jobmirror_jobs_sweep_watermark_seconds",

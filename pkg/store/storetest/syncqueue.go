@@ -135,6 +135,38 @@ func testSyncQueue(t *testing.T, open Opener) {
 	})
 }
 
+// The version of a job whose objects were last queued: none at first,
+// then the last one set, filed under the job (a job's GUID in any case),
+// another job's left alone.
+func testJobObjectsQueued(t *testing.T, open Opener) {
+	ctx := context.Background()
+	is := is.New(t)
+	s := open(t)
+	_, found, err := s.GetJobObjectsQueued(ctx, jobA)
+	is.NoErr(err)
+	is.True(!found) // none recorded
+	at := time.Date(2026, 3, 2, 1, 2, 3, 456_000_000, time.UTC)
+	is.NoErr(s.SetJobObjectsQueued(ctx, strings.ToUpper(jobA), store.JobVersion{Version: 3, UpdatedAt: at}))
+	is.NoErr(s.SetJobObjectsQueued(ctx, jobB, store.JobVersion{UpdatedAt: at}))
+	v, found, err := s.GetJobObjectsQueued(ctx, jobA)
+	is.NoErr(err)
+	is.True(found)
+	is.Equal(v.Version, int64(3))  // the version
+	is.True(v.UpdatedAt.Equal(at)) // and updatedAt, to the millisecond
+	is.True(v.Covers(store.JobVersion{Version: 3, UpdatedAt: at.Add(time.Hour)}))
+	is.True(!v.Covers(store.JobVersion{Version: 4}))
+	is.NoErr(s.SetJobObjectsQueued(ctx, jobA, store.JobVersion{Version: 5, UpdatedAt: at.Add(time.Hour)}))
+	v, _, err = s.GetJobObjectsQueued(ctx, strings.ToUpper(jobA))
+	is.NoErr(err)
+	is.Equal(v.Version, int64(5)) // the last one set
+	v, _, err = s.GetJobObjectsQueued(ctx, jobB)
+	is.NoErr(err)
+	is.Equal(v.Version, int64(0))  // another job's is its own
+	is.True(v.UpdatedAt.Equal(at)) // a job Prime gives no version: by updatedAt
+	is.True(v.Covers(store.JobVersion{UpdatedAt: at}))
+	is.True(!v.Covers(store.JobVersion{UpdatedAt: at.Add(time.Second)}))
+}
+
 func testSyncQueueDrains(t *testing.T, open Opener) {
 	ctx := context.Background()
 	stale := func() time.Time { return time.Now().Add(-time.Minute) }
