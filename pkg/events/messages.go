@@ -322,10 +322,15 @@ type JobsSweepRequest struct {
 
 // JobsSweepReply says what a jobs-by-date sweep did. Error is set when it
 // stopped before the end of the list (RetryAfterMS when Prime's rate limit
-// stopped it); the watermark then stays where it was.
+// stopped it); the watermark then stays where it was, and the next sweep
+// goes on from the last page all of whose jobs went through.
 type JobsSweepReply struct {
-	// FromUTC is where the list started: the watermark less the overlap.
+	// FromUTC is where the list started: the watermark less the overlap,
+	// or the list of the sweep cut short that this one goes on with.
 	FromUTC time.Time `json:"fromUTC"`
+	// FromPage is the page this sweep went on from, that of a sweep cut
+	// short; 0 when it started at the first.
+	FromPage int `json:"fromPage,omitempty"`
 	// WatermarkUTC is where the next sweep starts from, less the overlap.
 	WatermarkUTC time.Time `json:"watermarkUTC"`
 	Pages        int       `json:"pages"`

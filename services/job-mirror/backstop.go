@@ -81,6 +81,55 @@ func (m *Mirror) handleSweepJobs(ctx context.Context, req micro.Request) {
 	}
 }
 
+// SettingJobsSweepCheckpoint names the primeflowSettings row in which a
+// jobs-by-date sweep cut short keeps how far it got (a JSON checkpoint;
+// empty when none), so that the next sweep goes on from there.
+const SettingJobsSweepCheckpoint = "JobsSweepCheckpoint"
+
+// checkpoint is how far a jobs-by-date sweep got through its list: every
+// job on the pages before NextPage of the jobs updated since FromUTC,
+// newest first, went through. Newest first, a job updated since only moves
+// to the front (the pages after it shift onto jobs already read), so the
+// pages from NextPage still hold every job not read yet: a sweep that goes
+// on from there misses none, and the watermark moves once one of them
+// reaches the end of the list.
+type checkpoint struct {
+	FromUTC time.Time `json:"fromUTC"`
+	// PerPage is the size of the pages as Prime cut them: pages of another
+	// size (PRIME_PAGE_SIZE changed) start the list again.
+	PerPage  int `json:"perPage"`
+	NextPage int `json:"nextPage"`
+	// NewestUTC is the newest updatedAt the pages gone through listed.
+	NewestUTC time.Time `json:"newestUTC"`
+}
+
+// getCheckpoint reads the checkpoint a sweep cut short kept; found is
+// false when there is none.
+func (m *Mirror) getCheckpoint(ctx context.Context) (cp checkpoint, found bool, err error) {
+	v, found, err := m.store.GetSetting(ctx, SettingJobsSweepCheckpoint)
+	if err != nil || !found || v == "" {
+		return checkpoint{}, false, err
+	}
+	if err := json.Unmarshal([]byte(v), &cp); err != nil || cp.NextPage < 1 {
+		m.log.Warn("jobs sweep: the checkpoint does not read; the sweep starts from the watermark", "checkpoint", v, "err", err)
+		return checkpoint{}, false, nil
+	}
+	return cp, true, nil
+}
+
+// setCheckpoint keeps how far the sweep got; the zero checkpoint clears it.
+func (m *Mirror) setCheckpoint(ctx context.Context, cp checkpoint) error {
+	v := ""
+	if cp.NextPage > 0 {
+		b, err := json.Marshal(cp)
+		if err != nil {
+			return err
+		}
+		v = string(b)
+	}
+	return m.store.SetSetting(ctx, SettingJobsSweepCheckpoint, v)
+}
+
 // sweepJobs lists the jobs Prime updated since the watermark, less the
 // overlap window (JOBS_SWEEP_OVERLAP: a job whose change Prime committed
 // late, or clocks that disagree), newest first, one call a page, and puts
@@ -89,13 +138,16 @@ func (m *Mirror) handleSweepJobs(ctx context.Context, req micro.Request) {
 // whose version moved since is written and gets its objects queued again
 // (§6 step 1, as n8n's copy of the pipeline did for every job it listed),
 // drained in the sweeps' class; one the mirror lacks is written, claimed
-// as first seen (via backstop) and handed to the new-job pipeline. The watermark moves to the newest updatedAt
-// listed only when the whole list went through: a sweep that stops (Prime's
-// rate limit, a failed page, a job that could not be written, the
-// deadline) leaves it, and the next sweep starts from the same place. A
-// hold on Prime's budget stops the sweep at once, so that it never queues
-// up behind the webhook events for the budget they share. result labels
-// the outcome: ok, rate_limited or stopped.
+// as first seen (via backstop) and handed to the new-job pipeline. The
+// watermark moves to the newest updatedAt listed only when the whole list
+// went through. A sweep that stops (Prime's rate limit, a failed page, a
+// job that could not be written, the deadline) keeps, after each page
+// whose jobs all went through, a checkpoint, and the next sweep goes on
+// from its page, so that even a sweep always cut short gets to the end of
+// the list; a page with a job that failed is read again. A hold on Prime's
+// budget stops the sweep at once, so that it never queues up behind the
+// webhook events for the budget they share. result labels the outcome:
+// ok, rate_limited or stopped.
 func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.JobsSweepReply, result string) {
 	m.sweeping.Lock()
 	defer m.sweeping.Unlock()
@@ -111,13 +163,13 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 		reply.Error = err.Error()
 		if after := retry.Delay(err); after > 0 {
 			reply.RetryAfterMS = max(after.Milliseconds(), 1)
-			log.Warn("jobs sweep stopped by Prime's rate limit: the next one starts from the same watermark", "retryAfter", after, "reply", reply)
+			log.Warn("jobs sweep stopped by Prime's rate limit: the next one goes on from the last page it got through", "retryAfter", after, "reply", reply)
 			return reply, "rate_limited"
 		}
 		if parent.Err() != nil {
-			log.Info("jobs sweep cut short by the shutdown: the next one starts from the same watermark", "reply", reply)
+			log.Info("jobs sweep cut short by the shutdown: the next one goes on from the last page it got through", "reply", reply)
 		} else {
-			log.Error("jobs sweep stopped: the next one starts from the same watermark", "err", err, "reply", reply)
+			log.Error("jobs sweep stopped: the next one goes on from the last page it got through", "err", err, "reply", reply)
 		}
 		return reply, "stopped"
 	}
@@ -126,19 +178,39 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 	if err != nil {
 		return stop(fmt.Errorf("read the watermark: %w", err))
 	}
+	cp, resumed, err := m.getCheckpoint(ctx)
+	if err != nil {
+		return stop(fmt.Errorf("read the checkpoint: %w", err))
+	}
 	reply.WatermarkUTC = watermark
-	reply.FromUTC = watermark.Add(-m.cfg.JobsSweepOverlap)
-	if found {
-		m.metrics.jobsWatermark.Set(float64(watermark.Unix()))
-	} else {
+	switch {
+	case resumed:
+		reply.FromUTC, reply.FromPage = cp.FromUTC, cp.NextPage
+	case found:
+		reply.FromUTC = watermark.Add(-m.cfg.JobsSweepOverlap)
+	default:
 		reply.FromUTC = time.Now().Add(-m.cfg.JobsSweepFirst)
 	}
+	if found {
+		m.metrics.jobsWatermark.Set(float64(watermark.Unix()))
+	}
 	newest := watermark
-	for n := 1; ; n++ {
+	if cp.NewestUTC.After(newest) {
+		newest = cp.NewestUTC
+	}
+	kept := resumed // a checkpoint is kept, to be cleared at the end
+	clean := true   // every job listed so far went through: the checkpoint may move
+	for n := max(cp.NextPage, 1); ; n++ {
 		page, err := m.prime.ListJobsUpdatedSince(ctx, reply.FromUTC, n)
 		if err != nil {
 			return stop(fmt.Errorf("list page %d: %w", n, err))
 		}
+		if resumed && n > 1 && page.PerPage != cp.PerPage {
+			log.Info("jobs sweep: Prime's pages are of another size than the checkpoint's; the list starts again", "perPage", page.PerPage, "checkpoint", cp.PerPage)
+			resumed, n, reply.FromPage = false, 0, 0
+			continue
+		}
+		resumed = false
 		reply.Pages++
 		reply.Listed += len(page.Records)
 		ids := make([]string, len(page.Records))
@@ -148,6 +220,7 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 		if _, err := m.store.RecordBackstopSeen(ctx, ids, time.Now()); err != nil {
 			return stop(fmt.Errorf("record what page %d listed: %w", n, err))
 		}
+		failed := reply.Failed
 		for _, j := range page.Records {
 			if err := m.sweepJob(ctx, log, j, &reply); err != nil {
 				return stop(fmt.Errorf("job %s: %w", j.ID, err))
@@ -156,8 +229,15 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 				newest = j.UpdatedAt.Time
 			}
 		}
+		clean = clean && reply.Failed == failed
 		if page.Last() {
 			break
+		}
+		if clean {
+			if err := m.setCheckpoint(ctx, checkpoint{FromUTC: reply.FromUTC, PerPage: page.PerPage, NextPage: n + 1, NewestUTC: newest}); err != nil {
+				return stop(fmt.Errorf("keep the checkpoint after page %d: %w", n, err))
+			}
+			kept = true
 		}
 	}
 	if reply.Failed > 0 {
@@ -168,6 +248,11 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 			return stop(fmt.Errorf("move the watermark: %w", err))
 		}
 		reply.WatermarkUTC = newest
+	}
+	if kept {
+		if err := m.setCheckpoint(ctx, checkpoint{}); err != nil {
+			return stop(fmt.Errorf("clear the checkpoint: %w", err))
+		}
 	}
 	m.metrics.jobsWatermark.Set(float64(reply.WatermarkUTC.Unix()))
 	log.Info("jobs sweep finished", "reply", reply)

@@ -161,9 +161,12 @@ func TestBackstopStopsInA429StormAndWebhooksGoFirst(t *testing.T) {
 	e.Sim.SetFaults(primesim.Faults{})
 	next := e.sweepJobs()
 	is.Equal(next.Error, "")
-	is.Equal(next.Listed, 9)                      // every job updated since
-	is.Equal(reply.FirstSight+next.FirstSight, 6) // those no webhook brought, between the two sweeps
-	is.Equal(next.Unchanged, 3+reply.FirstSight)  // the webhook's and the stopped sweep's, at their version
+	if reply.Pages > 0 {
+		is.Equal(next.FromPage, reply.Pages+1) // on from the stopped sweep's checkpoint
+	}
+	is.Equal(next.Listed, 9-2*reply.Pages)                // the jobs updated since, less the pages gone through
+	is.Equal(reply.FirstSight+next.FirstSight, 6)         // those no webhook brought, between the two sweeps
+	is.Equal(next.Unchanged, next.Listed-next.FirstSight) // the rest at their version
 }
 
 // JOBS_SWEEP_EVERY sweeps on its own, at start and then on schedule; off
@@ -279,4 +282,84 @@ func TestBackstopQueuesTheObjectsOfAKnownJobThatChanged(t *testing.T) {
 	is.Equal(third.Updated, 0)   // nothing moved since
 	is.Equal(third.Unchanged, 3) // at their versions, their objects queued for them
 	is.Equal(len(e.syncHandOffs(silent.ID, 1)), 1)
+}
+
+// A sweep cut short keeps what it finished: each page all of whose jobs
+// went through is a checkpoint, and the next sweep goes on from there. So
+// sweeps that are all cut short — here every second call to list the jobs
+// fails — still get to the end of the list and move the watermark; each
+// page is listed once it has gone through.
+func TestBackstopSweepCutShortGoesOnFromItsCheckpoint(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages})
+	var newest time.Time
+	for i := range 6 {
+		at := time.Now().UTC().Add(-time.Duration(10-i) * time.Minute).Truncate(time.Second)
+		e.Sim.NewJob(func(j *prime.Job) { j.UpdatedAt = prime.Time{Time: at} })
+		newest = at
+	}
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", ErrorRate: 0.5, FailStatus: 502}) // calls 2, 4, 6 …
+	lists := e.listCalls()
+
+	var replies []events.JobsSweepReply
+	for range 3 {
+		replies = append(replies, e.sweepJobs())
+	}
+	w, found, err := e.Store.GetSweepWatermark(context.Background(), jobmirror.WatermarkJobsByDate)
+	is.NoErr(err)
+	is.True(found)                                            // the third reached the end of the list
+	is.True(w.Equal(newest))                                  // and moved the watermark to the newest listed
+	is.True(replies[0].Error != "" && replies[1].Error != "") // the first two cut short
+	is.Equal(replies[2].Error, "")
+	is.Equal(replies[0].FirstSight, 2)                    // each after the page it got through
+	is.Equal(replies[1].FromPage, 2)                      // the next on from there
+	is.True(replies[1].FromUTC.Equal(replies[0].FromUTC)) // over the same list
+	is.Equal(replies[1].FirstSight, 2)
+	is.Equal(replies[2].FromPage, 3)
+	is.Equal(replies[2].FirstSight, 2)             // every job found, once
+	is.True(replies[2].WatermarkUTC.Equal(newest)) // as the reply says
+	is.Equal(e.listCalls()-lists, int64(5))        // three pages, and the two failures
+
+	e.Sim.SetFaults(primesim.Faults{})
+	next := e.sweepJobs()
+	is.Equal(next.FromPage, 0) // a finished sweep leaves no checkpoint
+	is.True(next.FromUTC.Equal(newest.Add(-jobmirror.DefaultConfig().JobsSweepOverlap)))
+}
+
+// A checkpoint counts pages of a size: pages Prime cuts to another size
+// (PRIME_PAGE_SIZE changed between two sweeps) start the list again, from
+// the same place, rather than skip the jobs between the two sizes' pages.
+func TestBackstopCheckpointOfAnotherPageSizeStartsTheListAgain(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages})
+	for i := range 6 {
+		at := time.Now().UTC().Add(-time.Duration(10-i) * time.Minute).Truncate(time.Second)
+		e.Sim.NewJob(func(j *prime.Job) { j.UpdatedAt = prime.Time{Time: at} })
+	}
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", ErrorRate: 0.5, FailStatus: 502})
+	cut := e.sweepJobs()
+	is.True(cut.Error != "")    // cut short
+	is.Equal(cut.FirstSight, 2) // after its first page of two
+	e.Sim.SetFaults(primesim.Faults{})
+
+	e.stopMirror()
+	cfg := e.Sim.ClientConfig(e.SimURL)
+	cfg.PageSize = 4
+	pc, err := prime.New(cfg)
+	is.NoErr(err)
+	m, err := jobmirror.New(func() jobmirror.Config {
+		c := jobmirror.DefaultConfig()
+		c.TriageInitialContactMadeStatusID, c.JobsSweepEvery = statusICM, jobmirror.SweepOff
+		return c
+	}(), e.deps, pc, jobmirror.LogInvites{Log: e.deps.Log})
+	is.NoErr(err)
+	e.Run("job-mirror, pages of four", m)
+	e.waitForEnsureService()
+
+	next := e.sweepJobs()
+	is.Equal(next.Error, "")
+	is.Equal(next.Listed, 6)     // the whole list again, in pages of four
+	is.Equal(next.Pages, 2)      // (the page that told the size read again)
+	is.Equal(next.FirstSight, 4) // the four the cut sweep had not reached
+	is.Equal(next.Unchanged, 2)  // those it had
 }

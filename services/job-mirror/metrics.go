@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	}
 	m.jobsSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_jobmirror_jobs_sweeps_total",
-		Help: "Jobs-by-date sweeps (the backstop) by result: ok (the whole list went through; the watermark moved), rate_limited (stopped by Prime's rate limit), stopped (a page or a job failed, or the deadline came). A sweep that did not finish leaves the watermark.",
+		Help: "Jobs-by-date sweeps (the backstop) by result: ok (the whole list went through; the watermark moved), rate_limited (stopped by Prime's rate limit), stopped (a page or a job failed, or the deadline came). A sweep that did not finish leaves the watermark, and the next goes on from its checkpoint.",
 	}, []string{"result"})
 	m.jobsSwept = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_jobmirror_jobs_swept_total",
