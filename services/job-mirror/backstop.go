@@ -192,7 +192,7 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 		reply.FromUTC = time.Now().Add(-m.cfg.JobsSweepFirst)
 	}
 	if found {
-		m.metrics.jobsWatermark.Set(float64(watermark.Unix()))
+		m.metrics.watermark(watermark)
 	}
 	newest := watermark
 	if cp.NewestUTC.After(newest) {
@@ -254,7 +254,9 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 			return stop(fmt.Errorf("clear the checkpoint: %w", err))
 		}
 	}
-	m.metrics.jobsWatermark.Set(float64(reply.WatermarkUTC.Unix()))
+	if !reply.WatermarkUTC.IsZero() {
+		m.metrics.watermark(reply.WatermarkUTC)
+	}
 	log.Info("jobs sweep finished", "reply", reply)
 	return reply, "ok"
 }

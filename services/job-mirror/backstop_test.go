@@ -363,3 +363,32 @@ func TestBackstopCheckpointOfAnotherPageSizeStartsTheListAgain(t *testing.T) {
 	is.Equal(next.FirstSight, 4) // the four the cut sweep had not reached
 	is.Equal(next.Unchanged, 2)  // those it had
 }
+
+// Before a sweep has listed a job there is no watermark, and the gauge
+// serves none: a dashboard shows no data, not year 1 (−6.2e13 s).
+func TestBackstopWatermarkGaugeWaitsForAWatermark(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	const gauge = "primeflow_jobmirror_jobs_sweep_watermark_seconds"
+	served := func() (float64, bool) {
+		mfs, err := e.Deps.Metrics.Gather()
+		is.NoErr(err)
+		for _, mf := range mfs {
+			if mf.GetName() == gauge && len(mf.GetMetric()) > 0 {
+				return mf.GetMetric()[0].GetGauge().GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	empty := e.sweepJobs()
+	is.Equal(empty.Error, "")
+	is.Equal(empty.Listed, 0)
+	_, ok := served()
+	is.True(!ok) // no watermark, none served
+
+	j := e.Sim.NewJob()
+	is.Equal(e.sweepJobs().FirstSight, 1)
+	v, ok := served()
+	is.True(ok)                            // served once a sweep listed a job
+	is.Equal(int64(v), j.UpdatedAt.Unix()) // at its updatedAt
+}
