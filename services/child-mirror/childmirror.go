@@ -274,7 +274,7 @@ func message(subject, msgID string, body any) (store.OutboxMessage, error) {
 // Help is what bin/child-mirror --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "child-mirror", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
+	return service.Help{Name: "child-mirror", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
 		Summary: "mirrors the records that hang off a Prime job (appointments, site forms, estimates, allocations, contacts: §5.2–§5.5) and serves the appointment sweep (§8.1, NATS micro \"child-mirror\")."}
 }
 

@@ -117,3 +117,28 @@ func TestMainNeedsAnInviteURL(t *testing.T) {
 	err = jobmirror.Main(context.Background(), func(k string) string { return vars[k] }, &flowtest.Buffer{})
 	is.True(err != nil && strings.Contains(err.Error(), "TRIAGE_INVITE_CLAIM_LEASE")) // a lease a post can outlast
 }
+
+// job-mirror refuses an invite endpoint it would post a customer's name and
+// number to in the clear, naming the variable, and starts with one on this
+// machine.
+func TestTheInviteEndpointMustBeHTTPS(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://triage.example.com/invite", true},
+		{"http://127.0.0.1:9/invites", true},
+		{"http://triage.example.com/invite", false},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			is := is.New(t)
+			cfg := jobmirror.DefaultConfig()
+			cfg.Invites.URL = tc.url
+			err := cfg.Validate()
+			is.Equal(err == nil, tc.ok)
+			if err != nil {
+				is.True(strings.Contains(err.Error(), "TRIAGE_INVITE_SEND_URL")) // naming the variable
+			}
+		})
+	}
+}

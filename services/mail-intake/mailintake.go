@@ -201,7 +201,7 @@ func (in *Intake) resolve(ctx context.Context) error {
 // Help is what bin/mail-intake --help prints: what it is and the variables
 // its Main reads.
 func Help() service.Help {
-	return service.Help{Name: "mail-intake", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}},
+	return service.Help{Name: "mail-intake", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}},
 		Summary: "reads Prime's new-job emails from a mailbox through Microsoft Graph (§7) and puts each job through the new-job path, moving each email to the processed or failed folder."}
 }
 

@@ -158,7 +158,7 @@ func writeUsage(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nINGEST_URL unset is where OPS_ADDR, or HTTP_ADDR, is reached on this machine, and NATS_URL\n"+
 		"unset bin/primeflow's embedded server at NATS_LISTEN.\n"+
-		"How to use it: README.md, section \"Operating it\".\n\n%s\n", version.String("primectl"))
+		"What each variable means: docs/configuration.md; how to use it: docs/operations.md.\n\n%s\n", version.String("primectl"))
 	return nil
 }
 

@@ -139,7 +139,7 @@ func (c Config) natsServer() natsserver.Config {
 // Help is what bin/primeflow --help prints: what it is and the variables
 // its Main reads.
 func Help() service.Help {
-	return service.Help{Name: "primeflow", README: []string{"A tour with `make run`", "Operating it"}, Configs: []any{Config{}, dryrun.Config{}},
+	return service.Help{Name: "primeflow", Docs: []string{"README.md#a-tour-with-make-run", "docs/operations.md"}, Configs: []any{Config{}, dryrun.Config{}},
 		Summary: "the whole pipeline in one process (make run): every service over an embedded nats-server (or NATS_URL's), " +
 			"SQLite under DATA_DIR (or DATABASE_URL's), and the Prime and OptimoRoute simulators at SIM_ADDR where no credentials " +
 			"of theirs are given. A webhook key and an admin password left unset are made on the first run and kept under DATA_DIR."}
