@@ -74,7 +74,7 @@ func TestSecretsFromFiles(t *testing.T) {
 		{"from the environment", map[string]string{"APP_PASSWORD": "plain"}, "plain", "", ""},
 		{"from files, a trailing newline dropped", map[string]string{"APP_PASSWORD_FILE": pw, "LOCK_KEY_FILE": key}, "s3cret", "k3y", ""},
 		{"both ways", map[string]string{"APP_PASSWORD": "plain", "APP_PASSWORD_FILE": pw}, "", "", "APP_PASSWORD (set; a secret, not shown): APP_PASSWORD_FILE is set too"},
-		{"a file that is not there", map[string]string{"APP_PASSWORD_FILE": filepath.Join(dir, "missing")}, "", "", "APP_PASSWORD_FILE"},
+		{"a file that is not there", map[string]string{"APP_PASSWORD_FILE": filepath.Join(dir, "missing")}, "", "", `APP_PASSWORD_FILE="` + filepath.Join(dir, "missing") + `": cannot be read: no such file`},
 		{"not a secret", map[string]string{"APP_USER_FILE": pw}, "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

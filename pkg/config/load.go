@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"reflect"
@@ -45,7 +46,7 @@ func Check(check func() error) Part { return Part{check: check} }
 // secret's). A value that cannot be read leaves its field at its default,
 // so the checks see the others as given and say nothing more of it.
 func Load(getenv func(string) string, parts ...Part) error {
-	rd := reading{env: map[string]string{}, vars: map[string]known{}}
+	rd := reading{env: map[string]string{}, files: map[string]string{}, vars: map[string]known{}}
 	for _, p := range parts {
 		if p.cfg == nil {
 			continue
@@ -104,8 +105,9 @@ type known struct {
 // what has been refused.
 type reading struct {
 	vars map[string]known
-	// env holds the variables that are set, secrets read from their files.
-	env map[string]string
+	// env holds the variables that are set, secrets read from their files;
+	// files, the _FILE twins that are set (paths, which are no secret).
+	env, files map[string]string
 	// unread are the variables whose value could not be read or had to be
 	// refused before a check saw it.
 	unread map[string]bool
@@ -141,6 +143,9 @@ func (rd *reading) lookup(getenv func(string) string) {
 			continue
 		}
 		path := getenv(key + FileSuffix)
+		if path != "" {
+			rd.files[key+FileSuffix] = path
+		}
 		switch {
 		case path == "":
 		case v != "":
@@ -148,7 +153,11 @@ func (rd *reading) lookup(getenv func(string) string) {
 		default:
 			b, err := os.ReadFile(path)
 			if err != nil {
-				rd.refuse(key, key+FileSuffix, "%v", err) // the path, in err, is no secret
+				var pe *fs.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err // the path is shown as the value
+				}
+				rd.refuse(key, key+FileSuffix, "cannot be read: %v", err)
 				continue
 			}
 			if v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"); v != "" {
@@ -346,6 +355,9 @@ func (rd *reading) err() error {
 // shownValue is how a refusal shows variable's value: as it was set, its
 // default when it was not, never a secret's.
 func (rd *reading) shownValue(variable string) string {
+	if path, ok := rd.files[variable]; ok {
+		return "=" + shown(path)
+	}
 	k, ok := rd.vars[variable]
 	if !ok {
 		return ""
