@@ -93,15 +93,27 @@ type Lock struct {
 	TakenAt *time.Time `json:"takenAt,omitempty"`
 }
 
-// SMS is smsQueue by state.
+// SMS is smsQueue by state, and the oldest message not sent yet.
 type SMS struct {
 	ByState map[string]int `json:"byState"`
 	Failed  int            `json:"failed"`
+	// OldestWaitingUTC is when the oldest message not sent yet (Queued or
+	// Sending) was queued; nil when none waits. One that waits out an
+	// endpoint not taking posts is not Failed: its wait shows here.
+	OldestWaitingUTC *time.Time `json:"oldestWaitingUTC,omitempty"`
 }
+
+// SMSWaitTooLong is how long a message may wait to be sent before the
+// report says it needs a person (the on-call may not know): compose's
+// PrimeflowSMSWaiting alert fires at the same age.
+const SMSWaitTooLong = 15 * time.Minute
 
 // Invites is the triage invite queue (§5.1 step 6).
 type Invites struct {
 	Pending int `json:"pending"`
+	// OldestWaitingUTC is when the oldest invite not sent yet (Queued or
+	// Sending) was queued; nil when none waits.
+	OldestWaitingUTC *time.Time `json:"oldestWaitingUTC,omitempty"`
 }
 
 // PlanDates is how many dates are in a PlanStatus, and the earliest.
@@ -201,11 +213,11 @@ func (r *Report) fromOverview(o store.Overview) {
 		r.Log.OldestUnprocessed = &Row{ID: u.ID, ReceivedUTC: u.ReceivedUTC, Action: u.EventAction, Attempts: u.ProcessAttempts}
 	}
 	r.Outbox = Outbox{Unpublished: o.OutboxUnpublished, OldestUTC: timeOrNil(o.OutboxOldestUTC)}
-	r.SMS = SMS{ByState: map[string]int{}, Failed: o.SMS[store.SendFailed]}
+	r.SMS = SMS{ByState: map[string]int{}, Failed: o.SMS[store.SendFailed], OldestWaitingUTC: timeOrNil(o.SMSOldestWaitingUTC)}
 	for st, n := range o.SMS {
 		r.SMS.ByState[string(st)] = n
 	}
-	r.Invites = Invites{Pending: o.InvitesPending}
+	r.Invites = Invites{Pending: o.InvitesPending, OldestWaitingUTC: timeOrNil(o.InvitesOldestWaitingUTC)}
 	r.PlanDates = []PlanDates{}
 	for _, p := range o.PlanDates {
 		r.PlanDates = append(r.PlanDates, PlanDates{Status: p.Status, Dates: p.Dates, Earliest: p.Earliest})
@@ -306,9 +318,19 @@ func locks(ctx context.Context, js jetstream.JetStream) ([]Lock, error) {
 }
 
 // Healthy reports whether nothing in the report waits for a person: no
-// capped row, no failed SMS, no stage error standing, nothing unread.
+// capped row, no failed SMS nor one waiting SMSWaitTooLong, no stage error
+// standing, nothing unread.
 func (r Report) Healthy() bool {
-	return r.Log.Capped == 0 && r.SMS.Failed == 0 && len(r.LastErrors) == 0 && len(r.Unread) == 0
+	return r.Log.Capped == 0 && r.SMS.Failed == 0 && r.smsWaited() < SMSWaitTooLong && len(r.LastErrors) == 0 && len(r.Unread) == 0
+}
+
+// smsWaited is how long the oldest message not sent yet has waited at the
+// report's time; 0 when none waits.
+func (r Report) smsWaited() time.Duration {
+	if r.SMS.OldestWaitingUTC == nil {
+		return 0
+	}
+	return r.At.Sub(*r.SMS.OldestWaitingUTC)
 }
 
 // Problems lists what waits for a person, one line each, for a summary.
@@ -320,6 +342,10 @@ func (r Report) Problems() []string {
 	}
 	if r.SMS.Failed > 0 {
 		out = append(out, plural(r.SMS.Failed, "SMS message")+" failed for good: they stay Failed in smsQueue")
+	}
+	if w := r.smsWaited(); w >= SMSWaitTooLong {
+		out = append(out, fmt.Sprintf("an SMS has waited %s to be sent: the on-call may not know; it goes, with no attempt used, when the SMS endpoint takes posts again (the SMS's last error says why it waits)",
+			w.Round(time.Second)))
 	}
 	for _, c := range r.Consumers {
 		if c.Missing {

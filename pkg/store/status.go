@@ -37,6 +37,13 @@ type Overview struct {
 	FirstSeenLastErrorJob string
 	// InvitesPending counts the triage invites queued and not sent.
 	InvitesPending int
+	// SMSOldestWaitingUTC and InvitesOldestWaitingUTC are when the oldest
+	// message, and triage invite, not sent yet (Queued or Sending) was
+	// queued; zero when none waits. A row waiting out an endpoint that is
+	// not taking posts uses no attempt and fails nothing: its wait shows
+	// here.
+	SMSOldestWaitingUTC     time.Time
+	InvitesOldestWaitingUTC time.Time
 	// PlanDates counts optimoRoutePlan's dates by PlanStatus.
 	PlanDates []PlanDates
 	// OrdersFailing counts the orders whose last write OptimoRoute refused

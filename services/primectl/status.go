@@ -109,8 +109,16 @@ func writeStatus(w io.Writer, r status.Report) error {
 			line(label, l.Key+": free")
 		}
 	}
-	line("sms", smsStates(r.SMS.ByState))
-	line("triage invites", fmt.Sprintf("%d pending", r.Invites.Pending))
+	if t := r.SMS.OldestWaitingUTC; t != nil {
+		line("sms", smsStates(r.SMS.ByState), "oldest not sent queued "+at(t))
+	} else {
+		line("sms", smsStates(r.SMS.ByState))
+	}
+	if t := r.Invites.OldestWaitingUTC; t != nil {
+		line("triage invites", fmt.Sprintf("%d pending", r.Invites.Pending), "oldest not sent queued "+at(t))
+	} else {
+		line("triage invites", fmt.Sprintf("%d pending", r.Invites.Pending))
+	}
 	var dates []string
 	for _, p := range r.PlanDates {
 		dates = append(dates, fmt.Sprintf("%s %d (from %s)", p.Status, p.Dates, p.Earliest))

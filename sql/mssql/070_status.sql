@@ -7,7 +7,8 @@
 --      processed, those still to publish; the outbox's unpublished messages
 --      and when the oldest was written; jobs whose new-job pipeline failed
 --      and has not completed; triage invites not sent; orders whose last
---      write OptimoRoute refused.
+--      write OptimoRoute refused; when the oldest SMS, and the oldest triage
+--      invite, not sent yet (Queued or Sending) was queued.
 --   2. the oldest queued log row (0 or 1 row).
 --   3. each eventAction's newest unprocessed row with a failed attempt.
 --   4. smsQueue's messages by State.
@@ -31,7 +32,10 @@ BEGIN
         (SELECT MIN(createdUTC) FROM dbo.primeflowOutbox WHERE publishedUTC IS NULL) AS outboxOldestUTC,
         (SELECT COUNT_BIG(*) FROM dbo.primeflowJobFirstSeen WHERE pipelineCompletedUTC IS NULL AND pipelineAttempts > 0) AS firstSeenFailing,
         (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue WHERE sentUTC IS NULL) AS invitesPending,
-        (SELECT COUNT_BIG(*) FROM dbo.optimoRouteOrder WHERE errorText IS NOT NULL) AS ordersFailing;
+        (SELECT COUNT_BIG(*) FROM dbo.optimoRouteOrder WHERE errorText IS NOT NULL) AS ordersFailing,
+        (SELECT MIN(QueuedUTC) FROM dbo.smsQueue WHERE State IN (N'Queued', N'Sending')) AS smsOldestWaitingUTC,
+        (SELECT MIN(queuedUTC) FROM dbo.ethTriageInviteQueue
+         WHERE state IN (N'Queued', N'Sending') AND sentUTC IS NULL) AS invitesOldestWaitingUTC;
 
     SELECT TOP (1) id, receivedUTC, eventAction, processAttempts
     FROM dbo.ethPrimeWebhookLog

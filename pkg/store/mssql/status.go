@@ -24,7 +24,7 @@ func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
 	sets := []func() error{
 		func() error {
 			return rows.Scan(&o.Unprocessed, &o.Capped, &o.Processed, &o.Unpublished, &o.OutboxUnpublished, scanTime{&o.OutboxOldestUTC},
-				&o.FirstSeenFailing, &o.InvitesPending, &o.OrdersFailing)
+				&o.FirstSeenFailing, &o.InvitesPending, &o.OrdersFailing, scanTime{&o.SMSOldestWaitingUTC}, scanTime{&o.InvitesOldestWaitingUTC})
 		},
 		func() error {
 			r := &o.OldestUnprocessed

@@ -72,6 +72,12 @@ func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
 	if err := row("triage invites", `SELECT COUNT(*) FROM ethTriageInviteQueue WHERE sentUTC IS NULL`, nil, &o.InvitesPending); err != nil {
 		return o, err
 	}
+	if o.SMSOldestWaitingUTC, _, err = s.OldestSMSWaiting(ctx); err != nil {
+		return o, err
+	}
+	if o.InvitesOldestWaitingUTC, _, err = s.OldestTriageInviteWaiting(ctx); err != nil {
+		return o, err
+	}
 	plans, err := queryAll(ctx, q, "status overview: plan dates", `SELECT PlanStatus, COUNT(*), MIN(PlanDate) FROM optimoRoutePlan
 		GROUP BY PlanStatus ORDER BY PlanStatus`, func(sc sqlrows.Scanner) (store.PlanDates, error) {
 		var p store.PlanDates
