@@ -227,7 +227,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 // Help is what bin/job-mirror --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "job-mirror", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}, dryrun.Config{}},
+	return service.Help{Name: "job-mirror", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}, dryrun.Config{}},
 		Summary: "mirrors Prime's jobs (change-job-status, §5.1), answers ensure-job requests (§4.3, NATS micro \"job-mirror\") and hands each job seen for the first time to the new-job pipeline."}
 }
 

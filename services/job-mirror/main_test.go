@@ -35,7 +35,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	cfg := s.CachedInfo().Config
 	is.NoErr(e.JS.DeleteStream(ctx, events.StreamJob)) // nothing takes prime.job.firstseen
 	j := e.Sim.NewJob()
-	reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
+	reply, err := ensurejob.Ensure(ctx, e.NC, events.SubjectEnsureJobDrain, events.EnsureJobRequest{JobID: j.ID})
 	is.NoErr(err)
 	is.True(reply.FirstSight) // job-mirror saw the job first
 	flowtest.Eventually(t, "the publish after the commit failed", func() bool {

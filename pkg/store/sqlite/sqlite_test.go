@@ -258,6 +258,41 @@ func TestTriageInviteAnotherWriterSent(t *testing.T) {
 	is.True(!due) // nothing left due
 }
 
+// The database, which holds customers' names and numbers, and its -wal and
+// -shm files are their owner's only, also in a folder that existed, readable
+// by others, and whatever the umask (issue 27 §8); a database an earlier
+// release made readable by others is narrowed when it is opened.
+func TestTheFilesAreTheOwnersOnly(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	is.NoErr(os.Chmod(dir, 0o755)) // a folder that was there, open to all
+	path := filepath.Join(dir, "primeflow.db")
+	s, err := sqlite.Open(ctx, path)
+	is.NoErr(err)
+	_, err = s.InsertWebhookLog(ctx, store.NewWebhookLogRow{Payload: `{"customer":"Jo Citizen","phone":"+61400000000"}`})
+	is.NoErr(err)
+	perm := func(p string) fs.FileMode {
+		fi, err := os.Stat(p)
+		is.NoErr(err)
+		return fi.Mode().Perm()
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		is.Equal(perm(p), fs.FileMode(0o600)) // the owner's only
+	}
+	is.NoErr(s.Close())
+
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if _, err := os.Stat(p); err == nil {
+			is.NoErr(os.Chmod(p, 0o644)) // as an earlier release left them
+		}
+	}
+	s, err = sqlite.Open(ctx, path)
+	is.NoErr(err)
+	defer s.Close()
+	is.Equal(perm(path), fs.FileMode(0o600)) // narrowed at the next open
+}
+
 // A database whose triage invites were queued under 011's rule (one unsent
 // invite a job) takes 062 on opening: an invite a later one followed, or
 // whose job has left its status, answered a change that is over; the newest
