@@ -19,9 +19,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// appearWithTraffic are the families whose label values come from the
-// traffic itself (an eventAction, a Prime endpoint, an OptimoRoute
-// operation), so no series exists before the first one; every other
+// appearWithTraffic are the families whose label values (or, for a gauge
+// of a time, whose value) come from the traffic itself (an eventAction, a
+// Prime endpoint, an OptimoRoute operation), so no series exists before the
+// first one; every other
 // family a dashboard queries is exported from the start and must read 0,
 // not "no data", before any traffic. A family added later belongs here
 // only if its labels cannot be known in advance; otherwise the service
@@ -39,6 +40,9 @@ var appearWithTraffic = map[string]string{
 	"prime_budget_remaining":                     "the day's only once Prime has sent x-ratelimit-day-remaining",
 	"optimoroute_requests_total":                 "by the OptimoRoute operations called",
 	"optimoroute_request_duration_seconds":       "by the OptimoRoute operations called",
+	// Not a label: before a sweep has listed a job there is no watermark,
+	// and a 0 (or year 1: -6.2e13) would read as a date on the dashboard.
+	"primeflow_jobmirror_jobs_sweep_watermark_seconds": "served once a sweep has listed a job",
 }
 
 // faultAlerts are the alerts the test's faults fire: a capped row, an SMS
