@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,35 +31,29 @@ type Config struct {
 	Workers int `env:"SEND_WORKERS" envDefault:"4"`
 }
 
-// Validate reports a setting the drainer cannot work with, naming its
-// variable under prefix ("SMS_"). NewDrainer calls it.
+// Validate refuses the settings the drainer cannot work with, each naming
+// its variable under prefix ("SMS_"; config.Refusal). NewDrainer calls it.
 func (c Config) Validate(prefix string) error {
-	switch {
-	case c.MaxAttempts < 1:
-		return fmt.Errorf("%sMAX_ATTEMPTS must be at least 1", prefix)
-	case len(c.Backoff) == 0:
-		return fmt.Errorf("%sRETRY_BACKOFF needs at least one duration", prefix)
-	case c.Lease <= 0 || c.Sweep <= 0 || c.Workers < 1:
-		return fmt.Errorf("%[1]sCLAIM_LEASE, %[1]sSWEEP_INTERVAL and %[1]sSEND_WORKERS must be above zero", prefix)
-	}
-	for _, b := range c.Backoff {
-		if b <= 0 {
-			return fmt.Errorf("%sRETRY_BACKOFF durations must be above zero", prefix)
-		}
-	}
-	return nil
+	return errors.Join(
+		config.Positive(prefix+"MAX_ATTEMPTS", c.MaxAttempts),
+		config.Steps(prefix+"RETRY_BACKOFF", c.Backoff),
+		config.Positive(prefix+"CLAIM_LEASE", c.Lease),
+		config.Positive(prefix+"SWEEP_INTERVAL", c.Sweep),
+		config.Positive(prefix+"SEND_WORKERS", c.Workers))
 }
 
-// ValidateWith is Validate for a drainer that posts with send, with
-// send.Validate, and refuses a lease that a post can outlast: a claim that
-// lapses during a post lets the row be posted again.
+// ValidateWith is Validate for a drainer that posts with send, as a
+// service checks its settings at start: with send.Validate, a timeout of
+// the post's that is not above zero (a zero in a config made in code is
+// SendTimeout's default; read from the environment, where it has a
+// default of its own, it is refused), and a lease that a post can outlast:
+// a claim that lapses during a post lets the row be posted again.
 func (c Config) ValidateWith(prefix string, send HTTPConfig) error {
 	var lease error
-	if t := send.SendTimeout(); c.Lease <= t {
-		lease = fmt.Errorf("%sCLAIM_LEASE (%s) must be longer than %sSEND_TIMEOUT (%s): a claim that lapses during a post lets it be posted again",
-			prefix, c.Lease, prefix, t)
+	if t := send.SendTimeout(); c.Lease > 0 && c.Lease <= t {
+		lease = config.Refuse(prefix+"CLAIM_LEASE", "must be longer than %sSEND_TIMEOUT (%s): a claim that lapses during a post lets it be posted again", prefix, t)
 	}
-	return errors.Join(lease, c.Validate(prefix), send.Validate(prefix))
+	return errors.Join(lease, c.Validate(prefix), send.Validate(prefix), config.Positive(prefix+"SEND_TIMEOUT", send.Timeout))
 }
 
 // Drainer sends a queue's rows: when kicked, when a retry falls due, and at

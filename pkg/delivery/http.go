@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
@@ -43,22 +44,25 @@ type HTTPConfig struct {
 }
 
 // Validate reports a setting a Poster cannot work with, naming its
-// variable under prefix ("SMS_"): a URL that is not https (http only to a
-// loopback address: a post carries a customer's name and number, and the
-// auth header), or an AlreadyDone status other than 409 and 422. A blank URL
-// passes: the kind then only logs (its service decides whether it may).
+// variable under prefix ("SMS_"; config.Refusal): a URL that is not https
+// (http only to a loopback address: a post carries a customer's name and
+// number, and the auth header), or an AlreadyDone status other than 409
+// and 422. A blank URL passes: the kind then only logs (its service decides
+// whether it may).
 func (c HTTPConfig) Validate(prefix string) error {
+	var errs []error
 	if c.URL != "" {
 		if err := checkURL(c.URL); err != nil {
-			return fmt.Errorf("%sSEND_URL %q %w", prefix, redactURL(c.URL), err)
+			errs = append(errs, config.Refuse(prefix+"SEND_URL", "%v", err))
 		}
 	}
 	for _, st := range c.AlreadyDone {
 		if st != http.StatusConflict && st != http.StatusUnprocessableEntity {
-			return fmt.Errorf("%sSEND_ALREADY_DONE_STATUSES: %d is not 409 or 422, the statuses an endpoint answers a repeated Idempotency-Key with", prefix, st)
+			errs = append(errs, config.Refuse(prefix+"SEND_ALREADY_DONE_STATUSES", "%d is not 409 or 422, the statuses an endpoint answers a repeated Idempotency-Key with", st))
+			break
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // checkURL refuses a URL that is not https, or http to a loopback address.
@@ -164,7 +168,7 @@ type Poster struct {
 // told from one that did not.
 func NewPoster(cfg HTTPConfig, prefix string, hc *http.Client) (*Poster, error) {
 	if cfg.URL == "" {
-		return nil, fmt.Errorf("%sSEND_URL is not set", prefix)
+		return nil, config.Refuse(prefix+"SEND_URL", "is not set")
 	}
 	if err := cfg.Validate(prefix); err != nil {
 		return nil, err

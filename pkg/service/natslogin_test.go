@@ -57,6 +57,13 @@ func TestANATSURLItCannotReadIsNotEchoed(t *testing.T) {
 			is.True(!strings.Contains(err.Error(), "%cr"))      // or the escape that gives it away
 			is.True(strings.Contains(err.Error(), "127.0.0.1")) // naming the server
 			is.True(strings.Contains(err.Error(), "%25"))       // and how to write a %
+
+			err = service.CheckNATSURL(url) // what a binary checks before it binds or connects
+			is.True(err != nil && strings.HasPrefix(err.Error(), "NATS_URL: "))
+			is.True(!strings.Contains(err.Error(), "s3%cret") && !strings.Contains(err.Error(), "%cr")) // as Connect's, without the password
+			is.True(strings.Contains(err.Error(), "127.0.0.1") && strings.Contains(err.Error(), "%25"))
 		})
 	}
+	is := is.New(t)
+	is.NoErr(service.CheckNATSURL("nats://a:1, 127.0.0.1:4222,tls://u:p%25w@b:4222")) // what nats.go reads
 }

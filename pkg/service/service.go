@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,9 +63,31 @@ type Config struct {
 	HTTP    opshttp.ServerConfig
 }
 
-// Validate reports the settings no service can run with, naming their
-// variables (the HTTP server's bounds).
-func (c Config) Validate() error { return c.HTTP.Validate() }
+// Validate refuses the settings no service can run with, each naming its
+// variable (config.Refusal): checked before anything binds, connects or
+// writes.
+func (c Config) Validate() error {
+	return errors.Join(c.Logging.Validate(), CheckNATSURL(c.NATSURL), Addresses(c.HTTPAddr, c.OpsAddr), Replicas(c.StreamReplicas),
+		database.Check(c.DatabaseURL, c.DatabasePassword), c.HTTP.Validate())
+}
+
+// Addresses refuses an HTTP_ADDR or OPS_ADDR (optional) of the wrong form,
+// and an OPS_ADDR that is HTTP_ADDR: its routes are there already.
+func Addresses(httpAddr, opsAddr string) error {
+	errs := []error{config.Address("HTTP_ADDR", httpAddr)}
+	switch {
+	case opsAddr == "":
+	case opsAddr == httpAddr:
+		errs = append(errs, config.Refuse("OPS_ADDR", "is HTTP_ADDR: leave it unset to serve both there"))
+	default:
+		errs = append(errs, config.Address("OPS_ADDR", opsAddr))
+	}
+	return errors.Join(errs...)
+}
+
+// Replicas refuses a NATS_STREAM_REPLICAS JetStream cannot make: 0 keeps
+// each stream's num_replicas (streams/*.json), 1 to 5 overrides it.
+func Replicas(n int) error { return config.Between("NATS_STREAM_REPLICAS", n, 0, 5) }
 
 // Deps are the shared things a service is built from. In the all-in-one
 // process every service gets the same Deps.
@@ -240,12 +263,7 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 func connectError(err error, urls string) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		why := ue.Err.Error()
-		var esc url.EscapeError
-		if errors.As(ue.Err, &esc) {
-			why = "a % not followed by two hex digits (a % in a password is written %25)"
-		}
-		return fmt.Errorf("nats connect: NATS_URL %s cannot be read: %s", redactURL(ue.URL), why)
+		return fmt.Errorf("nats connect: NATS_URL %s", unreadableURL(ue))
 	}
 	msg := err.Error()
 	for _, raw := range strings.Split(urls, ",") {
@@ -254,6 +272,33 @@ func connectError(err error, urls string) error {
 		}
 	}
 	return fmt.Errorf("nats connect: %s", msg)
+}
+
+// CheckNATSURL refuses a NATS_URL nats.go cannot read (its comma-separated
+// URLs, nats:// where one names no scheme, as nats.Connect reads them),
+// before anything connects, without its password (config.Refusal).
+func CheckNATSURL(urls string) error {
+	for _, raw := range strings.Split(urls, ",") {
+		if raw = strings.TrimSpace(raw); raw != "" && !strings.Contains(raw, "://") {
+			raw = "nats://" + raw
+		}
+		var ue *url.Error
+		if _, err := url.Parse(raw); errors.As(err, &ue) {
+			return config.Refuse("NATS_URL", "%s", unreadableURL(ue))
+		}
+	}
+	return nil
+}
+
+// unreadableURL says why a URL cannot be read, naming it without its user
+// and password, and a bad escape without the piece it quotes.
+func unreadableURL(ue *url.Error) string {
+	why := ue.Err.Error()
+	var esc url.EscapeError
+	if errors.As(ue.Err, &esc) {
+		why = "a % not followed by two hex digits (a % in a password is written %25)"
+	}
+	return fmt.Sprintf("%s cannot be read: %s", redactURL(ue.URL), why)
 }
 
 // redactURL is raw without its user and password: as url.URL.Redacted
@@ -353,12 +398,14 @@ func OpenLog(ctx context.Context, name string, cfg Config, log *slog.Logger) (d 
 
 // Main runs one service as its own process: configuration from getenv, logs
 // on stderr, the Deps, and an HTTP server on HTTP_ADDR with /healthz and
-// /metrics (on OPS_ADDR instead when it is set). build makes the service and
-// may add routes to r.
-func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
+// /metrics (on OPS_ADDR instead when it is set). own are the service's own
+// configurations, read and checked with the shared one (config.Load) before
+// anything binds, connects or writes, so that every setting refused is
+// named at once. build makes the service and may add routes to r.
+func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer, own []config.Part,
 	build func(ctx context.Context, d Deps, r *Router) (Runner, error)) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
+	var cfg Config
+	if err := config.Load(getenv, slices.Concat([]config.Part{config.Read(&cfg, Config.Validate)}, own)...); err != nil {
 		return err
 	}
 	bound, err := Bind(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr)

@@ -79,31 +79,29 @@ type Config struct {
 	Drainer delivery.Config `envPrefix:"SMS_"`
 }
 
-// Validate reports the settings makesafe cannot run with, naming their
-// variables: a blank SMS_SEND_URL passes (see ValidateRealPrime). New calls
-// it.
+// Validate refuses the settings makesafe cannot run with, each naming its
+// variable (config.Refusal): a blank SMS_SEND_URL passes (see
+// ValidateRealPrime). New calls it.
 func (c Config) Validate() error {
+	var errs []error
 	if strings.TrimSpace(c.SMSTo) == "" {
-		return errors.New("makesafe: MAKESAFE_SMS_TO (the on-call number for make-safe SMS) is required")
+		errs = append(errs, config.Refuse("MAKESAFE_SMS_TO", "is required: the on-call number for make-safe SMS"))
 	}
-	if c.Workers <= 0 {
-		return errors.New("makesafe: MAKESAFE_WORKERS must be above zero")
-	}
-	if c.RungSweep < 0 {
-		return errors.New("makesafe: MAKESAFE_RUNG_SWEEP cannot be negative (0 turns the sweep off)")
-	}
-	if len(c.Ladder) == 0 {
-		return errors.New("makesafe: MAKESAFE_LADDER needs at least one rung")
-	}
-	for i, d := range c.Ladder {
-		if d <= 0 || d%time.Second != 0 || (i > 0 && d <= c.Ladder[i-1]) {
-			return fmt.Errorf("makesafe: MAKESAFE_LADDER %v: rungs are whole seconds above zero, ascending", c.Ladder)
+	if err := config.Steps("MAKESAFE_LADDER", c.Ladder); err != nil {
+		errs = append(errs, err)
+	} else {
+		for i, d := range c.Ladder {
+			if d%time.Second != 0 || (i > 0 && d <= c.Ladder[i-1]) {
+				errs = append(errs, config.Refuse("MAKESAFE_LADDER", "rungs are whole seconds above zero, ascending"))
+				break
+			}
 		}
 	}
-	if err := c.Drainer.ValidateWith(sms.Kind.Prefix, c.SMS); err != nil {
-		return fmt.Errorf("makesafe: %w", err)
-	}
-	return nil
+	return errors.Join(append(errs,
+		config.Positive("MAKESAFE_WORKERS", c.Workers),
+		config.Positive("MAKESAFE_OUTBOX_SWEEP", c.OutboxSweep),
+		config.NotNegative("MAKESAFE_RUNG_SWEEP", c.RungSweep),
+		c.Drainer.ValidateWith(sms.Kind.Prefix, c.SMS))...)
 }
 
 // ValidateRealPrime is Validate for a makesafe whose jobs are real (a real
@@ -111,13 +109,10 @@ func (c Config) Validate() error {
 // unless dry.Send records them instead (a shadow run). bin/makesafe, and
 // bin/primeflow with a PRIME_API_URL.
 func (c Config) ValidateRealPrime(dry dryrun.Config) error {
-	if err := c.Validate(); err != nil {
-		return err
-	}
 	if c.SMS.URL == "" && !dry.Send {
-		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)")
+		return errors.Join(c.Validate(), config.Refuse("SMS_SEND_URL", "is required: without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)"))
 	}
-	return nil
+	return c.Validate()
 }
 
 // DefaultConfig is makesafe's configuration with no variable set: every
@@ -263,17 +258,9 @@ func Help() service.Help {
 // SEND_DRY_RUN records the SMS instead) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
 	var dry dryrun.Config
-	if err := config.Parse(getenv, &dry); err != nil {
-		return err
-	}
-	if err := cfg.ValidateRealPrime(dry); err != nil {
-		return err
-	}
-	return service.MainWithPrime(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	own := []config.Part{config.Read(&cfg, func(c Config) error { return c.ValidateRealPrime(dry) }), config.Read(&dry, nil)}
+	return service.MainWithPrime(ctx, Durable, getenv, stderr, own, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		d.Log.Info("sms sender", "config", cfg.SMS)
 		sender, err := SenderFor(cfg.SMS, dry, d.Log)
 		if err != nil {

@@ -507,9 +507,9 @@ func TestTheClaimLeaseMustOutlastASend(t *testing.T) {
 		lease, timeout time.Duration
 		refusal        string // "" when accepted
 	}{
-		{"as long as the send timeout", 15 * time.Second, 15 * time.Second, "SMS_CLAIM_LEASE (15s) must be longer than SMS_SEND_TIMEOUT (15s)"},
-		{"shorter than the send timeout", 10 * time.Second, 30 * time.Second, "SMS_CLAIM_LEASE (10s) must be longer than SMS_SEND_TIMEOUT (30s)"},
-		{"shorter than the default send timeout", 10 * time.Second, 0, "SMS_CLAIM_LEASE (10s) must be longer than SMS_SEND_TIMEOUT (15s)"},
+		{"as long as the send timeout", 15 * time.Second, 15 * time.Second, "SMS_CLAIM_LEASE: must be longer than SMS_SEND_TIMEOUT (15s)"},
+		{"shorter than the send timeout", 10 * time.Second, 30 * time.Second, "SMS_CLAIM_LEASE: must be longer than SMS_SEND_TIMEOUT (30s)"},
+		{"no send timeout", 10 * time.Second, 0, "SMS_SEND_TIMEOUT: must be above zero"},
 		{"longer than the send timeout", 16 * time.Second, 15 * time.Second, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -523,7 +523,7 @@ func TestTheClaimLeaseMustOutlastASend(t *testing.T) {
 				return
 			}
 			is.True(err != nil)                                // refused
-			is.True(strings.Contains(err.Error(), tc.refusal)) // naming both settings and their values
+			is.True(strings.Contains(err.Error(), tc.refusal)) // naming the setting, and the one it must outlast with its value
 		})
 	}
 }

@@ -400,8 +400,8 @@ func TestRealPrimeNeedsAnSMSSenderAndATriageStatus(t *testing.T) {
 		set  map[string]string
 		says string
 	}{
-		{nil, "SMS_SEND_URL is required"},
-		{map[string]string{"SMS_SEND_URL": "https://sms.invalid/send"}, "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is required"},
+		{nil, "SMS_SEND_URL (not set): is required"},
+		{map[string]string{"SMS_SEND_URL": "https://sms.invalid/send"}, "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID (not set): is required"},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			is := is.New(t)
