@@ -175,8 +175,13 @@ type Sink[T any] struct {
 	Kind     string
 }
 
-// Send records m and reports it sent.
+// Send records m and accepts it.
 func (s Sink[T]) Send(_ context.Context, m T) error { return s.Recorder.Record(s.Kind, "", m) }
+
+// NotSent says that a Sink sends nothing, and where it records (what
+// pkg/delivery's NotSender asks): a drainer records its messages Logged,
+// never Sent, so that nothing counts a recorded message as sent.
+func (s Sink[T]) NotSent() string { return "SEND_DRY_RUN, recorded in " + s.Recorder.Path() }
 
 // OpenSink opens the recorder of kind under cfg and returns a Sink on it,
 // saying loudly in the log that nothing of kind is sent.

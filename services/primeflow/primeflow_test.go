@@ -454,8 +454,8 @@ func startAndStop(t *testing.T, env map[string]string) (stdout, stderr string) {
 // A shadow run (the runbook's first phase): with OPTIMOROUTE_DRY_RUN and
 // SEND_DRY_RUN the pipeline does all its work in its own database, and
 // nothing reaches OptimoRoute or the SMS endpoint, configured as they would
-// be in production; every write and every SMS is recorded instead, and the
-// log says so at start.
+// be in production; every write and every SMS is recorded instead (the SMS
+// Logged in smsQueue, never Sent), and the log says so at start.
 func TestShadowRunSendsNothing(t *testing.T) {
 	is := is.New(t)
 	var reached atomic.Int64
@@ -487,6 +487,15 @@ func TestShadowRunSendsNothing(t *testing.T) {
 		recs, err := dryrun.Read(filepath.Join(records, "sms.jsonl"))
 		return err == nil && len(recs) == 1
 	})
+	// Recorded is not sent: smsQueue, which primectl status and the status
+	// page count, holds it Logged.
+	flowtest.Poll(t, 30*time.Second, 50*time.Millisecond, "the recorded SMS Logged in smsQueue", func() bool {
+		n, err := st.CountSMS(context.Background())
+		return err == nil && n[store.SendLogged] == 1
+	})
+	n, err := st.CountSMS(context.Background())
+	is.NoErr(err)
+	is.Equal(n[store.SendSent], 0) // none counted sent
 	recs, err := dryrun.Read(filepath.Join(records, dryrun.KindOptimoRoute+".jsonl"))
 	is.NoErr(err)
 	ops := map[string]int{}
