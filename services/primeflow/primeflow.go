@@ -73,7 +73,9 @@ type Config struct {
 	// DatabasePassword: see service.Config.
 	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
 	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
-	HTTPAddr         string `env:"HTTP_ADDR" envDefault:":8080"`
+	// HTTPAddr is loopback, as every other port of make run, unless told
+	// otherwise (HTTP_ADDR=:8080 for every interface).
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// OpsAddr, when set, serves /healthz, /metrics and the relay trigger, and
 	// HTTPAddr the webhook alone; unset, HTTPAddr serves them all.
 	OpsAddr string `env:"OPS_ADDR"`
