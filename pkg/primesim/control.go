@@ -227,6 +227,34 @@ func (s *Sim) handleFireWebhook() http.Handler {
 	})
 }
 
+// handleChangeJobStatus moves the path's job to {"statusId":"…"}
+// (ChangeJobStatus) and answers the job as a Record.
+func (s *Sim) handleChangeJobStatus() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			StatusID string `json:"statusId"`
+		}
+		if !decodeBody(w, r, &req) {
+			return
+		}
+		if req.StatusID == "" {
+			writeControlError(w, http.StatusBadRequest, fmt.Errorf("statusId is required"))
+			return
+		}
+		if _, ok := s.Job(r.PathValue("id")); !ok {
+			writeControlError(w, http.StatusNotFound, fmt.Errorf("no job %s", r.PathValue("id")))
+			return
+		}
+		j, err := s.ChangeJobStatus(r.PathValue("id"), req.StatusID)
+		if err != nil {
+			writeControlError(w, http.StatusInternalServerError, err)
+			return
+		}
+		rec, _ := s.Get(KindJobs, j.ID)
+		writeJSON(w, http.StatusOK, "application/json", rec)
+	})
+}
+
 // generateRequest is the body of POST /_sim/{kind}: the job to attach the
 // record to, and attributes that override the generated ones.
 type generateRequest struct {
