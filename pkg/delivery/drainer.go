@@ -196,8 +196,9 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 	handed := time.Now()
 	err := d.s.Send(context.WithoutCancel(ctx), c.Msg)
 	now := time.Now()
-	if wait := retry.Delay(err); wait > 0 {
-		d.wait(rctx, log, c, err, now.Add(wait), now)
+	var w retry.Waiter
+	if errors.As(err, &w) {
+		d.wait(rctx, log, c, err, now.Add(d.waitFor(w, now.Sub(c.QueuedUTC))), now)
 		return
 	}
 	if c.Attempt == 1 {
@@ -234,25 +235,35 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 		"next", retryAt.Sub(now).Round(time.Millisecond), "nextAt", retryAt.UTC().Format(time.RFC3339))
 }
 
-// maxRetryAfter is the longest an endpoint's Retry-After holds a retry.
+// maxRetryAfter is the longest an endpoint's Retry-After holds a retry or
+// a wait.
 const maxRetryAfter = time.Hour
 
-// wait records a row that could not be sent yet (a retry.Waiter: something
-// it needs is not there) as due again at until, its attempt not counted,
-// when the queue can (a Deferrer); else as a failed attempt retried then.
+// waitFor is how long a row waits now for w, having waited waited since
+// it was queued: as long again (Config.Backoff.AfterWaiting: between its
+// first and last step), or as w asks when that is longer (at most
+// maxRetryAfter). A row whose endpoint stays down is so looked at again
+// less and less often, up to the last step, however long that lasts.
+func (d *Drainer[M]) waitFor(w retry.Waiter, waited time.Duration) time.Duration {
+	return max(d.cfg.Backoff.AfterWaiting(waited), min(w.RetryAfter(), maxRetryAfter))
+}
+
+// wait records a row that could not be sent yet (a retry.Waiter: the
+// endpoint is not taking posts, or something the message needs is not
+// there) as due again at until, its attempt not counted.
 func (d *Drainer[M]) wait(ctx context.Context, log *slog.Logger, c Claim[M], cause error, until, at time.Time) {
-	df, ok := d.q.(Deferrer)
-	if !ok {
-		if err := d.q.SetFailed(ctx, c.ID, c.Attempt, cause.Error(), until, at); err != nil {
-			log.Error(d.kind.Name+" wait not recorded: it is tried again when its claim lapses", "err", err, "cause", cause)
-		}
-		return
+	why, level := cause.Error(), slog.LevelInfo
+	if errors.Is(cause, ErrUnavailable) {
+		// The row's last error says it waits, not that it failed.
+		why, level = "waiting for the endpoint, no attempt counted: "+why, slog.LevelWarn
 	}
-	if err := df.Defer(ctx, c.ID, c.Attempt, cause.Error(), until, at); err != nil {
+	if err := d.q.Defer(ctx, c.ID, c.Attempt, why, until, at); err != nil {
 		log.Error(d.kind.Name+" wait not recorded: it is tried again when its claim lapses", "err", err, "cause", cause)
 		return
 	}
-	log.Info(d.kind.Name+" waits; no attempt counted", "why", cause, "next", until.Sub(at).Round(time.Millisecond))
+	d.m.Waits.Inc()
+	log.Log(ctx, level, d.kind.Name+" waits; no attempt counted", "why", cause, "waited", at.Sub(c.QueuedUTC).Round(time.Second),
+		"next", until.Sub(at).Round(time.Millisecond), "nextAt", until.UTC().Format(time.RFC3339))
 }
 
 // sent records a row the sender accepted: Sent, or Logged when the sender

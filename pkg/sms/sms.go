@@ -3,7 +3,8 @@
 // posts each message as JSON to the existing SMS flow's URL (SMS_SEND_URL),
 // and NewDrainer's drainer claims queued messages, hands them to a Sender,
 // retries failures with backoff and leaves a message Failed, visibly, after
-// its last attempt.
+// its last attempt; an endpoint that is not there or not taking posts is
+// waited out, no attempt counted (package delivery).
 package sms
 
 import (

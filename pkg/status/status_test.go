@@ -98,3 +98,44 @@ func served(t *testing.T, rep status.Report) (*http.Response, string) {
 	}
 	return res, string(b)
 }
+
+// overviewOnly is a store whose overview is o and which holds no setting
+// (the instance pairing is not asked: no JS).
+type overviewOnly struct{ o store.Overview }
+
+func (f overviewOnly) StatusOverview(context.Context, store.OverviewQuery) (store.Overview, error) {
+	return f.o, nil
+}
+func (overviewOnly) SetSetting(context.Context, string, string) error { return nil }
+func (overviewOnly) GetSetting(context.Context, string) (string, bool, error) {
+	return "", false, nil
+}
+
+// An SMS that has waited long to be sent (its endpoint not taking posts)
+// is not Failed, and uses no attempt, but needs a person all the same: the
+// on-call may not know. A short wait does not.
+func TestALongSMSWaitNeedsAPerson(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		waiting time.Duration
+		needs   bool
+	}{
+		{"a short wait", 2 * time.Minute, false},
+		{"a long wait", 40 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			queued := at.Add(-tc.waiting)
+			o := store.Overview{SMS: store.SendCounts(), SMSOldestWaitingUTC: queued}
+			o.SMS[store.SendQueued] = 1
+			rep, err := status.Gather(context.Background(), status.Sources{Store: overviewOnly{o}, Now: func() time.Time { return at }})
+			is.NoErr(err)
+			is.True(rep.SMS.OldestWaitingUTC.Equal(queued)) // since when it waits
+			needs := strings.Join(rep.NeedsPerson, "\n")
+			is.Equal(strings.Contains(needs, "an SMS has waited 40m0s to be sent"), tc.needs) // a person, only after status.SMSWaitTooLong
+			_, page := served(t, rep)
+			is.True(strings.Contains(page, "oldest SMS not sent</th><td>queued "+queued.Format("2006-01-02 15:04:05"))) // the page shows since when
+		})
+	}
+}

@@ -39,6 +39,13 @@ type Overview struct {
 	// InvitesFailed those of them given up on (Failed), which wait for a
 	// person.
 	InvitesPending, InvitesFailed int
+	// SMSOldestWaitingUTC and InvitesOldestWaitingUTC are when the oldest
+	// message, and triage invite, not sent yet (Queued or Sending) was
+	// queued; zero when none waits. A row waiting out an endpoint that is
+	// not taking posts uses no attempt and fails nothing: its wait shows
+	// here.
+	SMSOldestWaitingUTC     time.Time
+	InvitesOldestWaitingUTC time.Time
 	// EmailsFailed counts the new-job emails whose receipt is Failed (§7:
 	// moved to MAIL_FAILED_FOLDER after their last attempt), which wait for
 	// a person; EmailLastFailed is the newest of them (by its receipt's

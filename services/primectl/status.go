@@ -155,8 +155,17 @@ func writeStatus(w io.Writer, r status.Report) error {
 			line(label, l.Key+": free")
 		}
 	}
-	line("sms", smsStates(r.SMS.ByState))
-	line("triage invites", fmt.Sprintf("%d pending, %d failed", r.Invites.Pending, r.Invites.Failed))
+	if t := r.SMS.OldestWaitingUTC; t != nil {
+		line("sms", smsStates(r.SMS.ByState), "oldest not sent queued "+at(t))
+	} else {
+		line("sms", smsStates(r.SMS.ByState))
+	}
+	invites := fmt.Sprintf("%d pending, %d failed", r.Invites.Pending, r.Invites.Failed)
+	if t := r.Invites.OldestWaitingUTC; t != nil {
+		line("triage invites", invites, "oldest not sent queued "+at(t))
+	} else {
+		line("triage invites", invites)
+	}
 	line("new-job emails", fmt.Sprintf("%d failed", r.Emails.Failed))
 	var dates []string
 	for _, p := range r.PlanDates {

@@ -41,6 +41,14 @@ func TestStatus(t *testing.T) {
 	_, err = w.store.IncrementWebhookLogAttempt(ctx, w.ids["other"], "", "prime: 503 \x1b[2Jcleared") // a hostile error
 	is.NoErr(err)
 	is.NoErr(w.store.PlanUpsert(ctx, "2026-12-02"))
+	// A make-safe SMS waiting out an endpoint that is not taking posts.
+	queued := time.Now().Add(-time.Hour).Truncate(time.Second)
+	smsID, _, err := w.store.QueueSMS(ctx, store.NewSMS{Recipient: "+61400000000", Body: "MAKE SAFE", Source: "makesafe", Now: queued})
+	is.NoErr(err)
+	claims, err := w.store.ClaimSMS(ctx, time.Now(), time.Minute, 5, 1)
+	is.NoErr(err)
+	is.NoErr(w.store.DeferSMS(ctx, smsID, claims[0].Attempts, "waiting for the endpoint, no attempt counted: post to https://sms.example.com: HTTP 503: ",
+		time.Now().Add(time.Minute), time.Now()))
 
 	ns := natstest.Server(t)
 	_, js := natstest.Connect(t, ns)
@@ -82,12 +90,15 @@ func TestStatus(t *testing.T) {
 		"1 hand-off not published",                                            // the outbox
 		"optimo-plan: held by ",                                               // the lock held
 		"optimo-create: free",                                                 // and the one that is not
-		"Failed 0",                                                            // SMS by state
-		"0 pending, 0 failed",                                                 // triage invites
-		"0 failed",                                                            // new-job emails
-		"NotPlanned 1 (from 2026-12-02)",                                      // plan dates
-		"57 calls left this minute, 4890 today",                               // the Prime budget
-		"missing: the service has not started",                                // and those not made yet
+		"Failed 0, Logged 0, Queued 1",                                        // SMS by state
+		"oldest not sent queued " + queued.UTC().Format("2006-01-02 15:04:05") + " UTC (1h0m", // and how long one has waited
+		"waiting for the endpoint, no attempt counted: post to https://sms",                   // why, as makesafe's last error
+		"an SMS has waited 1h0m",                // a long wait needs a person
+		"0 pending, 0 failed",                   // triage invites
+		"0 failed",                              // new-job emails
+		"NotPlanned 1 (from 2026-12-02)",        // plan dates
+		"57 calls left this minute, 4890 today", // the Prime budget
+		"missing: the service has not started",  // and those not made yet
 		"child-mirror  log row " + id(w, "capped") + " (create-appointment), attempt 5 of 5", // each stage's last error
 		`prime: 503 \x1b[2Jcleared`, // escaped, not sent to the terminal
 		"1 log row failed 5 times",  // what needs a person
@@ -105,6 +116,7 @@ func TestStatus(t *testing.T) {
 	is.NoErr(json.Unmarshal([]byte(out), &rep))
 	is.Equal(rep.Log.Capped, 1) // the same, as JSON
 	is.Equal(rep.Log.OldestUnprocessed.ID, w.ids["queued"])
+	is.True(rep.SMS.OldestWaitingUTC.Equal(queued))
 	is.Equal(*rep.PrimeBudget.Minute, 57.0)
 	lag := map[string]status.Consumer{}
 	for _, c := range rep.Consumers {

@@ -120,6 +120,8 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, err = s.CountTriageInvites(ctx)
 	try(err)
+	_, _, err = s.OldestTriageInviteWaiting(ctx)
+	try(err)
 	for _, err := range errs {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}

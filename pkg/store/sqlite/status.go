@@ -73,6 +73,12 @@ func (s *Store) StatusOverview(ctx context.Context, oq store.OverviewQuery) (sto
 		[]any{string(store.SendFailed)}, &o.InvitesPending, &o.InvitesFailed); err != nil {
 		return o, err
 	}
+	if o.SMSOldestWaitingUTC, _, err = s.OldestSMSWaiting(ctx); err != nil {
+		return o, err
+	}
+	if o.InvitesOldestWaitingUTC, _, err = s.OldestTriageInviteWaiting(ctx); err != nil {
+		return o, err
+	}
 	if err := row("emails failed", `SELECT COUNT(*) FROM PrimeEmailJobRegistered WHERE outcome = ?`,
 		[]any{store.EmailFailed}, &o.EmailsFailed); err != nil {
 		return o, err

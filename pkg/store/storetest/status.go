@@ -21,7 +21,8 @@ func testStatus(t *testing.T, open Opener) {
 		is.Equal(o.OldestUnprocessed.ID, int64(0)) // nothing queued
 		is.Equal(len(o.Failing), 0)
 		is.True(o.OutboxOldestUTC.IsZero())
-		is.Equal(o.SMS[store.SendFailed], 0) // every state, at 0
+		is.Equal(o.SMS[store.SendFailed], 0)                                          // every state, at 0
+		is.True(o.SMSOldestWaitingUTC.IsZero() && o.InvitesOldestWaitingUTC.IsZero()) // nothing waits to be sent
 		is.Equal(len(o.PlanDates), 0)
 	})
 
@@ -62,6 +63,11 @@ func testStatus(t *testing.T, open Opener) {
 		is.NoErr(err)
 		is.Equal(len(claimed), 1)
 		is.NoErr(s.SetSMSFailed(ctx, id, claimed[0].Attempts, "sms endpoint: 400 bad number", time.Time{}, t0.Add(2*time.Second)))
+		waiting, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "make safe", Source: "test", Now: t0.Add(time.Minute)})
+		is.NoErr(err)
+		claimed, err = s.ClaimSMS(ctx, t0.Add(2*time.Minute), time.Minute, 1, 10)
+		is.NoErr(err)
+		is.NoErr(s.DeferSMS(ctx, waiting, claimed[0].Attempts, "HTTP 503", t0.Add(3*time.Minute), t0.Add(2*time.Minute)))
 
 		_, err = s.ClaimFirstSeen(ctx, jobA, done, store.ViaWebhook)
 		is.NoErr(err)
@@ -141,7 +147,11 @@ func testStatus(t *testing.T, open Opener) {
 		is.Equal(o.OutboxUnpublished, 1)
 		is.True(!o.OutboxOldestUTC.IsZero())
 		is.Equal(o.SMS[store.SendFailed], 1)
-		is.Equal(o.SMSLastError, "sms endpoint: 400 bad number")
+		is.Equal(o.SMS[store.SendQueued], 1)
+		is.Equal(o.SMSLastError, "HTTP 503")                                   // the newest: the one waiting
+		is.True(o.SMSOldestWaitingUTC.Equal(t0.Add(time.Minute)))              // the one waiting, not the Failed one
+		is.True(!o.InvitesOldestWaitingUTC.IsZero())                           // the invite not sent
+		is.True(!o.InvitesOldestWaitingUTC.After(time.Now().Add(time.Minute))) // queued on the database's clock
 		is.Equal(o.FirstSeenFailing, 1)
 		is.Equal(o.FirstSeenLastErrorJob, jobA)
 		is.Equal(o.FirstSeenLastError, "queue missing objects: locked")
