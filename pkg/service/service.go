@@ -55,8 +55,10 @@ type Config struct {
 	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
 	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
 	// HTTPAddr serves the public routes (ingest's webhook) and, unless
-	// OpsAddr is set, /healthz, /metrics and the admin routes too.
-	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// OpsAddr is set, /healthz, /metrics and the admin routes too. Loopback
+	// unless told otherwise: the image (compose/Dockerfile) and compose set
+	// ":8080", every interface of the container.
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// OpsAddr, when set, serves /healthz, /metrics and the admin routes,
 	// and HTTPAddr the public routes alone.
 	OpsAddr string `env:"OPS_ADDR"`

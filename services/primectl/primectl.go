@@ -44,7 +44,7 @@ type Config struct {
 	// (opshttp.LocalURL), the ports bin/primeflow read from the same
 	// environment.
 	IngestURL string `env:"INGEST_URL"`
-	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
+	HTTPAddr  string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	OpsAddr   string `env:"OPS_ADDR"`
 	Admin     opshttp.Credentials
 	// NATS is where status reads the consumers and the locks (the
