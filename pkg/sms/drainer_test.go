@@ -201,12 +201,14 @@ func TestAMessageFailsVisiblyAfterItsLastAttempt(t *testing.T) {
 	id := r.queue(t, "x")
 	r.drainer.Kick()
 	m := r.waitState(t, id, store.SendFailed)
-	is.Equal(m.Attempts, 3)                                           // three attempts
-	is.Equal(len(r.ep.got()), 3)                                      // three posts
-	is.True(strings.Contains(m.LastError, "HTTP 500"))                // the reason on the row
+	is.Equal(m.Attempts, 3)                            // three attempts
+	is.Equal(len(r.ep.got()), 3)                       // three posts
+	is.True(strings.Contains(m.LastError, "HTTP 500")) // the reason on the row
+	// The drainer counts and logs the failure after the row says Failed:
+	// the log line, which comes last, says the count is in.
+	is.True(r.logs.waitFor("sms failed for good"))                    // logged
 	is.Equal(metric(t, r.reg, "primeflow_sms_failed_total", ""), 1.0) // counted failed
 	is.Equal(metric(t, r.reg, "primeflow_sms_queue_messages", "Failed"), 1.0)
-	is.True(r.logs.waitFor("sms failed for good")) // and logged
 }
 
 // An endpoint that is not taking posts (its rate limit, or it or a gateway
