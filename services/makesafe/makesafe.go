@@ -12,7 +12,10 @@
 //     Prime — ethSyncQueue upsert, then the drain, where an empty answer
 //     deletes the queue row (§7) — and runs detection again with
 //     queue-checks off. A rung after the call was raised, or after the Make
-//     Safe arrived, asks Prime nothing.
+//     Safe arrived, asks Prime nothing; and a rung is worked only when its
+//     own row in makesafeAllocationCheck says it is due and has not fired:
+//     a re-check of a rung never queued is dropped, one early waits for its
+//     time, one already fired does nothing.
 //   - The SMS drainer (pkg/sms) sends what detection queued straight after
 //     the commit, on sms.send.requested, and on a slow sweep.
 //   - A sweep (rungs.go) fires the rungs that callers outside primeflow
@@ -241,6 +244,13 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 		_, err = m.Recheck(ctx, rc)
 	default:
 		return consume.Drop(fmt.Errorf("makesafe takes no %s", msg.Subject()))
+	}
+	var early *notDueError
+	switch {
+	case errors.Is(err, ErrRungNotQueued):
+		return consume.Drop(err) // not a rung of makesafe's: never worked
+	case errors.As(err, &early):
+		return consume.Retry(err, time.Until(early.due)) // worked at its time
 	}
 	if after := retry.Delay(err); after > 0 {
 		return consume.Retry(err, after) // Prime's rate limit: the rung waits, it is not dropped
