@@ -128,5 +128,24 @@ func TestARecheckBeforeItsRungIsDueWaitsForIt(t *testing.T) {
 	is.True(!c.FiredUTC.Before(c.DueUTC))                      // at its time, not before
 	is.True(strings.HasPrefix(c.Outcome, makesafe.RungSynced)) // and as a rung runs
 	is.Equal(r.listCalls(), int64(1))
-	is.True(r.rungsNotWorked("not_due") >= 1) // having put the early one off
+}
+
+// A re-check long before its rung is due does nothing meanwhile: it asks
+// Prime nothing and leaves the rung to come.
+func TestARecheckLongBeforeItsRungAsksNothing(t *testing.T) {
+	is := is.New(t)
+	r, j, job := ladderOutsidePrimeflow(t, store.MakesafeDetection{ChecksFrom: events.ScheduleAt(time.Now()), Checks: []time.Duration{time.Hour}})
+	body, _ := json.Marshal(events.MakesafeRecheck{JobID: j.ID, Rung: 1})
+	_, err := r.JS.Publish(context.Background(), events.SubjectMakesafeRecheck, body)
+	is.NoErr(err)
+	flowtest.Eventually(t, "the re-check handled", func() bool {
+		handled := 0.0
+		for _, result := range []string{"ack", "retry", "drop", "error"} {
+			handled += flowtest.Counter(t, r.Deps.Metrics, "primeflow_consumer_messages_total", map[string]string{"consumer": makesafe.Durable, "result": result})
+		}
+		return handled >= 1
+	})
+	is.True(r.checks(job)[0].FiredUTC.IsZero()) // the rung waits for its time
+	is.Equal(r.listCalls(), int64(0))           // and Prime was not asked
+	is.Equal(r.rungsNotWorked("not_due"), 1.0)  // the re-check is put off
 }
