@@ -3,8 +3,8 @@
 // (§3, §9: reset the attempts to replay a row from its stored payload), shows
 // the new-job pipeline's state and how each path saw new jobs (§7.1), plans
 // and applies migrations (migrate.go) and compares a shadow run with the
-// live database (compare.go). It reads
-// DATABASE_URL and DATA_DIR as the services do.
+// live database (compare.go), and applies the streams and consumers to NATS
+// (streams.go). It reads DATABASE_URL and DATA_DIR as the services do.
 package primectl
 
 import (
@@ -54,9 +54,26 @@ type Config struct {
 	NATSListen   string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
 	NATSUser     string `env:"NATS_USER"`
 	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
+	// StreamReplicas, above zero, overrides num_replicas of
+	// streams/*.json for streams apply and check, as the services'
+	// NATS_STREAM_REPLICAS does for theirs.
+	StreamReplicas int `env:"NATS_STREAM_REPLICAS"`
 	// MakesafeSMSTo is what migrate writes as the default make-safe SMS
 	// recipient (the setting MakesafeSMSRecipient).
 	MakesafeSMSTo string `env:"MAKESAFE_SMS_TO"`
+}
+
+// natsUser is the NATS user primectl logs in as: NATS_USER, or the user
+// of NATS_URL's first URL; "" for none (bin/primeflow's embedded server).
+func (c Config) natsUser() string {
+	if c.NATSUser != "" {
+		return c.NATSUser
+	}
+	first, _, _ := strings.Cut(c.NATSURL, ",")
+	if u, err := url.Parse(strings.TrimSpace(first)); err == nil && u.User != nil {
+		return u.User.Username()
+	}
+	return ""
 }
 
 // ingestURL is INGEST_URL, or where OPS_ADDR or HTTP_ADDR is reached.
@@ -96,6 +113,7 @@ var commands = []struct{ name, usage string }{
 	{"invites", "primectl invites [--failed | --all] [--limit N]"},
 	{"coverage", "primectl coverage [--since T] [--json]"},
 	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
+	{"streams", "primectl streams apply|check [--wait D]"},
 	{"compare", "primectl compare --live DSN [--since T] [--until T] [--days-ahead N]"},
 	{"version", "primectl --version"},
 }
@@ -134,6 +152,12 @@ do; migrate applies, refusing to alter a live object primeflow does not own
 unless --adopt names it (its definition is captured under --capture first),
 and writes MAKESAFE_SMS_TO as the default make-safe SMS recipient. compare
 diffs this database (a shadow run's) against the live one for a period.
+
+streams apply is migrate for NATS, with the operators' NATS user: it makes
+every stream of streams/ and every durable consumer as defined, and says
+what it changed (a service may only read them, and waits at start until
+they are as defined). streams check says what is missing or different and
+changes nothing. Both wait up to --wait (1m) for JetStream to answer.
 `
 
 // writeCommands writes what primectl is and its commands' usage lines.
@@ -206,6 +230,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = c.invites(ctx, rest)
 	case "migrate":
 		err = c.migrate(ctx, rest)
+	case "streams":
+		err = c.streams(ctx, rest)
 	case "compare":
 		err = c.compare(ctx, rest)
 	default:

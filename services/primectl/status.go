@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,6 +69,10 @@ func (c *cli) connectNATS() (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name("primectl"), nats.Timeout(3 * time.Second), nats.MaxReconnects(0)}
 	if c.cfg.NATSUser != "" {
 		opts = append(opts, nats.UserInfo(c.cfg.NATSUser, c.cfg.NATSPassword))
+	}
+	if user := c.cfg.natsUser(); user != "" {
+		// Each user reads replies on its own prefix only (pkg/natsauth).
+		opts = append(opts, nats.CustomInboxPrefix(events.InboxPrefix(user)))
 	}
 	nc, err := nats.Connect(c.cfg.natsURL(), opts...)
 	if err != nil {
@@ -139,7 +144,7 @@ func writeStatus(w io.Writer, r status.Report) error {
 	writeRow(tw, "  STAGE", "CONSUMER", "PENDING", "UNACKED", "REDELIVERED")
 	for _, cs := range r.Consumers {
 		if cs.Missing {
-			writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, "missing: the service has not started")
+			writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, "missing: "+events.ApplyCommand+" makes it")
 			continue
 		}
 		writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, strconv.FormatUint(cs.Pending, 10), strconv.Itoa(cs.AckPending), strconv.Itoa(cs.Redelivered))

@@ -20,7 +20,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/matryer/is"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // status on a seeded database, a NATS with one stage's consumer behind and
@@ -37,11 +36,8 @@ func TestStatus(t *testing.T) {
 	is.NoErr(w.store.PlanUpsert(ctx, "2026-12-02"))
 
 	ns := natstest.Server(t)
-	_, js := natstest.Connect(t, ns)
-	is.NoErr(events.EnsureStreams(ctx, js, 0))
-	c := events.ConsumerJobMirror
-	_, err = js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{Durable: c.Durable, FilterSubjects: c.Subjects, AckPolicy: jetstream.AckExplicitPolicy})
-	is.NoErr(err)
+	_, js := natstest.Connect(t, ns)                                                                      // the streams and consumers applied
+	is.NoErr(js.DeleteConsumer(ctx, events.ConsumerOptimoPlan.Stream, events.ConsumerOptimoPlan.Durable)) // but one
 	for range 3 {
 		_, err := js.Publish(ctx, events.ResolvedSubject(events.ActionChangeJobStatus), []byte("{}"))
 		is.NoErr(err)
@@ -77,7 +73,7 @@ func TestStatus(t *testing.T) {
 		"0 pending",                                                           // triage invites
 		"NotPlanned 1 (from 2026-12-02)",                                      // plan dates
 		"57 calls left this minute, 4890 today",                               // the Prime budget
-		"missing: the service has not started",                                // and those not made yet
+		"missing: primectl streams apply makes it",                            // and those not made yet
 		"child-mirror  log row " + id(w, "capped") + " (create-appointment), attempt 5 of 5", // each stage's last error
 		`prime: 503 \x1b[2Jcleared`, // escaped, not sent to the terminal
 		"1 log row failed 5 times",  // what needs a person
@@ -101,7 +97,7 @@ func TestStatus(t *testing.T) {
 		lag[c.Name] = c
 	}
 	is.Equal(lag["job-mirror"].Pending, uint64(3)) // the consumer's lag
-	is.True(lag["resolver"].Missing)
+	is.True(lag["optimo-plan"].Missing)
 
 	// Once a process spends the deployment's budget, status reads it from
 	// NATS: the minute, the calls in flight, the processes.
