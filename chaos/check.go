@@ -29,34 +29,51 @@ type report struct {
 	phoneCallMissing []string // after-hours make-safe jobs without their call or SMS
 	phoneCallWrong   []string // calls raised for jobs that must not have one
 	inviteMissing    []string // jobs in Initial Contact Made whose triage invite was not sent to the endpoint
-	inviteTwice      []string // invites queued while one of the job's was pending
+	inviteTwice      []string // invites queued for a status change another invite of the job answers
 	orderMissing     []string // appointments without their order at their date
 	orderExtra       []string // orders no appointment accounts for
 	dateUnplanned    []string // dates not planned after their last order write
 	exits            []string // processes that exited on their own
+
+	mailReport // the mail scenario's (mail.go)
 }
 
 // settled is every invariant that more time can make true holding: the
 // pipeline has caught up.
 func (r report) settled() bool {
 	return len(r.unprocessedRows)+len(r.unfinishedJobs)+len(r.pipelinePending)+len(r.phoneCallMissing)+
-		len(r.inviteMissing)+len(r.orderMissing)+len(r.dateUnplanned) == 0
+		len(r.inviteMissing)+len(r.orderMissing)+len(r.dateUnplanned) == 0 && r.mailReport.settled()
+}
+
+// lines are a report's lines: what is still awaited, or what is broken.
+type lines []string
+
+// waiting adds what, and the first of items, when there are any.
+func (l *lines) waiting(what string, items []string) {
+	if len(items) > 0 {
+		*l = append(*l, fmt.Sprintf("%d %s (%s)", len(items), what, strings.Join(items[:min(3, len(items))], ", ")))
+	}
+}
+
+// broken adds an invariant, and the first of the items that break it,
+// when there are any.
+func (l *lines) broken(invariant string, items []string) {
+	if len(items) > 0 {
+		*l = append(*l, fmt.Sprintf("%s: %d: %s", invariant, len(items), strings.Join(items[:min(10, len(items))], "; ")))
+	}
 }
 
 // waitingFor says what the pipeline has not caught up with.
 func (r report) waitingFor() []string {
-	var out []string
-	add := func(what string, items []string) {
-		if len(items) > 0 {
-			out = append(out, fmt.Sprintf("%d %s (%s)", len(items), what, strings.Join(items[:min(3, len(items))], ", ")))
-		}
-	}
+	var out lines
+	add := out.waiting
 	add("rows unprocessed", r.unprocessedRows)
 	add("jobs whose webhooks were not all accepted", r.unfinishedJobs)
 	add("pipelines pending", r.pipelinePending)
 	add("make-safe calls or SMS missing", r.phoneCallMissing)
 	add("orders missing or stale", r.orderMissing)
 	add("dates not planned since their last order write", r.dateUnplanned)
+	r.mailReport.waitingFor(&out)
 	if len(out) == 0 {
 		return []string{"nothing left to wait for"}
 	}
@@ -65,12 +82,8 @@ func (r report) waitingFor() []string {
 
 // violations are the invariants that do not hold, each with its cases.
 func (r report) violations() []string {
-	var out []string
-	add := func(invariant string, items []string) {
-		if len(items) > 0 {
-			out = append(out, fmt.Sprintf("%s: %d: %s", invariant, len(items), strings.Join(items[:min(10, len(items))], "; ")))
-		}
-	}
+	var out lines
+	add := out.broken
 	add("every accepted webhook is stored", r.lostRows)
 	add("every stored webhook is processed (capped or not)", r.unprocessedRows)
 	add("every webhook is accepted", r.unfinishedJobs)
@@ -79,16 +92,17 @@ func (r report) violations() []string {
 	add("an after-hours make-safe job has its phone call and its SMS", r.phoneCallMissing)
 	add("no other job has a phone call", r.phoneCallWrong)
 	add("every job in Initial Contact Made has its triage invite sent", r.inviteMissing)
-	add("no triage invite is queued while one of its job's is pending", r.inviteTwice)
+	add("one triage invite a status change", r.inviteTwice)
 	add("every appointment has its order, at its date", r.orderMissing)
 	add("one order an appointment", r.orderExtra)
 	add("every date is planned after its last order write", r.dateUnplanned)
 	add("no process exits on its own", r.exits)
+	r.mailReport.violations(&out)
 	return out
 }
 
 // check reads the database, the simulators, the gateway and the logs.
-func check(ctx context.Context, st *stack, ext *externals, pr *primeSender, w *workload) (report, error) {
+func check(ctx context.Context, st *stack, ext *externals, pr *primeSender, w *workload, mw *mailWorkload) (report, error) {
 	var r report
 	db, err := sql.Open("sqlite", "file:"+st.db+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
@@ -113,6 +127,9 @@ func check(ctx context.Context, st *stack, ext *externals, pr *primeSender, w *w
 			return checkInvites(ctx, db, ext.invites.received(), jobs, r)
 		},
 		func(ctx context.Context, db *sql.DB, r *report) error { return checkOrders(ctx, db, ext, jobs, r) },
+		func(ctx context.Context, db *sql.DB, r *report) error {
+			return checkMail(ctx, db, ext, mw, &r.mailReport)
+		},
 	} {
 		if err := step(ctx, db, &r); err != nil {
 			return r, err
@@ -253,25 +270,24 @@ func checkMakesafe(ctx context.Context, db *sql.DB, posts map[string]int, jobs [
 
 // checkInvites: each job whose webhooks were all accepted ended in the
 // Initial-Contact-Made status, so it has a triage invite, Sent, which
-// reached the endpoint (§3.1), and every invite of it did. A job may have
-// more than one: §5.1 step 6 skips a job only while an invite is pending,
-// so a change-job-status event handled after the job's invite went (an
-// earlier status change whose handling was held up by a kill) queues
-// another, as the spec's procedure does. What must hold is that no invite
-// was queued while another of the job's was pending, and that each reached
-// the endpoint; a post repeated under one key (a sender killed before it
-// recorded the answer) is counted as resent, as the SMS are.
+// reached the endpoint (§3.1), and every invite of it did. An invite answers
+// one arrival in the status (§10.4): a change-job-status event handled
+// after the job's invite went (Prime's resend, or an earlier status change
+// whose handling a kill held up) queues no second one, so a job has a later
+// invite only after the mirror saw it leave the status of the one before. A
+// post repeated under one key (a sender killed before it recorded the
+// answer) is counted as resent, as the SMS are.
 func checkInvites(ctx context.Context, db *sql.DB, posts map[string]int, jobs []jobState, r *report) error {
 	type invite struct {
-		id           int64
-		state        string
-		queued, sent string // as the store writes them: they sort as times
+		id                 int64
+		state              string
+		queued, sent, left string // as the store writes them: they sort as times
 	}
 	invites := map[string][]invite{}
-	err := query(ctx, db, `SELECT jobId, id, state, queuedUTC, COALESCE(sentUTC, '') FROM ethTriageInviteQueue ORDER BY jobId, id`, func(sc *sql.Rows) error {
+	err := query(ctx, db, `SELECT jobId, id, state, queuedUTC, COALESCE(sentUTC, ''), COALESCE(statusLeftUTC, '') FROM ethTriageInviteQueue ORDER BY jobId, id`, func(sc *sql.Rows) error {
 		var job string
 		var in invite
-		if err := sc.Scan(&job, &in.id, &in.state, &in.queued, &in.sent); err != nil {
+		if err := sc.Scan(&job, &in.id, &in.state, &in.queued, &in.sent, &in.left); err != nil {
 			return err
 		}
 		invites[job] = append(invites[job], in)
@@ -296,8 +312,8 @@ func checkInvites(ctx context.Context, db *sql.DB, posts map[string]int, jobs []
 				r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d is %q", j.id, in.id, in.state))
 			case n == 0:
 				r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d sent, but not to the endpoint", j.id, in.id))
-			case k > 0 && in.queued < ins[k-1].sent:
-				r.inviteTwice = append(r.inviteTwice, fmt.Sprintf("%s: invite %d queued while invite %d was pending", j.id, in.id, ins[k-1].id))
+			case k > 0 && (ins[k-1].left == "" || in.queued < ins[k-1].left):
+				r.inviteTwice = append(r.inviteTwice, fmt.Sprintf("%s: invite %d queued for the status change invite %d answers", j.id, in.id, ins[k-1].id))
 			}
 			r.resent += max(n-1, 0)
 		}

@@ -2,9 +2,11 @@
 // (§7) uses, for tests, benchmarks and the all-in-one process: the
 // client-credentials token endpoint, one mailbox's folders, a folder's
 // messages ($select, $orderby=receivedDateTime, $top, paged by
-// @odata.nextLink) and the move that gives a message a new id; throttling
-// (429 with Retry-After), server errors and no answer at all, injected
-// deterministically; and a control API to drop a message into a folder.
+// @odata.nextLink), a message by its id (its body, its folder), its internet
+// headers, and the move that gives a message a new id; throttling (429 with
+// Retry-After), server errors and no answer at all, injected
+// deterministically; and a control API to drop a message into a folder
+// (of any size, with any headers) and to delete a folder.
 //
 // A Sim is an http.Handler; mount it under a prefix with http.StripPrefix.
 // Graph's API (what pkg/graph calls):
@@ -14,14 +16,18 @@
 //	GET  /v1.0/users/{user}/mailFolders/{id or well-known name}
 //	GET  /v1.0/users/{user}/mailFolders/{id}/childFolders?$filter=displayName eq 'X'
 //	GET  /v1.0/users/{user}/mailFolders/{id}/messages?$select=…&$orderby=receivedDateTime&$top=50
+//	GET  /v1.0/users/{user}/messages/{id}?$select=body   a message, wherever it is (parentFolderId)
 //	POST /v1.0/users/{user}/messages/{id}/move           {"destinationId":"…"} → 201, a new id
 //
-// The control API (JSON, no authentication: never expose a simulator):
+// The control API (JSON only, with the control token as "Authorization:
+// Bearer <token>", pkg/simcontrol; still, never expose a simulator):
 //
 //	POST   /_sim/messages   {"folder":"Inbox/Prime Jobs","subject","body","contentType":"html"|"text",
-//	                         "internetMessageId","receivedDateTime"}: drop a message in (all optional)
+//	                         "internetMessageId","receivedDateTime","from",
+//	                         "headers":[{"name","value"}],"padTo":1400000}: drop a message in (all optional)
 //	GET    /_sim/messages?folder=…   the messages of a folder, oldest first
 //	POST   /_sim/folders    {"path":"Inbox/Prime Jobs/Processed"}: make a folder (and its parents)
+//	DELETE /_sim/folders?path=…      delete a folder, its messages and the folders in it
 //	GET    /_sim/stats      calls by operation and status, moves, tokens
 //	POST   /_sim/faults     {"throttleNext":2,"retryAfter":"2s","failNext":1,"failStatus":503,
 //	                         "down":true,"path":"/messages"}
@@ -42,6 +48,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/graph"
 	"github.com/ethosbuilding/primeflow/pkg/jobemail"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 )
 
 // The defaults of Options.
@@ -50,6 +57,9 @@ const (
 	DefaultClient = "graphsim-client"
 	DefaultSecret = "graphsim-secret"
 	DefaultUser   = "prime-jobs@example.com"
+	// DefaultFrom is the sender of a message dropped in without one:
+	// Prime's notifications' (assumed).
+	DefaultFrom = "noreply@primeeco.tech"
 )
 
 // DefaultFolders are the folders a Sim starts with: the inbox, and a folder
@@ -69,6 +79,10 @@ type Options struct {
 	TokenTTL time.Duration
 	// Now is the simulator's clock (default time.Now).
 	Now func() time.Time
+	// ControlToken is what the control API takes, as "Authorization:
+	// Bearer <token>", with JSON bodies only (pkg/simcontrol); default a
+	// random token, which ControlToken returns.
+	ControlToken string
 }
 
 // Message is a message as the simulator holds it.
@@ -81,6 +95,8 @@ type Message struct {
 	BodyPreview       string    `json:"bodyPreview"`
 	ReceivedDateTime  time.Time `json:"receivedDateTime"`
 	From              string    `json:"from"`
+	// Headers are its internet headers, top first (internetMessageHeaders).
+	Headers []graph.Header `json:"headers,omitempty"`
 	// Folder is the path of the folder the message is in.
 	Folder string `json:"folder"`
 }
@@ -95,6 +111,8 @@ type Sim struct {
 	opts Options
 	now  func() time.Time
 	mux  *http.ServeMux
+	// handler is mux behind the control API's guard.
+	handler http.Handler
 
 	mu      sync.Mutex
 	folders map[string]*folder // by id
@@ -127,14 +145,22 @@ func New(opts Options) *Sim {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ControlToken == "" {
+		opts.ControlToken = simcontrol.NewToken()
+	}
 	s := &Sim{opts: opts, now: opts.Now}
 	s.Reset()
 	s.mux = s.routes()
+	s.handler = simcontrol.Guard(opts.ControlToken, s.mux)
 	return s
 }
 
-// ServeHTTP serves Graph's API and the control API.
-func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves Graph's API and the control API, the latter only to a
+// request with the control token (pkg/simcontrol).
+func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// ControlToken is the token the control API takes (Options.ControlToken).
+func (s *Sim) ControlToken() string { return s.opts.ControlToken }
 
 // ClientConfig is a pkg/graph configuration for this simulator mounted at
 // baseURL.
@@ -257,6 +283,12 @@ type NewMessage struct {
 	InternetMessageID string    `json:"internetMessageId"`
 	ReceivedDateTime  time.Time `json:"receivedDateTime"`
 	From              string    `json:"from"`
+	// Headers are its internet headers, top first: an
+	// Authentication-Results, say.
+	Headers []graph.Header `json:"headers"`
+	// PadTo pads the body to this many bytes (an HTML comment, or spaces
+	// for text), as a mail with a large signature or inline image is.
+	PadTo int `json:"padTo"`
 }
 
 // Deliver drops a message into a folder and returns it as stored.
@@ -286,7 +318,7 @@ func (s *Sim) Deliver(n NewMessage) (Message, error) {
 		n.ReceivedDateTime = s.now()
 	}
 	if n.From == "" {
-		n.From = "noreply@primeeco.tech"
+		n.From = DefaultFrom
 	}
 	text := n.Body
 	if n.ContentType == "html" {
@@ -294,7 +326,8 @@ func (s *Sim) Deliver(n NewMessage) (Message, error) {
 	}
 	m := &Message{
 		ID: newID("AAMkMessage"), InternetMessageID: n.InternetMessageID, Subject: n.Subject, ContentType: n.ContentType,
-		Body: n.Body, BodyPreview: preview(text), ReceivedDateTime: n.ReceivedDateTime.UTC().Truncate(time.Second), From: n.From,
+		Body: pad(n.Body, n.ContentType, n.PadTo), BodyPreview: preview(text), ReceivedDateTime: n.ReceivedDateTime.UTC().Truncate(time.Second),
+		From: n.From, Headers: slices.Clone(n.Headers),
 	}
 	f.messages = append(f.messages, m)
 	out := *m

@@ -43,7 +43,7 @@ func (c *cli) streams(ctx context.Context, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, *wait)
 	defer cancel()
 	if pos[0] == "check" {
-		err := answered(ctx, nc, func() error { return events.CheckAll(ctx, js, c.cfg.StreamReplicas) })
+		err := answered(ctx, nc, func(ctx context.Context) error { return events.CheckAll(ctx, js, c.cfg.StreamReplicas) })
 		var notApplied *events.NotAppliedError
 		if errors.As(err, &notApplied) {
 			for _, p := range notApplied.Problems {
@@ -57,7 +57,7 @@ func (c *cli) streams(ctx context.Context, args []string) error {
 		return err
 	}
 	var did []string
-	err = answered(ctx, nc, func() error {
+	err = answered(ctx, nc, func(ctx context.Context) error {
 		more, err := events.Apply(ctx, js, c.cfg.StreamReplicas)
 		did = append(did, more...)
 		return err
@@ -76,11 +76,15 @@ func (c *cli) streams(ctx context.Context, args []string) error {
 
 // answered runs f until it returns nil or an error JetStream answered
 // with (a configuration it refuses: the operator's to fix), waiting while
-// JetStream does not answer, until ctx ends. A request the user may not
-// make is never answered: the server's permissions violation ends it.
-func answered(ctx context.Context, nc *nats.Conn, f func() error) error {
+// JetStream does not answer, until ctx ends; each try has attemptTimeout,
+// since a request sent before a new cluster has its leader is never
+// answered. A request the user may not make is never answered either: the
+// server's permissions violation ends it.
+func answered(ctx context.Context, nc *nats.Conn, f func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
-		err := f()
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := f(actx)
+		cancel()
 		var api *jetstream.APIError
 		var notApplied *events.NotAppliedError
 		if err == nil || errors.As(err, &api) || errors.As(err, &notApplied) {
@@ -96,5 +100,8 @@ func answered(ctx context.Context, nc *nats.Conn, f func() error) error {
 		}
 	}
 }
+
+// attemptTimeout bounds one try of answered.
+const attemptTimeout = 10 * time.Second
 
 var answerRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second}

@@ -1,6 +1,8 @@
 package primectl_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -40,6 +42,9 @@ func TestStreamsApplyAndCheck(t *testing.T) {
 	is.Equal(out, "NATS held every stream and consumer as defined already: nothing changed\n")
 
 	as(natsauth.OperatorsReadOnly)
+	ingest := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) // answers /livez
+	defer ingest.Close()
+	w.env["INGEST_URL"] = ingest.URL
 	out, _, err = w.run("", "streams", "check")
 	is.NoErr(err)
 	is.Equal(out, "NATS holds every stream and consumer as defined\n")

@@ -328,7 +328,7 @@ func runDeployment(b *testing.B, bin, gatewayURL string, separate bool) (r budge
 		addr, natsAddr := freeAddr(b), freeAddr(b)
 		natsURL = "nats://" + natsAddr
 		startProc(b, bin, "primeflow", dir, slices.Concat(common, []string{"HTTP_ADDR=" + addr, "NATS_LISTEN=" + natsAddr, "SIM_ADDR=" + freeAddr(b),
-			"NATS_MONITOR_LISTEN=off", "OPTIMO_CREATE_EVERY=off", "OPTIMO_CREATE_ON_START=false", "OPTIMO_PLAN_ON_START=false"}), addr)
+			"SIMULATE=optimoroute,graph", "NATS_MONITOR_LISTEN=off", "OPTIMO_CREATE_EVERY=off", "OPTIMO_CREATE_ON_START=false", "OPTIMO_PLAN_ON_START=false"}), addr)
 		ingestAddr, metricsAddrs = addr, []string{addr}
 	}
 	st, err := sqlite.Open(context.Background(), dbPath)

@@ -2,8 +2,9 @@
 // what it refers to (§4), and hands it to the stage that handles its action
 // on prime.resolved.<action>. It keeps one lane per job: a job's events are
 // handled one at a time, in the order the stream holds them (log order but
-// for rows published late: README, "Lanes"), and the lane waits for the
-// stage to finish each row before it takes the job's next event.
+// for rows published late: docs/architecture.md, "Lanes instead of a
+// polling batch"), and the lane waits for the stage to finish each row
+// before it takes the job's next event.
 package resolver
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/instance"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
@@ -83,8 +85,11 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
 	}, nil
 }
 
-// Run consumes prime.webhook.> until ctx ends.
+// Run consumes prime.webhook.> until ctx ends. It first pairs the database
+// with the NATS whose PRIME_WEBHOOK it consumes (pkg/instance), so that
+// primectl status can tell a database read beside another instance's NATS.
 func (r *Resolver) Run(ctx context.Context) error {
+	r.pair(ctx)
 	return consume.Run(ctx, r.js, consume.Spec{
 		Consumer: events.ConsumerResolver,
 		Workers:  r.cfg.Lanes,
@@ -94,10 +99,24 @@ func (r *Resolver) Run(ctx context.Context) error {
 	}, r.log, r.reg, r.handle)
 }
 
+// pair records PRIME_WEBHOOK's stream in the database, and says when it
+// replaces another; a failure only loses status's check, so it is logged.
+func (r *Resolver) pair(ctx context.Context) {
+	previous, err := instance.Pair(ctx, r.js, r.store)
+	switch {
+	case err != nil:
+		r.log.Warn("the database is not paired with this NATS: primectl status cannot tell whether they are one instance's", "err", err)
+	case previous != "":
+		r.log.Warn("the database was paired with another PRIME_WEBHOOK stream, now with this one: another instance's NATS, "+
+			"or the stream was made anew (its messages gone; rows never published are published by ingest's relay)",
+			"stream", events.StreamWebhook, "wasCreated", previous)
+	}
+}
+
 // Help is what bin/resolver --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "resolver", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
+	return service.Help{Name: "resolver", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
 		Summary: "works out what each webhook event refers to (§4) and hands it to the stage of its action on prime.resolved.<action>, one lane a job; it retries failed events with backoff up to 5 attempts."}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/instance"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
@@ -120,6 +121,20 @@ func TestUnknownActionIsProcessedWithoutAStage(t *testing.T) {
 		is.Equal(row.ProcessStatus, fmt.Sprintf("No handler for '%s'", action)) // §3
 		is.Equal(len(e.resolved(id)), 0)                                        // no stage involved
 	}
+}
+
+// The resolver pairs its database with the NATS whose PRIME_WEBHOOK it
+// consumes, for primectl status to tell another instance's NATS apart.
+func TestTheDatabaseIsPairedWithItsNATS(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	flowtest.Eventually(t, "the database paired", func() bool {
+		p, err := instance.Check(context.Background(), e.JS, e.Store)
+		return err == nil && p.Known()
+	})
+	p, err := instance.Check(context.Background(), e.JS, e.Store)
+	is.NoErr(err)
+	is.True(p.Same()) // with this NATS
 }
 
 func TestChangeJobStatusIdentification(t *testing.T) {
@@ -423,7 +438,7 @@ func TestAJetStreamFailoverIsWaitedOut(t *testing.T) {
 	is.True(len(e.resolved(id)) >= 1)       // and the event reached its stage
 }
 
-// cliReplay publishes a row's id on its subject as the README's nats CLI
+// cliReplay publishes a row's id on its subject as docs/operations.md's nats CLI
 // replay does (`nats pub prime.webhook.<action> --header
 // Primeflow-Log-Id:<id> ”`): no Nats-Msg-Id, an empty body. It returns the
 // message's stream sequence.
@@ -515,8 +530,8 @@ func TestReplayWhoseFirstDeliveryFailsIsNotLost(t *testing.T) {
 	is.Equal(e.outcomes("replayed"), 1.0) // counted once
 }
 
-// The README's command itself, through the nats CLI `make test` builds.
-func TestNatsCLIReplayAsTheREADMEShowsIt(t *testing.T) {
+// The command of docs/operations.md itself, through the nats CLI `make test` builds.
+func TestNatsCLIReplayAsTheDocsShowIt(t *testing.T) {
 	cli := natstest.CLI(t)
 	is := is.New(t)
 	e := start(t)

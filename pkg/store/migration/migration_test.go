@@ -54,6 +54,26 @@ ALTER TABLE u ADD COLUMN c INTEGER GENERATED ALWAYS AS (b + 1) VIRTUAL;`}},
 		{Name: "c", Type: Computed, Script: "001_lite.sql", Added: true}}) // SQLite DDL too
 }
 
+// An index a later script drops is no longer one the scripts make: T-SQL
+// names its table, SQLite does not.
+func TestObjectsDropIndex(t *testing.T) {
+	is := is.New(t)
+	objs, err := Objects([]Script{
+		script("001.sql", `IF OBJECT_ID(N'dbo.t', N'U') IS NULL CREATE TABLE dbo.t (a INT, b INT);`,
+			`CREATE UNIQUE INDEX UX_t_a ON dbo.t (a) WHERE b IS NULL;`, `CREATE INDEX IX_t_b ON dbo.t (b);`),
+		script("002.sql", `IF EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'UX_t_a') DROP INDEX UX_t_a ON dbo.t;`,
+			`CREATE UNIQUE INDEX UX_t_a_open ON dbo.t (a) WHERE b IS NOT NULL;`),
+		Script{Name: "001_lite.sql", Batches: []string{`CREATE TABLE u (a TEXT); CREATE INDEX IX_u_a ON u (a); DROP INDEX IX_u_a;`}},
+	})
+	is.NoErr(err)
+	var names []string
+	for _, ix := range objs[0].Indexes {
+		names = append(names, ix.Name)
+	}
+	is.Equal(names, []string{"IX_t_b", "UX_t_a_open"}) // the dropped index is gone, the others stay
+	is.Equal(len(objs[1].Indexes), 0)                  // SQLite's DROP INDEX too
+}
+
 func TestObjectsLastDefinitionWins(t *testing.T) {
 	is := is.New(t)
 	objs, err := Objects([]Script{
@@ -253,4 +273,24 @@ func TestRefusedError(t *testing.T) {
 	is.True(errors.Is(rerr, ErrRefused))                                // matches
 	is.True(strings.Contains(rerr.Error(), "logT, spInsert, spLegacy")) // names them
 	is.True(strings.Contains(rerr.Error(), "--adopt"))                  // and says what to do
+}
+
+// A procedure's WITH options end its parameters: EXECUTE AS OWNER's AS is
+// not the body's.
+func TestParseModuleReadsPastProcedureOptions(t *testing.T) {
+	for _, tc := range []struct{ name, batch string }{
+		{"execute as owner", "CREATE OR ALTER PROCEDURE dbo.p\n    @ID BIGINT,\n    @Count INT = 0\nWITH EXECUTE AS OWNER\nAS\nBEGIN SELECT 1; END;"},
+		{"two options", "CREATE PROCEDURE dbo.p @ID BIGINT, @Count INT = 0 WITH RECOMPILE, EXECUTE AS 'loader' AS SELECT 1;"},
+		{"none", "CREATE PROCEDURE dbo.p @ID BIGINT, @Count INT = 0 AS WITH x AS (SELECT 1 AS a) SELECT a FROM x;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			m, ok, err := ParseModule(tc.batch)
+			is.NoErr(err)
+			is.True(ok)
+			is.Equal(len(m.Params), 2)          // both parameters
+			is.Equal(m.Params[1].Default, "0")  // the last one whole
+			is.Equal(m.Params[1].Name, "Count") // named
+		})
+	}
 }

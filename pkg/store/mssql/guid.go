@@ -11,15 +11,6 @@ import (
 // little-endian; mssql.UniqueIdentifier knows that order. The store speaks
 // the canonical lower-case text form (0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10).
 
-// guidParam turns a GUID's text, in either case, into a UNIQUEIDENTIFIER
-// parameter; "" is NULL.
-func guidParam(s string) (any, error) {
-	if s == "" {
-		return mssql.NullUniqueIdentifier{}, nil
-	}
-	return parseGUID(s)
-}
-
 func parseGUID(s string) (mssql.UniqueIdentifier, error) {
 	var u mssql.UniqueIdentifier
 	if !isGUID(s) {

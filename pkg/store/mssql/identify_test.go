@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"context"
+	"database/sql"
 	"regexp"
 	"slices"
 	"strconv"
@@ -146,7 +147,7 @@ func TestIdentifyOnServer(t *testing.T) {
 				key = it.Key
 			}
 		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO dbo."+table+" ("+key+", syncedUTC) VALUES (@id, SYSUTCDATETIME())", mustGUID(t, id)); err != nil {
+		if _, err := db.ExecContext(ctx, "INSERT INTO dbo."+table+" ("+key+", syncedUTC) VALUES (@id, SYSUTCDATETIME())", sql.Named("id", mustGUID(t, id))); err != nil {
 			t.Fatalf("insert into %s: %v", table, err)
 		}
 	}

@@ -24,23 +24,6 @@ const (
 	defaultFirstSeenLimit = 100
 )
 
-// looseGUID sends a GUID-valued attribute that is not a GUID as NULL: the
-// row's raw attributes keep what Prime sent, and one odd value must not stop
-// the whole job from being mirrored.
-func looseGUID(s string) any {
-	if u, ok := jobGUID(s); ok {
-		return u
-	}
-	return mssql.NullUniqueIdentifier{}
-}
-
-func sqlInt64(n int64) any {
-	if n == 0 {
-		return sql.NullInt64{}
-	}
-	return n
-}
-
 // UpsertJob inserts or updates a primeJobs row (spPrimeflowUpsertJob); the
 // procedure holds the key from its check to its write.
 func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {

@@ -33,14 +33,11 @@ var _ store.Store = (*Store)(nil)
 // driver: sqlserver://user:password@host?database=name, or the ADO form) and
 // checks that every script in sql/mssql has been applied.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	cfg, err := msdsn.Parse(dsn)
+	c, err := connector(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("mssql: parse dsn: %w", err)
+		return nil, err
 	}
-	// The adapter orders GUID bytes itself (guid.go); the driver's optional
-	// conversion would reorder them a second time.
-	cfg.Encoding.GuidConversion = false
-	db := sql.OpenDB(mssql.NewConnectorConfig(cfg))
+	db := sql.OpenDB(c)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("mssql: connect: %w", err)
@@ -50,6 +47,19 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	return &Store{db: db}, nil
+}
+
+// connector is go-mssqldb's connector for dsn, set the way the adapter
+// sends its parameters.
+func connector(dsn string) (*mssql.Connector, error) {
+	cfg, err := msdsn.Parse(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mssql: parse dsn: %w", err)
+	}
+	// The adapter orders GUID bytes itself (guid.go); the driver's optional
+	// conversion would reorder them a second time.
+	cfg.Encoding.GuidConversion = false
+	return mssql.NewConnectorConfig(cfg), nil
 }
 
 // Ping checks that the database answers.
@@ -104,25 +114,6 @@ func (s *Store) q() sqlrows.Querier {
 		return s.tx
 	}
 	return s.db
-}
-
-// sqlTime is how a time goes to a DATETIME2(3) parameter: UTC (the driver
-// sends a DATETIMEOFFSET, and SQL Server keeps its clock reading and drops the
-// offset) and cut to the millisecond (the conversion would round instead).
-// The zero time is NULL.
-func sqlTime(t time.Time) any {
-	if t.IsZero() {
-		return sql.NullTime{}
-	}
-	return t.UTC().Truncate(time.Millisecond)
-}
-
-// sqlString sends the empty string as NULL.
-func sqlString(s string) any {
-	if s == "" {
-		return sql.NullString{}
-	}
-	return s
 }
 
 // scanTime reads a DATETIME2 column; NULL is the zero time. DATETIME2 has no

@@ -27,7 +27,8 @@ const skipped = "mssql: SKIPPED — MSSQL_DSN is not set; the SQL Server contrac
 
 // contractDSN names the database the SQL Server tests run in: one made for
 // the run on MSSQL_DSN's server, with a case-insensitive collation, as a
-// default instance has (names that differ only in case are one name there).
+// default instance has (names that differ only in case are one name there);
+// or, with MSSQL_USE_DATABASE=1, MSSQL_DSN's own database (contractdb_test.go).
 var contractDSN string
 
 // contractCollation is that database's collation.
@@ -36,12 +37,22 @@ const contractCollation = "Latin1_General_100_CI_AS"
 func TestMain(m *testing.M) {
 	dsn := os.Getenv("MSSQL_DSN")
 	if dsn == "" {
+		if os.Getenv(useDatabaseVar) != "" {
+			fmt.Fprintf(os.Stderr, "mssql: %s is set, but MSSQL_DSN, which names the database, is not\n", useDatabaseVar)
+		}
 		fmt.Fprintln(os.Stderr, skipped)
 		os.Exit(m.Run())
 	}
 	var drop func()
-	var err error
-	contractDSN, drop, err = contractDatabase(dsn)
+	use, err := useGivenDatabase()
+	switch {
+	case err != nil:
+	case use:
+		contractDSN = dsn
+		drop, err = givenDatabase(dsn)
+	default:
+		contractDSN, drop, err = contractDatabase(dsn)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mssql:", err)
 		os.Exit(1)
@@ -74,7 +85,7 @@ func contractDatabase(dsn string) (string, func(), error) {
 	name := fmt.Sprintf("primeflow_contract_%d_%d", os.Getpid(), time.Now().Unix())
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+quoteName(name)+" COLLATE "+contractCollation); err != nil {
 		db.Close()
-		return "", nil, fmt.Errorf("the contract suite makes a database of its own on MSSQL_DSN's server (CREATE DATABASE): %w", err)
+		return "", nil, fmt.Errorf("the contract suite makes a database of its own on MSSQL_DSN's server (CREATE DATABASE): %w; with a login that may not, or a server that takes only its own collation, set %s=1 and name an empty sandbox database in MSSQL_DSN", err, useDatabaseVar)
 	}
 	fmt.Fprintf(os.Stderr, "mssql: contract suite in database %s (%s); the instance's collation is %s\n", name, contractCollation, instance)
 	if !strings.Contains(strings.ToUpper(instance), "_CI") {
@@ -254,12 +265,20 @@ func TestBatchInsertAcrossChunks(t *testing.T) {
 	is.Equal(got.EventAction, fmt.Sprint(len(rows)-1)) // the last id holds the last row
 }
 
-// The scripts run under a case-insensitive collation (contractDatabase).
+// The scripts run under a case-insensitive collation (contractDatabase), or
+// the one of MSSQL_USE_DATABASE's database when that is case-insensitive.
 func TestContractDatabaseIsCaseInsensitive(t *testing.T) {
+	if caseSensitive(givenDatabaseCollation) && givenDatabaseCollation != "" {
+		t.Skipf("%s: the database's collation %s is case-sensitive, unlike the live database's", useDatabaseVar, givenDatabaseCollation)
+	}
 	is := is.New(t)
 	_, db := server(t)
 	var collation string
 	is.NoErr(db.QueryRowContext(context.Background(), `SELECT CONVERT(NVARCHAR(128), DATABASEPROPERTYEX(DB_NAME(), 'Collation'))`).Scan(&collation))
+	if givenDatabaseCollation != "" {
+		is.True(!caseSensitive(collation)) // names that differ only in case are one name here
+		return
+	}
 	is.Equal(collation, contractCollation) // names that differ only in case are one name here
 }
 

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	"github.com/golang-sql/civil"
 )
 
 // The procedures behind the Optimo and WorkOrders methods (sql/mssql/040_optimo.sql).
@@ -33,18 +32,6 @@ const (
 	procOptimoSetOrderRefreshed   = "dbo.spOptimoRouteSetOrderRefreshed"
 	procSaveWorkOrder             = "dbo.spPrimeSaveWorkOrder"
 )
-
-// dateParam turns a YYYY-MM-DD date into a DATE parameter; "" is NULL.
-func dateParam(s string) (any, error) {
-	if s == "" {
-		return sql.NullTime{}, nil
-	}
-	t, err := time.Parse(store.DateLayout, s)
-	if err != nil {
-		return nil, fmt.Errorf("mssql: date %q: want YYYY-MM-DD", s)
-	}
-	return civil.DateOf(t), nil
-}
 
 // scanDate reads a DATE column as YYYY-MM-DD; NULL is "".
 type scanDate struct{ s *string }
@@ -71,14 +58,6 @@ func (si scanNullInt64) Scan(v any) error {
 	}
 	*si.n = n.Int64
 	return nil
-}
-
-// optNullInt64 sends 0 as NULL.
-func optNullInt64(n int64) any {
-	if n == 0 {
-		return sql.NullInt64{}
-	}
-	return n
 }
 
 // byName points each column a procedure returns at its destination; a
@@ -197,7 +176,7 @@ func (s *Store) UpsertOrder(ctx context.Context, o store.OptimoOrder) error {
 	}
 	args = append(args,
 		sql.Named("OrderNo", o.OrderNo), sql.Named("State", o.State), sql.Named("Version", o.Version),
-		sql.Named("OrderDate", date), sql.Named("Duration", optNullInt64(int64(o.Duration))),
+		sql.Named("OrderDate", date), sql.Named("Duration", sqlInt64(int64(o.Duration))),
 		sql.Named("TimeFrom", sqlString(o.TimeFrom)), sql.Named("TimeTo", sqlString(o.TimeTo)),
 		sql.Named("Address", sqlString(o.Address)), sql.Named("AssignedTo", sqlString(o.AssignedTo)),
 		sql.Named("ErrorText", sqlString(o.ErrorText)), sql.Named("OptimoId", sqlString(o.OptimoID)))
@@ -267,7 +246,7 @@ func (s *Store) SetPlanStatus(ctx context.Context, w store.PlanStatusWrite) (boo
 	var written bool
 	err = s.q().QueryRowContext(ctx, procOptimoPlanSetStatus,
 		sql.Named("PlanDate", date), sql.Named("Status", w.Status), sql.Named("OnlyIfStatus", sqlString(w.OnlyIfStatus)),
-		sql.Named("PlanningId", optNullInt64(w.PlanningID)), sql.Named("ErrorText", sqlString(w.ErrorText))).Scan(&written)
+		sql.Named("PlanningId", sqlInt64(w.PlanningID)), sql.Named("ErrorText", sqlString(w.ErrorText))).Scan(&written)
 	if err != nil {
 		return false, fmt.Errorf("mssql: set plan status %s %s: %w", w.PlanDate, w.Status, err)
 	}

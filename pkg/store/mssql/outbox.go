@@ -61,7 +61,7 @@ func (s *Store) InsertOutbox(ctx context.Context, msgs []store.OutboxMessage) ([
 // none is NULL.
 func outboxHeaders(h map[string]string) (any, error) {
 	if len(h) == 0 {
-		return sql.NullString{}, nil
+		return sqlString(""), nil
 	}
 	b, err := json.Marshal(h)
 	if err != nil {

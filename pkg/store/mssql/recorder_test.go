@@ -152,9 +152,11 @@ func fits(p procParam, v any) bool {
 	}
 	switch typ {
 	case "UNIQUEIDENTIFIER":
-		switch v.(type) {
-		case mssql.UniqueIdentifier, mssql.NullUniqueIdentifier:
+		switch v := v.(type) {
+		case mssql.UniqueIdentifier:
 			return true
+		case sql.NullString:
+			return !v.Valid // nullGUID: the driver writes no GUIDN NULL whole
 		}
 	case "DATETIME2":
 		switch v := v.(type) {

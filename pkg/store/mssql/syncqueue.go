@@ -10,7 +10,6 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
-	mssql "github.com/microsoft/go-mssqldb"
 )
 
 // The procedures behind the SyncQueue methods (sql/mssql/012_sync_queue.sql).
@@ -67,7 +66,7 @@ func (s *Store) DeleteSyncQueue(ctx context.Context, object, jobID string) (bool
 // syncQueueArgs are the filter parameters the list and claim procedures
 // share; ok is false when the filter names a job that cannot exist.
 func syncQueueArgs(f store.SyncQueueFilter) (args []any, ok bool) {
-	var job any = mssql.NullUniqueIdentifier{}
+	job := nullGUID()
 	if f.JobID != "" {
 		id, valid := jobGUID(f.JobID)
 		if !valid {
