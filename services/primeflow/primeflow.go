@@ -312,8 +312,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		log.Info("NATS_URL is set: connecting to it, no embedded nats-server", "servers", natsHosts(natsURL))
 	}
 	// One store for every service, so all their transactions share commits.
+	// The streams and consumers are applied first, as the operators' step
+	// does (primectl streams apply): the services find them made, and one
+	// command starts the whole pipeline.
 	d, closeDeps, err := service.OpenLog(ctx, "primeflow", service.Config{
-		NATSURL: natsURL, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword, StreamReplicas: cfg.StreamReplicas,
+		NATSURL: natsURL, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword, StreamReplicas: cfg.StreamReplicas, ApplyStreams: true,
 		DatabaseURL: cfg.DatabaseURL, DatabasePassword: cfg.DatabasePassword, DataDir: cfg.DataDir,
 	}, log)
 	if err != nil {
