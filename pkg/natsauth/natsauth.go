@@ -67,8 +67,9 @@ const (
 // next and acks (never create: a consumer's maker chooses where a push
 // consumer delivers); its requests; its locks' keys, read, written and
 // watched (a subscription to the key: no consumer), and the Prime budget's
-// key alike if it calls Prime, with the answers it shares; its micro
-// services' endpoints and the $SRV discovery subjects;
+// key alike if it calls Prime, with the answers the others share, and its
+// own to write for the calls it shares (events.Role.SharesAnswers); its
+// micro services' endpoints and the $SRV discovery subjects;
 // replies on its own inbox prefix. The portals', which are not a service:
 // their subject, and their replies.
 func For(r events.Role) (Permissions, error) {
@@ -104,9 +105,12 @@ func For(r events.Role) (Permissions, error) {
 		pub(key)
 		pub(kvRead(events.StreamPrimeBudget, key)...)
 		sub(key)
-		answers := kvKey(events.BucketPrimeAnswers, ">") // a key a request: read and written, never watched
-		pub(answers)
-		pub(kvRead(events.StreamPrimeAnswers, answers)...)
+		// A key a request, read and never watched: any role's answers read,
+		// its own written, for the calls it shares alone.
+		pub(kvRead(events.StreamPrimeAnswers, kvKey(events.BucketPrimeAnswers, ">"))...)
+		for _, endpoint := range r.SharesAnswers {
+			pub(kvKey(events.BucketPrimeAnswers, events.PrimeAnswerKey(r.Name, endpoint, "*")))
+		}
 	}
 	sub(r.InboxPrefix() + ".>")
 	sub(r.Subscribes...)
