@@ -47,7 +47,9 @@ func (c *Client) GetJob(ctx context.Context, identifier string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	return getOne[Job](ctx, c, EndpointJob, p)
+	j, asked, err := getOneAsked[Job](ctx, c, EndpointJob, p)
+	j.Asked = asked
+	return j, err
 }
 
 // ListJobsUpdatedSince fetches one page, from 1, of the jobs updated at

@@ -127,7 +127,10 @@ func (f *flight) raise(p Priority) bool {
 func (c *Client) fetch(ctx context.Context, endpoint, key string, call func(context.Context) (Answer, error)) (Answer, error) {
 	co := c.co
 	if co == nil {
-		return call(ctx)
+		// Nothing to reuse, but when the call went out (Job.Asked).
+		f := &flight{}
+		f.boost.Store(int32(PriorityOf(ctx)))
+		return ask(ctx, f, call)
 	}
 	notBefore := EventTimeOf(ctx)
 	if notBefore.IsZero() {
@@ -179,10 +182,7 @@ func (c *Client) fetch(ctx context.Context, endpoint, key string, call func(cont
 				return a, nil
 			}
 		}
-		a, err := call(context.WithValue(ctx, flightKey{}, f))
-		if sent := f.sent.Load(); sent != 0 {
-			a.Sent = time.Unix(0, sent)
-		}
+		a, err := ask(ctx, f, call)
 		if errors.Is(err, ErrNotFound) {
 			a = Answer{Sent: a.Sent, NotFound: true}
 		}
@@ -192,6 +192,16 @@ func (c *Client) fetch(ctx context.Context, endpoint, key string, call func(cont
 		}
 		return a, err
 	}
+}
+
+// ask makes call as flight f: its answer says when its first request went
+// out.
+func ask(ctx context.Context, f *flight, call func(context.Context) (Answer, error)) (Answer, error) {
+	a, err := call(context.WithValue(ctx, flightKey{}, f))
+	if sent := f.sent.Load(); sent != 0 {
+		a.Sent = time.Unix(0, sent)
+	}
+	return a, err
 }
 
 // serves reports whether a, kept at now, may answer a call that needs an

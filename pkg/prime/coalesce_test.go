@@ -239,3 +239,30 @@ func TestAnAnswerFromTheFutureIsNoAnswer(t *testing.T) {
 	is.Equal(requests(), int64(1)) // taken from the store
 	is.Equal(c.Stats().Coalesced["shared"], int64(1))
 }
+
+// A job says when the call Prime answered went out, with coalescing or
+// without: the mirror lets an answer to a call sent after its row was
+// written overwrite a version Prime never gave (pkg/store's UpsertJob). A
+// reused answer says when its own call went out.
+func TestAJobSaysWhenItWasAsked(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock(false)
+	e := newEnv(t, primesim.Options{Now: clock.Now})
+	ctx := context.Background()
+	for _, edit := range []func(*prime.Config){nil, coalescing} {
+		c := e.client(t, edit, prime.WithClock(clock))
+		clock.Advance(time.Minute)
+		asked := clock.Now()
+		job, err := c.GetJob(ctx, fixtureJob)
+		is.NoErr(err)
+		is.True(job.Asked.Equal(asked)) // when its call went out
+		clock.Advance(time.Second)
+		again, err := c.GetJob(prime.WithEventTime(ctx, asked), fixtureJob)
+		is.NoErr(err)
+		is.True(again.Asked.Equal(asked) || edit == nil) // a reused answer: its call's time
+		is.True(!again.Asked.Before(asked))
+	}
+	fetched, err := prime.FromResource[prime.Job](fixtureJob, []byte(`{"version":3}`))
+	is.NoErr(err)
+	is.True(fetched.Asked.IsZero()) // a job handed on says nothing of when it was asked
+}
