@@ -229,7 +229,7 @@ func (e *env) control(method, path, body string) {
 func TestOnlyPrimesMailIsWorked(t *testing.T) {
 	is := is.New(t)
 	e := start(t)
-	known, good, plain := e.Sim.NewJob(), e.Sim.NewJob(), e.Sim.NewJob()
+	known, good, relayed, plain := e.Sim.NewJob(), e.Sim.NewJob(), e.Sim.NewJob(), e.Sim.NewJob()
 	body := func(j primesim.Job) string {
 		return fmt.Sprintf(`{ "JobID": '%d', "JobNumber": '%s' }`, j.Ref, j.JobNumber)
 	}
@@ -248,10 +248,15 @@ func TestOnlyPrimesMailIsWorked(t *testing.T) {
 	signed := deliver(graphsim.NewMessage{Subject: "New Job", From: "NoReply@PrimeECO.tech", Body: body(good), Headers: []graph.Header{
 		authResults("spf=pass (sender IP is 198.51.100.7) smtp.mailfrom=primeeco.tech; dkim=pass (signature was verified) header.d=primeeco.tech;dmarc=pass action=none header.from=primeeco.tech;compauth=pass reason=100"),
 	}})
+	// Signed by the sending service as a subdomain, and no DMARC record:
+	// aligned all the same (RFC 7489's relaxed alignment).
+	viaService := deliver(graphsim.NewMessage{Subject: "New Job", From: graphsim.DefaultFrom, Body: body(relayed), Headers: []graph.Header{
+		authResults("spf=pass (sender IP is 198.51.100.7) smtp.mailfrom=em1234.primeeco.tech; dkim=pass (signature was verified) header.d=em1234.primeeco.tech;dmarc=none action=none header.from=primeeco.tech;compauth=pass reason=109"),
+	}})
 	unsaid := deliver(graphsim.NewMessage{Subject: "New Job", Body: body(plain)}) // no Authentication-Results: the sender is all there is
 	e.intake(e.config(), nil, nil)
 
-	for _, msg := range []string{signed, unsaid} {
+	for _, msg := range []string{signed, viaService, unsaid} {
 		e.filed(msg, store.EmailProcessed)
 	}
 	for msg, why := range map[string]string{stranger: "not in MAIL_ALLOWED_SENDERS", spoofed: "passed neither DMARC nor DKIM"} {
@@ -263,8 +268,8 @@ func TestOnlyPrimesMailIsWorked(t *testing.T) {
 	_, mirrored, err := e.Store.GetJob(context.Background(), known.ID)
 	is.NoErr(err)
 	is.True(!mirrored)                                       // the job the refused mail named was never asked for
-	is.Equal(e.jobGets(), int64(2))                          // Prime was asked for the two jobs of Prime's mail only
-	is.Equal(e.graph.Stats().ByOp["messages.get"], int64(2)) // and only their bodies were read
+	is.Equal(e.jobGets(), int64(3))                          // Prime was asked for the jobs of Prime's mail only
+	is.Equal(e.graph.Stats().ByOp["messages.get"], int64(3)) // and only their bodies were read
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_messages_total", map[string]string{"outcome": "rejected"}), 2.0)
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_messages_total", map[string]string{"outcome": "failed"}), 0.0)
 }
