@@ -16,6 +16,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	mailintake "github.com/ethosbuilding/primeflow/services/mail-intake"
 	"github.com/matryer/is"
 )
 
@@ -86,6 +87,49 @@ func TestOneEmailNeverHoldsUpTheOthers(t *testing.T) {
 
 	e.graph.SetFaults(graphsim.Faults{})
 	r := e.filed(stuck.InternetMessageID, store.EmailProcessed) // and is worked once Graph answers for it
+	e.pipelineOnce(first.ID)
+	is.Equal(r.Attempts, 0)
+}
+
+// Graph may take a call and never answer it. An email's call that hangs so
+// is cut at the bound of one email's calls, not at GRAPH_TIMEOUT (an hour
+// here): the emails behind it are filed while its calls hang, each try of
+// it cut the same way, and it is filed once Graph answers for it.
+func TestAHangingCallHoldsUpNoOther(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	cfg := e.config()
+	cfg.Graph.Timeout = time.Hour
+	first := e.Sim.NewJob()
+	stuck, err := e.graph.Deliver(graphsim.NewMessage{Subject: "New Job " + first.JobNumber, ContentType: "text",
+		Body: fmt.Sprintf(`{ "JobID": '%d', "JobNumber": '%s' }`, first.Ref, first.JobNumber)})
+	is.NoErr(err)
+	e.control(http.MethodPost, "/_sim/faults", `{"hang":true,"path":"/messages/`+stuck.ID+`"}`)
+	var behind []string
+	var jobs []primesim.Job
+	for range 2 {
+		j := e.Sim.NewJob()
+		jobs, behind = append(jobs, j), append(behind, e.email(j))
+	}
+	mailbox, err := graph.New(cfg.Graph, nil)
+	is.NoErr(err)
+	in, err := mailintake.New(cfg, e.Deps, mailbox)
+	is.NoErr(err)
+	in.SetMessageWait(100 * time.Millisecond)
+	e.Run("mail-intake", in)
+	for i, msg := range behind {
+		e.filed(msg, store.EmailProcessed) // not held up by the first
+		e.pipelineOnce(jobs[i].ID)
+	}
+	flowtest.Eventually(t, "the first email tried again, and cut again", func() bool {
+		return flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_waits_total", map[string]string{"reason": "graph"}) >= 2
+	})
+	is.Equal(e.receipt(stuck.InternetMessageID).Attempts, 0) // each try cut, no attempt counted
+	is.Equal(len(e.graph.Messages(inFolder)), 1)
+	is.True(strings.Contains(e.Logs.String(), "no answer within 100ms")) // the log says why it waits
+
+	e.control(http.MethodDelete, "/_sim/faults", "") // Graph answers again
+	r := e.filed(stuck.InternetMessageID, store.EmailProcessed)
 	e.pipelineOnce(first.ID)
 	is.Equal(r.Attempts, 0)
 }
