@@ -15,6 +15,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
+	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	mailintake "github.com/ethosbuilding/primeflow/services/mail-intake"
 	"github.com/matryer/is"
@@ -269,7 +270,8 @@ func (e *env) control(method, path, body string) {
 
 // Only Prime's mail is read: mail from another sender, or from Prime's
 // address that Exchange says failed DMARC and DKIM, goes to the failed
-// folder unread — no body fetched, no Prime call.
+// folder unread — no body fetched, no Prime call — its receipt Rejected,
+// which primectl status counts and asks nobody to clear.
 func TestOnlyPrimesMailIsWorked(t *testing.T) {
 	is := is.New(t)
 	e := start(t)
@@ -304,7 +306,8 @@ func TestOnlyPrimesMailIsWorked(t *testing.T) {
 		e.filed(msg, store.EmailProcessed)
 	}
 	for msg, why := range map[string]string{stranger: "not in MAIL_ALLOWED_SENDERS", spoofed: "passed neither DMARC nor DKIM"} {
-		r := e.filed(msg, store.EmailFailed)
+		r := e.filed(msg, store.EmailFailed)        // in the failed folder
+		is.Equal(r.Outcome, store.EmailRejected)    // refused, not failed
 		is.True(strings.Contains(r.LastError, why)) // the receipt says why
 		is.Equal(r.JobID, "")                       // unread
 		is.Equal(r.Attempts, 0)
@@ -316,4 +319,9 @@ func TestOnlyPrimesMailIsWorked(t *testing.T) {
 	is.Equal(e.graph.Stats().ByOp["messages.get"], int64(3)) // and only their bodies were read
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_messages_total", map[string]string{"outcome": "rejected"}), 2.0)
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_messages_total", map[string]string{"outcome": "failed"}), 0.0)
+	rep, err := status.Gather(context.Background(), status.Sources{Store: e.Store})
+	is.NoErr(err)
+	is.Equal(rep.Emails.Rejected, 2)      // counted
+	is.Equal(rep.Emails.Failed, 0)        // not as failed
+	is.Equal(rep.NeedsPerson, []string{}) // and nobody is asked to look
 }

@@ -12,7 +12,8 @@
 //  2. the sender: mail whose From is not in MAIL_ALLOWED_SENDERS, or that
 //     Exchange's Authentication-Results says passed neither DMARC nor an
 //     aligned DKIM signature for that sender, goes to MAIL_FAILED_FOLDER
-//     unread (senders.go);
+//     unread, its receipt Rejected: junk, which needs nobody, where a
+//     Failed receipt waits for a person (senders.go);
 //  3. the body, fetched on its own within MAIL_MAX_BODY_BYTES (a larger
 //     message goes to MAIL_FAILED_FOLDER, its receipt says so);
 //  4. Extract JobID (pkg/jobemail): body.content, then bodyPreview;

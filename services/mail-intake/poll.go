@@ -177,14 +177,14 @@ func (in *Intake) handle(ctx context.Context, m graph.Message) turn {
 	case r.Outcome == store.EmailProcessed:
 		// Done before, and the move did not happen (a crash, Graph down).
 		return in.file(ctx, m, r, in.processed, "processed")
-	case r.Outcome == store.EmailFailed && refusal != "":
+	case r.Outcome == store.EmailRejected:
 		return in.file(ctx, m, r, in.failed, "rejected")
 	case r.Outcome == store.EmailFailed:
 		return in.file(ctx, m, r, in.failed, "failed")
 	case refusal != "":
 		// Not Prime's, or not proven to be: filed unread, no Prime call.
 		log.Warn("email refused unread: it goes to the failed folder", "from", m.From.EmailAddress.Address, "reason", refusal)
-		return in.failNow(ctx, m, r, refusal, "rejected")
+		return in.failNow(ctx, m, r, store.EmailRejected, refusal)
 	}
 	return in.attempt(ctx, m, r)
 }
@@ -202,7 +202,7 @@ func (in *Intake) attempt(ctx context.Context, m graph.Message, r store.EmailRec
 	case ctx.Err() != nil:
 		return kept
 	case errors.Is(err, graph.ErrTooLarge):
-		return in.failNow(ctx, m, r, fmt.Sprintf("the email is too large to read (MAIL_MAX_BODY_BYTES %d): %v", in.cfg.MaxBodyBytes, err), "failed")
+		return in.failNow(ctx, m, r, store.EmailFailed, fmt.Sprintf("the email is too large to read (MAIL_MAX_BODY_BYTES %d): %v", in.cfg.MaxBodyBytes, err))
 	case errors.Is(err, graph.ErrNotFound):
 		in.log.Warn("the email left the folder before its body was read", "internetMessageId", r.InternetMessageID)
 		return kept
@@ -275,18 +275,21 @@ func (in *Intake) failedAttempt(ctx context.Context, m graph.Message, r store.Em
 }
 
 // failNow files a message in the failed folder at once, the reason in its
-// receipt: no attempt can make it otherwise (too large, not Prime's).
-func (in *Intake) failNow(ctx context.Context, m graph.Message, r store.EmailReceipt, reason, outcome string) turn {
-	r.Outcome, r.LastError = store.EmailFailed, reason
+// receipt: no attempt can make it otherwise. outcome is the receipt's:
+// store.EmailFailed for one a person should look at (too large), or
+// store.EmailRejected for one refused as not Prime's, which needs nobody.
+func (in *Intake) failNow(ctx context.Context, m graph.Message, r store.EmailReceipt, outcome, reason string) turn {
+	r.Outcome, r.LastError = outcome, reason
 	if err := in.store.UpdateEmailReceipt(ctx, r); err != nil {
 		in.log.Error("the email's receipt could not be written; the next poll tries again", "internetMessageId", r.InternetMessageID, "err", err)
 		return kept
 	}
-	if outcome == "failed" {
-		in.log.Error("new-job email cannot be read: it goes to the failed folder, its receipt says why",
-			"internetMessageId", r.InternetMessageID, "subject", m.Subject, "reason", reason)
+	if outcome == store.EmailRejected {
+		return in.file(ctx, m, r, in.failed, "rejected")
 	}
-	return in.file(ctx, m, r, in.failed, outcome)
+	in.log.Error("new-job email cannot be read: it goes to the failed folder, its receipt says why",
+		"internetMessageId", r.InternetMessageID, "subject", m.Subject, "reason", reason)
+	return in.file(ctx, m, r, in.failed, "failed")
 }
 
 // file moves the message to a folder, last, and records where it went;
