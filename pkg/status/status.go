@@ -171,10 +171,12 @@ type Invites struct {
 }
 
 // Emails are the new-job emails given up on (§7): Failed counts them,
-// LastFailed is the newest; nil when none.
+// LastFailed is the newest; nil when none. Rejected counts the emails
+// refused unread as not Prime's: junk, which needs nobody.
 type Emails struct {
 	Failed     int    `json:"failed"`
 	LastFailed *Email `json:"lastFailed,omitempty"`
+	Rejected   int    `json:"rejected"`
 }
 
 // Email is a new-job email as status names it.
@@ -345,7 +347,7 @@ func (r *Report) fromOverview(o store.Overview) {
 		r.SMS.ByState[string(st)] = n
 	}
 	r.Invites = Invites{Pending: o.InvitesPending, Failed: o.InvitesFailed, OldestWaitingUTC: timeOrNil(o.InvitesOldestWaitingUTC)}
-	r.Emails = Emails{Failed: o.EmailsFailed}
+	r.Emails = Emails{Failed: o.EmailsFailed, Rejected: o.EmailsRejected}
 	if e := o.EmailLastFailed; e.ID != 0 {
 		r.Emails.LastFailed = &Email{Subject: e.Subject, ReceivedUTC: timeOrNil(e.ReceivedUTC), Attempts: e.Attempts,
 			Error: e.LastError, MovedTo: e.MovedTo}

@@ -52,6 +52,10 @@ type Overview struct {
 	// UpdatedUTC: Subject, ReceivedUTC, LastError, Attempts, MovedTo …).
 	EmailsFailed    int
 	EmailLastFailed EmailReceipt
+	// EmailsRejected counts the emails refused unread as not Prime's
+	// (EmailRejected, moved to MAIL_FAILED_FOLDER): junk, which needs
+	// nobody.
+	EmailsRejected int
 	// SyncQueueRecentJobs counts the jobs with an ethSyncQueue item queued
 	// at or after OverviewQuery.SyncQueuedSince: within the drains' grace,
 	// their hand-offs are kept for a later pass when Prime has nothing yet

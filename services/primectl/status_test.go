@@ -210,6 +210,28 @@ func TestStatusExitStatus(t *testing.T) {
 		is.True(strings.Contains(out, "the database and NATS are one instance's (PRIME_WEBHOOK created")) // paired
 	})
 
+	t.Run("junk refused unread", func(t *testing.T) {
+		is := is.New(t)
+		w, _ := statusWorld(t)
+		for _, id := range []string{"<a@junk>", "<b@junk>"} {
+			r, _, err := w.store.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: id, Subject: "You have won", ReceivedUTC: time.Now()})
+			is.NoErr(err)
+			r.Outcome, r.LastError, r.MovedUTC, r.MovedTo = store.EmailRejected, "refused unread: the sender is not in MAIL_ALLOWED_SENDERS", time.Now(), store.EmailFailed
+			is.NoErr(w.store.UpdateEmailReceipt(ctx, r))
+		}
+		out, _, err := w.run("", "status")
+		is.Equal(exitCode(err), 0)                                                                           // junk needs nobody
+		is.True(hasLine(out, strings.Fields("new-job emails 0 failed 2 rejected unread as not Prime's")...)) // counted apart
+		is.True(!strings.Contains(out, "needs a person"))
+		is.True(!strings.Contains(out, "You have won")) // and no junk among the last errors
+		out, _, err = w.run("", "status", "--json")
+		is.Equal(exitCode(err), 0)
+		var rep status.Report
+		is.NoErr(json.Unmarshal([]byte(out), &rep))
+		is.Equal(rep.Emails.Rejected, 2) // as JSON
+		is.Equal(rep.Emails.Failed, 0)
+	})
+
 	t.Run("a capped row", func(t *testing.T) {
 		is := is.New(t)
 		w, _ := statusWorld(t)

@@ -10,7 +10,9 @@
 --      write OptimoRoute refused; triage invites Failed; new-job emails whose
 --      receipt is Failed; jobs with an ethSyncQueue item queued at or after
 --      @SyncQueuedSince (0 when it is NULL); when the oldest SMS, and the
---      oldest triage invite, not sent yet (Queued or Sending) was queued.
+--      oldest triage invite, not sent yet (Queued or Sending) was queued;
+--      new-job emails whose receipt is Rejected (refused unread as not
+--      Prime's: counted, needing nobody).
 --   2. the oldest queued log row (0 or 1 row).
 --   3. each eventAction's newest unprocessed row with a failed attempt.
 --   4. smsQueue's messages by State.
@@ -43,7 +45,8 @@ BEGIN
         (SELECT COUNT_BIG(DISTINCT jobId) FROM dbo.ethSyncQueue WHERE queuedUTC >= @SyncQueuedSince) AS syncQueueRecentJobs,
         (SELECT MIN(QueuedUTC) FROM dbo.smsQueue WHERE State IN (N'Queued', N'Sending')) AS smsOldestWaitingUTC,
         (SELECT MIN(queuedUTC) FROM dbo.ethTriageInviteQueue
-         WHERE state IN (N'Queued', N'Sending') AND sentUTC IS NULL) AS invitesOldestWaitingUTC;
+         WHERE state IN (N'Queued', N'Sending') AND sentUTC IS NULL) AS invitesOldestWaitingUTC,
+        (SELECT COUNT_BIG(*) FROM dbo.PrimeEmailJobRegistered WHERE outcome = N'Rejected') AS emailsRejected;
 
     SELECT TOP (1) id, receivedUTC, eventAction, processAttempts
     FROM dbo.ethPrimeWebhookLog

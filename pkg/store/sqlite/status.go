@@ -79,8 +79,8 @@ func (s *Store) StatusOverview(ctx context.Context, oq store.OverviewQuery) (sto
 	if o.InvitesOldestWaitingUTC, _, err = s.OldestTriageInviteWaiting(ctx); err != nil {
 		return o, err
 	}
-	if err := row("emails failed", `SELECT COUNT(*) FROM PrimeEmailJobRegistered WHERE outcome = ?`,
-		[]any{store.EmailFailed}, &o.EmailsFailed); err != nil {
+	if err := row("emails failed", `SELECT COUNT(CASE WHEN outcome = ? THEN 1 END), COUNT(CASE WHEN outcome = ? THEN 1 END)
+		FROM PrimeEmailJobRegistered`, []any{store.EmailFailed, store.EmailRejected}, &o.EmailsFailed, &o.EmailsRejected); err != nil {
 		return o, err
 	}
 	last, _, err := queryOne(ctx, q, "status overview: newest failed email", `SELECT `+emailColumns+`
