@@ -14,8 +14,14 @@ const (
 	// message goes to the processed folder.
 	EmailProcessed = "Processed"
 	// EmailFailed: it failed its last attempt; the message goes to the
-	// failed folder, LastError says why.
+	// failed folder, LastError says why. It waits for a person: moved back
+	// into the folder it is tried afresh, or it is dismissed.
 	EmailFailed = "Failed"
+	// EmailDismissed: it failed, and a person closed its receipt
+	// (Resolutions): they dealt with the message another way (moved it,
+	// made the job by hand) or it is junk. It waits for nobody; moved back
+	// into the folder it is tried afresh, as a Failed one is.
+	EmailDismissed = "Dismissed"
 )
 
 // MaxEmailErrorLen is how much of an error a receipt keeps.
@@ -40,7 +46,8 @@ type EmailReceipt struct {
 	JobNumber        string
 	// PrimeJobID is the job's GUID once the job is mirrored.
 	PrimeJobID string
-	// Outcome is EmailPending, EmailProcessed or EmailFailed.
+	// Outcome is EmailPending, EmailProcessed, EmailFailed or
+	// EmailDismissed.
 	Outcome string
 	// LastError is the last failure, cut to MaxEmailErrorLen.
 	LastError string
