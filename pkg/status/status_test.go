@@ -124,8 +124,8 @@ func TestRejectedEmailsNeedNobody(t *testing.T) {
 
 	rep, err = status.Gather(context.Background(), status.Sources{Store: overviewOnly{store.Overview{EmailsRejected: 3, EmailsFailed: 1}}})
 	is.NoErr(err)
-	is.Equal(rep.NeedsPerson, []string{"1 new-job email failed for good, in MAIL_FAILED_FOLDER (receipts Failed in PrimeEmailJobRegistered): " +
-		"fix the cause, then move each back into MAIL_FOLDER to try it again"}) // the failed one only
+	is.Equal(len(rep.NeedsPerson), 1)                                                                        // the failed one only
+	is.True(strings.HasPrefix(rep.NeedsPerson[0], "1 new-job email failed for good, in MAIL_FAILED_FOLDER")) // not the rejected ones
 }
 
 // An SMS that has waited long to be sent (its endpoint not taking posts)
