@@ -73,19 +73,40 @@ IF COL_LENGTH(N'dbo.ethTriageInviteQueue', N'payload') IS NULL
     ALTER TABLE dbo.ethTriageInviteQueue ADD payload NVARCHAR(MAX) NULL;
 GO
 
--- One open invite a job, sent or not, in place of 011's one unsent invite a
--- job: a Failed invite no longer blocks the job's later return to the
--- status, and a sent one still answers its change.
+-- One pending invite a job's open arrival: 011's UX_ethTriageInviteQueue_pending
+-- (one unsent invite a job) narrowed to the invites whose arrival is open,
+-- so a Failed invite no longer blocks the job's later return to the status.
+-- Every row it holds is one the spec's own insert looks for (§5.1 step 6,
+-- "skips any job that already has an invite pending", 011's procedure,
+-- which the live processor runs through the cutover), so that insert skips
+-- where it would collide instead of failing the event; the one open invite
+-- a job is spPrimeflowQueueTriageInvite's check, under its locks. Replaces
+-- the UX_ethTriageInviteQueue_open (one open invite a job) of the first
+-- 061, which the spec's insert broke for a job whose invite was sent.
 IF EXISTS (SELECT 1 FROM sys.indexes
-           WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_pending')
+           WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_open')
+    DROP INDEX UX_ethTriageInviteQueue_open ON dbo.ethTriageInviteQueue;
+GO
+
+IF EXISTS (SELECT 1 FROM sys.indexes
+           WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_pending'
+             AND (filter_definition IS NULL OR filter_definition NOT LIKE N'%statusLeftUTC%'))
     DROP INDEX UX_ethTriageInviteQueue_pending ON dbo.ethTriageInviteQueue;
 GO
 
 IF NOT EXISTS (SELECT 1 FROM sys.indexes
-               WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_open')
-    CREATE UNIQUE NONCLUSTERED INDEX UX_ethTriageInviteQueue_open
+               WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_pending')
+    CREATE UNIQUE NONCLUSTERED INDEX UX_ethTriageInviteQueue_pending
         ON dbo.ethTriageInviteQueue (jobId)
-        WHERE statusLeftUTC IS NULL;
+        WHERE sentUTC IS NULL AND statusLeftUTC IS NULL;
+GO
+
+-- A job's invites: spPrimeflowQueueTriageInvite's check reads, and locks,
+-- the job's range of it.
+IF NOT EXISTS (SELECT 1 FROM sys.indexes
+               WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'IX_ethTriageInviteQueue_jobId')
+    CREATE NONCLUSTERED INDEX IX_ethTriageInviteQueue_jobId
+        ON dbo.ethTriageInviteQueue (jobId);
 GO
 
 -- The claim reads only the invites still to send.
@@ -244,8 +265,10 @@ GO
 -- spPrimeflowQueueTriageInvite (011's, keyed by the status change): reads
 -- the job from the mirror; an open invite whose status the job is no longer
 -- in is closed (statusLeftUTC), and an invite is queued when the job is in
--- @InitialContactMadeStatusId and has no open invite; returns queued. The
--- call shape stays the spec's (sql/README.md, "Integration points").
+-- @InitialContactMadeStatusId and has no open invite; returns queued. UPDLOCK
+-- and HOLDLOCK hold the job's range of IX_ethTriageInviteQueue_jobId from
+-- the check to the insert. The call shape stays the spec's (sql/README.md,
+-- "Integration points").
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowQueueTriageInvite
     @JobId                      UNIQUEIDENTIFIER,
     @InitialContactMadeStatusId UNIQUEIDENTIFIER

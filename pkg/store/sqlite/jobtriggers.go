@@ -42,8 +42,9 @@ func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]stor
 
 // QueueTriageInvite queues an invite when the mirrored status is the
 // Initial-Contact-Made status and the job has no open invite, after closing
-// an open invite whose status the job is no longer in; the partial unique
-// index keeps it to one open invite a job. A new invite is due at once.
+// an open invite whose status the job is no longer in. The one writer makes
+// the check and the insert atomic; the partial unique index keeps a job to
+// one pending invite of an open status change. A new invite is due at once.
 func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (bool, error) {
 	if initialContactMadeStatusID == "" {
 		return false, nil

@@ -361,3 +361,54 @@ func TestTriageInvitesQueuedBeforeStatusChanges(t *testing.T) {
 	is.NoErr(err)
 	is.True(queued) // back in the status: a new change
 }
+
+// The spec's own insert (§5.1 step 6: "skips any job that already has an
+// invite pending"), as the live processor queues an invite through the
+// cutover, runs against the migrated schema: for a job whose invite was sent
+// and still answers its change, it queues one and breaks no index, and it
+// still queues no second pending one. primeflow's own rule keeps to one
+// invite an arrival beside it.
+func TestTheSpecInviteInsertRunsOnTheMigratedSchema(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, db := openWithSQL(t)
+	const job, icm, other = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6", "3c1e9a2b-6f0d-4c8e-9b7a-1d2e3f4a5b6c"
+	_, err := s.UpsertJob(ctx, store.Job{JobID: job, StatusID: icm, Version: 1})
+	is.NoErr(err)
+	queued, err := s.QueueTriageInvite(ctx, job, icm)
+	is.NoErr(err)
+	is.True(queued)
+	claimed, err := s.ClaimTriageInvites(ctx, time.Now(), time.Minute, 5, 10)
+	is.NoErr(err)
+	is.NoErr(s.SetTriageInviteSent(ctx, claimed[0].ID, claimed[0].Attempts, time.Now()))
+
+	specInsert := func() int64 {
+		t.Helper()
+		res, err := db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC)
+			SELECT j.jobId, j.statusId, strftime('%Y-%m-%d %H:%M:%f', 'now') FROM primeJobs AS j
+			WHERE j.jobId = ? AND j.statusId = ?
+			  AND NOT EXISTS (SELECT 1 FROM ethTriageInviteQueue AS q WHERE q.jobId = ? AND q.sentUTC IS NULL)`, job, icm, job)
+		if err != nil {
+			t.Fatalf("the spec's insert: %v", err)
+		}
+		n, err := res.RowsAffected()
+		is.NoErr(err)
+		return n
+	}
+	is.Equal(specInsert(), int64(1)) // the live processor's invite, beside the sent one that is still open
+	is.Equal(specInsert(), int64(0)) // one pending, as the spec reads it
+	queued, err = s.QueueTriageInvite(ctx, job, icm)
+	is.NoErr(err)
+	is.True(!queued) // primeflow's rule: the arrival is answered
+	// The job leaves the status and comes back, an event each.
+	for i, status := range []string{other, icm} {
+		_, err = s.UpsertJob(ctx, store.Job{JobID: job, StatusID: status, Version: int64(2 + i)})
+		is.NoErr(err)
+		queued, err = s.QueueTriageInvite(ctx, job, icm)
+		is.NoErr(err)
+	}
+	is.True(queued) // the return, beside the live processor's invite not sent yet
+	got, err := s.ListTriageInvites(ctx, job)
+	is.NoErr(err)
+	is.Equal(len(got), 3)
+}
