@@ -3,9 +3,11 @@ package mssql
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ethosbuilding/primeflow/pkg/store"
 	schema "github.com/ethosbuilding/primeflow/sql"
 	"github.com/matryer/is"
 )
@@ -50,6 +52,17 @@ func TestEveryInviteInsertFitsTheUniqueIndexes(t *testing.T) {
 		if !strings.Contains(hints, "UPDLOCK") || !(strings.Contains(hints, "HOLDLOCK") || strings.Contains(hints, "SERIALIZABLE")) {
 			t.Errorf("%q checks the job's invites WITH (%s): a check then insert needs UPDLOCK and HOLDLOCK", g.stmt, g.hints)
 		}
+	}
+}
+
+// The scripts' minute between the job as an invite saw it and a later
+// status change is store.ArrivalSlack, as SQLite's statements take it.
+func TestTheArrivalSlackIsTheStore(t *testing.T) {
+	is := is.New(t)
+	uses := regexp.MustCompile(`(?i)DATEADD\s*\(\s*SECOND\s*,\s*(\d+)\s*,\s*\w+\.jobUpdatedAt\s*\)`).FindAllStringSubmatch(code(readAll(t, schema.MSSQL, "mssql")), -1)
+	is.True(len(uses) >= 2) // the close and the open
+	for _, u := range uses {
+		is.Equal(u[1], strconv.Itoa(int(store.ArrivalSlack.Seconds()))) // in seconds
 	}
 }
 
