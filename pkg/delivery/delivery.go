@@ -75,7 +75,8 @@ type Queue[M any] interface {
 	Claim(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]Claim[M], error)
 	// SetSent records the send.
 	SetSent(ctx context.Context, id int64, attempt int, at time.Time) error
-	// SetLogged records a row a LogOnly sender logged: done, never sent.
+	// SetLogged records a row a sender that sends nothing (NotSender)
+	// logged or recorded: done, never sent.
 	SetLogged(ctx context.Context, id int64, attempt int, at time.Time) error
 	// SetFailed records a failed send: queued again from retryAt, or Failed
 	// when retryAt is zero.
@@ -104,6 +105,24 @@ type Queue[M any] interface {
 // HTTPConfig.Timeout).
 type Sender[M any] interface {
 	Send(ctx context.Context, m M) error
+}
+
+// NotSender is a Sender that sends nothing: it logs or records each message
+// it is given and accepts it (no endpoint is configured, or a dry run
+// records them). NotSent says why, as the drainer's log line gives it: "no
+// SMS_SEND_URL", "SEND_DRY_RUN, recorded in …". A drainer records such a
+// sender's rows Logged — done, never sent — and counts them logged, never
+// sent (Options.NotSent).
+type NotSender interface {
+	NotSent() string
+}
+
+// NotSentBy is s's NotSent when it is a NotSender, and "" when it sends.
+func NotSentBy(s any) string {
+	if n, ok := s.(NotSender); ok {
+		return n.NotSent()
+	}
+	return ""
 }
 
 // ErrPermanent marks a refusal that a retry cannot fix (a 4xx other than

@@ -64,8 +64,8 @@ type Drainer[M any] struct {
 	kind Kind
 	q    Queue[M]
 	s    Sender[M]
-	// logOnly: s only logs what it is given (no endpoint configured).
-	logOnly bool
+	// notSent, when set, says why s sends nothing (Options.NotSent).
+	notSent string
 	log     *slog.Logger
 	m       Collectors
 	kick    chan struct{}
@@ -76,9 +76,10 @@ type Options[M any] struct {
 	Kind   Kind
 	Queue  Queue[M]
 	Sender Sender[M]
-	// LogOnly says Sender only logs the messages (no endpoint is
-	// configured): they are recorded sent and counted as logged.
-	LogOnly bool
+	// NotSent, when set, says that Sender sends nothing, and why
+	// (NotSentBy: a NotSender's NotSent, for a Sender that may be wrapped):
+	// its rows are recorded Logged, never Sent, and counted as logged.
+	NotSent string
 	Log     *slog.Logger
 	// Collectors are the kind's metrics, registered with Registry.
 	Collectors Collectors
@@ -97,7 +98,7 @@ func NewDrainer[M any](cfg Config, o Options[M]) (*Drainer[M], error) {
 	if err := m.register(o.Registry, o.Queue); err != nil {
 		return nil, fmt.Errorf("%s metrics: %w", o.Kind.Name, err)
 	}
-	return &Drainer[M]{cfg: cfg, kind: o.Kind, q: o.Queue, s: o.Sender, logOnly: o.LogOnly, log: o.Log, m: m, kick: make(chan struct{}, 1)}, nil
+	return &Drainer[M]{cfg: cfg, kind: o.Kind, q: o.Queue, s: o.Sender, notSent: o.NotSent, log: o.Log, m: m, kick: make(chan struct{}, 1)}, nil
 }
 
 // Kick asks for a drain now. It never blocks; kicks while a drain runs
@@ -260,11 +261,12 @@ func (d *Drainer[M]) wait(ctx context.Context, log *slog.Logger, c Claim[M], cau
 		"next", until.Sub(at).Round(time.Millisecond), "nextAt", until.UTC().Format(time.RFC3339))
 }
 
-// sent records a row the sender accepted.
+// sent records a row the sender accepted: Sent, or Logged when the sender
+// sends nothing.
 func (d *Drainer[M]) sent(ctx context.Context, log *slog.Logger, c Claim[M], at time.Time) {
 	what, record := d.kind.Name+" sent", d.q.SetSent
-	if d.logOnly {
-		what, record = d.kind.Name+" logged (not sent: no "+d.kind.Prefix+"SEND_URL)", d.q.SetLogged
+	if d.notSent != "" {
+		what, record = d.kind.Name+" logged (not sent: "+d.notSent+")", d.q.SetLogged
 		d.m.Logged.Inc()
 	} else {
 		d.m.Sent.Inc()

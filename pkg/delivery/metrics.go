@@ -15,10 +15,11 @@ import (
 // names literal: compose's tests read them from the code) and registered by
 // NewDrainer.
 type Collectors struct {
-	// Sent counts the rows the endpoint accepted; Logged those a LogOnly
-	// sender logged instead; Failed those given up on; Retries the failed
-	// sends that will be tried again; Waits the sends deferred, no attempt
-	// counted (the endpoint not taking posts, the message not ready).
+	// Sent counts the rows the endpoint accepted; Logged those a sender
+	// that sends nothing (NotSender) logged or recorded instead; Failed
+	// those given up on; Retries the failed sends that will be tried again;
+	// Waits the sends deferred, no attempt counted (the endpoint not taking
+	// posts, the message not ready).
 	Sent, Logged, Failed, Retries, Waits prometheus.Counter
 	// Handoff is the time from a row being queued to its first send that
 	// counted an attempt: the waits before it are in it.

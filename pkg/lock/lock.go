@@ -158,7 +158,7 @@ type Locker struct {
 }
 
 // New binds the locks bucket (stream KV_locks, applied from streams/ by
-// events.EnsureStreams) and checks that it can hold per-key TTLs that
+// events.Apply, the operators' step) and checks that it can hold per-key TTLs that
 // waiters see expire.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) (*Locker, error) {
 	if err := cfg.Validate(); err != nil {

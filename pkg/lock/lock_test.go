@@ -459,7 +459,7 @@ func TestNewChecksBucket(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
 			ctx := testContext(t)
-			srv := natstest.Server(t)
+			srv := natstest.EmptyServer(t) // the bucket as the case makes it
 			var jsc jetstream.JetStream
 			if tc.stream == nil {
 				_, jsc = natstest.Connect(t, srv)

@@ -43,9 +43,9 @@ import (
 type Spec struct {
 	// Name is the service's name, which New's errors carry.
 	Name string
-	// Durable is the service's consumer of Subject on events.StreamOptimo.
-	Durable string
-	Subject string
+	// Consumer is the service's consumer of its requests on
+	// events.StreamOptimo.
+	Consumer events.Consumer
 	// Lock is the service's lock: its key and its configuration.
 	LockKey string
 	Lock    lock.Config
@@ -203,9 +203,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.loop.Run(ctx) })
 	err := consume.Run(ctx, r.js, consume.Spec{
-		Stream:   events.StreamOptimo,
-		Durable:  r.spec.Durable,
-		Subjects: []string{r.spec.Subject},
+		Consumer: r.spec.Consumer,
 	}, r.log, r.reg, r.request)
 	cancel()
 	wg.Wait()

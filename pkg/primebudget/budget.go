@@ -157,7 +157,7 @@ type counts struct {
 }
 
 // New binds the budget's bucket (streams/KV_prime_budget.json, applied by
-// events.EnsureStreams) and registers this process in it. pc gives the
+// events.Apply, the operators' step) and registers this process in it. pc gives the
 // deployment's budget: RatePerMinute, RateBurst and MaxConcurrent (zero
 // takes prime's defaults).
 func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Config, log *slog.Logger) (*Budget, error) {

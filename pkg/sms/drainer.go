@@ -31,10 +31,11 @@ var Kind = delivery.Kind{Name: "sms", LogKey: "sms", Prefix: "SMS_", Table: "sms
 type Drainer = delivery.Drainer[Message]
 
 // NewDrainer makes the SMS drainer over q and registers its metrics with
-// reg. A LogSender's messages are recorded sent and counted as logged.
+// reg. The messages of a sender that sends nothing (a delivery.NotSender:
+// LogSender, a dry run's recorder) are recorded Logged and counted as
+// logged, never as sent.
 func NewDrainer(cfg delivery.Config, q Queue, s Sender, log *slog.Logger, reg prometheus.Registerer) (*Drainer, error) {
-	_, logOnly := s.(LogSender)
-	return delivery.NewDrainer(cfg, delivery.Options[Message]{Kind: Kind, Queue: queue{q}, Sender: s, LogOnly: logOnly, Log: log,
+	return delivery.NewDrainer(cfg, delivery.Options[Message]{Kind: Kind, Queue: queue{q}, Sender: s, NotSent: delivery.NotSentBy(s), Log: log,
 		Collectors: collectors(), Registry: reg})
 }
 
@@ -47,7 +48,7 @@ func collectors() delivery.Collectors {
 		}),
 		Logged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_sms_logged_total",
-			Help: "SMS messages logged instead of sent: no SMS_SEND_URL (bin/primeflow on the Prime simulator).",
+			Help: "SMS messages logged or recorded instead of sent: no SMS_SEND_URL (bin/primeflow on the Prime simulator), or a dry run (SEND_DRY_RUN).",
 		}),
 		Failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_sms_failed_total",
@@ -67,7 +68,7 @@ func collectors() delivery.Collectors {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 		Queue: prometheus.NewDesc("primeflow_sms_queue_messages",
-			"Messages in smsQueue by state: Queued, Sending, Sent, Logged (handed to the log, never sent: no SMS_SEND_URL), Failed (Failed waits for a person).",
+			"Messages in smsQueue by state: Queued, Sending, Sent, Logged (logged or recorded, never sent: no SMS_SEND_URL, or SEND_DRY_RUN), Failed (Failed waits for a person).",
 			[]string{"state"}, nil),
 		Oldest: prometheus.NewDesc("primeflow_sms_oldest_waiting_seconds",
 			"How long the oldest message not sent yet (Queued or Sending in smsQueue) has waited since it was queued; 0 when none waits.",

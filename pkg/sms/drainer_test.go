@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/delivery"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
@@ -200,12 +201,14 @@ func TestAMessageFailsVisiblyAfterItsLastAttempt(t *testing.T) {
 	id := r.queue(t, "x")
 	r.drainer.Kick()
 	m := r.waitState(t, id, store.SendFailed)
-	is.Equal(m.Attempts, 3)                                           // three attempts
-	is.Equal(len(r.ep.got()), 3)                                      // three posts
-	is.True(strings.Contains(m.LastError, "HTTP 500"))                // the reason on the row
+	is.Equal(m.Attempts, 3)                            // three attempts
+	is.Equal(len(r.ep.got()), 3)                       // three posts
+	is.True(strings.Contains(m.LastError, "HTTP 500")) // the reason on the row
+	// The drainer counts and logs the failure after the row says Failed:
+	// the log line, which comes last, says the count is in.
+	is.True(r.logs.waitFor("sms failed for good"))                    // logged
 	is.Equal(metric(t, r.reg, "primeflow_sms_failed_total", ""), 1.0) // counted failed
 	is.Equal(metric(t, r.reg, "primeflow_sms_queue_messages", "Failed"), 1.0)
-	is.True(r.logs.waitFor("sms failed for good")) // and logged
 }
 
 // An endpoint that is not taking posts (its rate limit, or it or a gateway
@@ -463,25 +466,44 @@ func TestAShutdownBeforeThePostGivesTheClaimBack(t *testing.T) {
 	is.Equal(r.ep.accepted(id), 1)    // once
 }
 
-// Without SMS_SEND_URL (make run) messages are logged, and the drainer says
-// so: not "sms sent", nor counted sent.
-func TestTheLogSendersMessagesAreLoggedNotSent(t *testing.T) {
-	is := is.New(t)
-	r := newRig(t, &endpoint{}, 5)
-	reg := prometheus.NewRegistry()
-	d := r.newDrainer(t, r.store, sms.LogSender{Log: slog.New(slog.NewTextHandler(r.logs, nil))}, 5, reg)
-	id := r.queue(t, "MAKE SAFE")
-	is.NoErr(d.Drain(context.Background()))
-	m, err := r.store.GetSMS(context.Background(), id)
-	is.NoErr(err)
-	is.Equal(m.State, store.SendLogged)                                     // done with, never handed over again, and never Sent
-	is.True(r.logs.waitFor("sms logged (not sent: no SMS_SEND_URL)"))       // the drainer says it was logged
-	is.True(!strings.Contains(r.logs.String(), "sms sent"))                 // not sent
-	is.Equal(metric(t, reg, "primeflow_sms_logged_total", ""), 1.0)         // counted logged
-	is.Equal(metric(t, reg, "primeflow_sms_sent_total", ""), 0.0)           // not sent
-	is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Logged"), 1.0) // the queue tells it from a sent one
-	is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Sent"), 0.0)
-	is.Equal(len(r.ep.got()), 0) // and nothing was posted
+// Without SMS_SEND_URL (make run) messages are logged, and in a dry run
+// (SEND_DRY_RUN) recorded; either way the drainer says so and records them
+// Logged: not "sms sent", nor Sent, nor counted sent.
+func TestMessagesNotSentAreLoggedNotSent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sender func(*rig) sms.Sender
+		says   string
+	}{
+		{"no SMS_SEND_URL", func(r *rig) sms.Sender { return sms.LogSender{Log: slog.New(slog.NewTextHandler(r.logs, nil))} },
+			"sms logged (not sent: no SMS_SEND_URL)"},
+		{"SEND_DRY_RUN", func(r *rig) sms.Sender {
+			sink, err := dryrun.OpenSink[sms.Message](dryrun.Config{Send: true, Dir: t.TempDir()}, "sms", slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sink
+		}, "sms logged (not sent: SEND_DRY_RUN, recorded in "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			r := newRig(t, &endpoint{}, 5)
+			reg := prometheus.NewRegistry()
+			d := r.newDrainer(t, r.store, tc.sender(r), 5, reg)
+			id := r.queue(t, "MAKE SAFE")
+			is.NoErr(d.Drain(context.Background()))
+			m, err := r.store.GetSMS(context.Background(), id)
+			is.NoErr(err)
+			is.Equal(m.State, store.SendLogged)                                     // done with, never handed over again, and never Sent
+			is.True(r.logs.waitFor(tc.says))                                        // the drainer says it was logged, and why
+			is.True(!strings.Contains(r.logs.String(), "sms sent"))                 // not sent
+			is.Equal(metric(t, reg, "primeflow_sms_logged_total", ""), 1.0)         // counted logged
+			is.Equal(metric(t, reg, "primeflow_sms_sent_total", ""), 0.0)           // not sent
+			is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Logged"), 1.0) // the queue tells it from a sent one
+			is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Sent"), 0.0)
+			is.Equal(len(r.ep.got()), 0) // and nothing was posted
+		})
+	}
 }
 
 func mustServer(t *testing.T, h http.Handler) string {

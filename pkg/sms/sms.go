@@ -39,3 +39,7 @@ func (s LogSender) Send(_ context.Context, m Message) error {
 	s.Log.Warn("SMS_SEND_URL is not set: SMS logged, not sent", "sms", m.ID, "source", m.Source, "to", m.To, "attempt", m.Attempt)
 	return nil
 }
+
+// NotSent says it sends nothing (delivery.NotSender): the drainer records
+// its messages Logged.
+func (LogSender) NotSent() string { return "no SMS_SEND_URL" }

@@ -504,7 +504,7 @@ func (r Report) problems() []string {
 	}
 	for _, c := range r.Consumers {
 		if c.Missing {
-			out = append(out, fmt.Sprintf("consumer %s/%s missing: %s has not started", c.Stream, c.Name, c.Stage))
+			out = append(out, fmt.Sprintf("consumer %s/%s of %s missing: run %s", c.Stream, c.Name, c.Stage, events.ApplyCommand))
 		}
 	}
 	return out

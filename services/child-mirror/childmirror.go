@@ -190,11 +190,8 @@ func (c *ChildMirror) Run(ctx context.Context) error {
 	return service.WhileServing(ctx, c.log, c.serveSweep, func(ctx context.Context) error {
 		return service.RunAll(ctx, c.runDrains, func(ctx context.Context) error {
 			return consume.Run(ctx, c.js, consume.Spec{
-				Stream:   events.ConsumerChildMirror.Stream,
-				Durable:  events.ConsumerChildMirror.Durable,
-				Subjects: events.ConsumerChildMirror.Subjects,
+				Consumer: events.ConsumerChildMirror,
 				Workers:  c.cfg.Workers,
-				AckWait:  time.Minute,
 			}, c.log, c.reg, c.stage.Handler(c.work))
 		})
 	})

@@ -466,11 +466,8 @@ func (c *ChildMirror) runDrains(ctx context.Context) error {
 	}
 	defer wg.Wait()
 	return consume.Run(ctx, c.js, consume.Spec{
-		Stream:   events.ConsumerSyncDrain.Stream,
-		Durable:  events.ConsumerSyncDrain.Durable,
-		Subjects: events.ConsumerSyncDrain.Subjects,
+		Consumer: events.ConsumerSyncDrain,
 		Workers:  c.cfg.Drain.Workers,
-		AckWait:  time.Minute,
 		Key: func(m jetstream.Msg) string {
 			var sq events.SyncQueued
 			_ = json.Unmarshal(m.Data(), &sq) // a bad body gets the "" lane and is dropped there

@@ -114,6 +114,10 @@ func (s LogInvites) Send(_ context.Context, inv Invite) error {
 	return nil
 }
 
+// NotSent says it sends nothing (delivery.NotSender): the drainer records
+// its invites Logged.
+func (LogInvites) NotSent() string { return "no TRIAGE_INVITE_SEND_URL" }
+
 // InviteSenderFor is the invite sender for cfg: with SEND_DRY_RUN a
 // dryrun.Sink that records each invite; an HTTPInvites posting to
 // TRIAGE_INVITE_SEND_URL; or, with no URL, LogInvites (bin/primeflow on the
@@ -134,12 +138,13 @@ func InviteSenderFor(cfg delivery.HTTPConfig, dry dryrun.Config, log *slog.Logge
 var inviteKind = delivery.Kind{Name: "triage invite", LogKey: "invite", Prefix: "TRIAGE_INVITE_", Table: "ethTriageInviteQueue"}
 
 // newInviteDrainer is the invite drainer over st, sending with s; an invite
-// waits for its primary contact at most contactWait.
+// waits for its primary contact at most contactWait. The invites of a sender
+// that sends nothing (a delivery.NotSender: LogInvites, a dry run's
+// recorder) are recorded Logged, never Sent.
 func newInviteDrainer(cfg delivery.Config, contactWait time.Duration, st store.Store, pub *outbox.Publisher, s InviteSender, log *slog.Logger, reg prometheus.Registerer) (*delivery.Drainer[Invite], error) {
-	_, logOnly := s.(LogInvites)
 	q := inviteQueue{st: st, pub: pub, contactWait: contactWait}
 	return delivery.NewDrainer(cfg, delivery.Options[Invite]{Kind: inviteKind, Queue: q,
-		Sender: readiness{s}, LogOnly: logOnly, Log: log, Collectors: inviteCollectors(), Registry: reg})
+		Sender: readiness{s}, NotSent: delivery.NotSentBy(s), Log: log, Collectors: inviteCollectors(), Registry: reg})
 }
 
 // readiness refuses an invite that cannot be sent yet before its sender
@@ -332,7 +337,7 @@ func inviteCollectors() delivery.Collectors {
 		}),
 		Logged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_triage_invites_logged_total",
-			Help: "Triage invites logged instead of sent: no TRIAGE_INVITE_SEND_URL (bin/primeflow on the Prime simulator).",
+			Help: "Triage invites logged or recorded instead of sent: no TRIAGE_INVITE_SEND_URL (bin/primeflow on the Prime simulator), or a dry run (SEND_DRY_RUN).",
 		}),
 		Failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_triage_invites_failed_total",
@@ -352,7 +357,7 @@ func inviteCollectors() delivery.Collectors {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 		Queue: prometheus.NewDesc("primeflow_triage_invites_queue",
-			"Triage invites in ethTriageInviteQueue by state: Queued, Sending, Sent, Logged (handed to the log, never sent: no TRIAGE_INVITE_SEND_URL), Failed (Failed waits for a person: the customer was never invited).",
+			"Triage invites in ethTriageInviteQueue by state: Queued, Sending, Sent, Logged (logged or recorded, never sent: no TRIAGE_INVITE_SEND_URL, or SEND_DRY_RUN), Failed (Failed waits for a person: the customer was never invited).",
 			[]string{"state"}, nil),
 		Oldest: prometheus.NewDesc("primeflow_triage_invites_oldest_waiting_seconds",
 			"How long the oldest triage invite not sent yet (Queued or Sending in ethTriageInviteQueue) has waited since it was queued; 0 when none waits.",

@@ -302,7 +302,9 @@ func TestAnInviteWithNobodyToInviteFails(t *testing.T) {
 	flowtest.Eventually(t, "counted failed", func() bool { return e.inviteCounter("failed_total") == 1 })
 }
 
-// A shadow run records invites instead of sending them.
+// A shadow run records invites instead of sending them, and the queue says
+// so: Logged, never Sent, and counted logged, so that nothing counts a
+// recorded invite as sent.
 func TestAShadowRunRecordsTheInvites(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
@@ -312,10 +314,12 @@ func TestAShadowRunRecordsTheInvites(t *testing.T) {
 	e := start(t, options{invites: s, config: quickInvites})
 	j, _ := e.icmJob(true)
 	e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	e.invite(j.ID, store.SendSent)
+	e.invite(j.ID, store.SendLogged)
 	recs, err := dryrun.Read(filepath.Join(dir, "triage-invite.jsonl"))
 	is.NoErr(err)
 	is.Equal(len(recs), 1) // recorded, not sent
+	flowtest.Eventually(t, "counted logged", func() bool { return e.inviteCounter("logged_total") == 1 })
+	is.Equal(e.inviteCounter("sent_total"), 0.0) // never sent
 }
 
 // Every attempt under one Idempotency-Key is the same request, byte for

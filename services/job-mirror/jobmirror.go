@@ -208,9 +208,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 		g.Go(func() error { return m.invites.Run(ctx) })
 		g.Go(func() error {
 			return consume.Run(ctx, m.js, consume.Spec{
-				Stream:   events.ConsumerJobMirror.Stream,
-				Durable:  events.ConsumerJobMirror.Durable,
-				Subjects: events.ConsumerJobMirror.Subjects,
+				Consumer: events.ConsumerJobMirror,
 				Workers:  m.cfg.Workers,
 			}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
 		})

@@ -3,16 +3,21 @@
 // phone, and the customer an SMS, within minutes.
 //
 //   - makesafe.detect (from the new-job pipeline with queue-checks on, from
-//     create-allocation with it off) runs spMakesafeUpsertPhoneCallFromPrimeJob:
+//     create-allocation with it off, on MAKESAFE_DETECT) runs
+//     spMakesafeUpsertPhoneCallFromPrimeJob:
 //     one idempotent transaction that raises the job's phone call and queues
 //     its SMS, or, when the job has no Make Safe allocation yet and
 //     queue-checks is on, queues the re-check ladder. Each rung is a
 //     JetStream scheduled message written to the outbox in that transaction.
-//   - makesafe.recheck (a rung firing) syncs the job's allocations from
-//     Prime — ethSyncQueue upsert, then the drain, where an empty answer
-//     deletes the queue row (§7) — and runs detection again with
-//     queue-checks off. A rung after the call was raised, or after the Make
-//     Safe arrived, asks Prime nothing.
+//   - makesafe.recheck (a rung firing, on MAKESAFE, which only makesafe
+//     writes) syncs the job's allocations from Prime — ethSyncQueue upsert,
+//     then the drain, where an empty answer deletes the queue row (§7) —
+//     and runs detection again with queue-checks off. A rung after the call
+//     was raised, or after the Make Safe arrived, asks Prime nothing; and
+//     a rung is worked only when its own row in makesafeAllocationCheck
+//     says it is due and has not fired: a re-check of a rung never queued
+//     is dropped, one early waits for its time, one already fired does
+//     nothing.
 //   - The SMS drainer (pkg/sms) sends what detection queued straight after
 //     the commit, on sms.send.requested, and on a slow sweep.
 //   - A sweep (rungs.go) fires the rungs that callers outside primeflow
@@ -24,10 +29,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -48,8 +55,10 @@ import (
 
 // Consumers.
 const (
-	// Durable consumes makesafe.detect and makesafe.recheck on MAKESAFE.
+	// Durable consumes makesafe.recheck on MAKESAFE.
 	Durable = events.DurableMakesafe
+	// DurableDetect consumes makesafe.detect on MAKESAFE_DETECT.
+	DurableDetect = events.DurableMakesafeDetect
 	// DurableSMS consumes sms.send.requested on SMS.
 	DurableSMS = events.DurableMakesafeSMS
 )
@@ -135,6 +144,9 @@ type Makesafe struct {
 	outbox  *outbox.Publisher
 	drainer *sms.Drainer
 	metrics *collectors
+	// jobs keeps one job's detections and rungs one at a time across the
+	// two consumers that take them (each keeps its own in order).
+	jobs [64]sync.Mutex
 }
 
 // New builds makesafe from the shared Deps, its Config, the Prime client (in
@@ -178,24 +190,16 @@ func SenderFor(cfg delivery.HTTPConfig, dry dryrun.Config, log *slog.Logger) (sm
 // Run consumes makesafe.detect, makesafe.recheck and sms.send.requested and
 // runs the SMS drainer until ctx ends.
 func (m *Makesafe) Run(ctx context.Context) error {
+	work := func(c events.Consumer) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return consume.Run(ctx, m.js, consume.Spec{Consumer: c, Workers: m.cfg.Workers, Key: jobKey}, m.log, m.reg, m.handle)
+		}
+	}
 	return service.RunAll(ctx,
+		work(events.ConsumerMakesafeDetect),
+		work(events.ConsumerMakesafe),
 		func(ctx context.Context) error {
-			return consume.Run(ctx, m.js, consume.Spec{
-				Stream:   events.ConsumerMakesafe.Stream,
-				Durable:  events.ConsumerMakesafe.Durable,
-				Subjects: events.ConsumerMakesafe.Subjects,
-				Workers:  m.cfg.Workers,
-				AckWait:  time.Minute,
-				Key:      jobKey,
-			}, m.log, m.reg, m.handle)
-		},
-		func(ctx context.Context) error {
-			return consume.Run(ctx, m.js, consume.Spec{
-				Stream:   events.ConsumerMakesafeSMS.Stream,
-				Durable:  events.ConsumerMakesafeSMS.Durable,
-				Subjects: events.ConsumerMakesafeSMS.Subjects,
-				Workers:  1,
-			}, m.log, m.reg, func(context.Context, jetstream.Msg) error {
+			return consume.Run(ctx, m.js, consume.Spec{Consumer: events.ConsumerMakesafeSMS, Workers: 1}, m.log, m.reg, func(context.Context, jetstream.Msg) error {
 				m.drainer.Kick()
 				return nil
 			})
@@ -209,7 +213,8 @@ func (m *Makesafe) Run(ctx context.Context) error {
 // detection's kick does, for a caller that wants it done before it goes on.
 func (m *Makesafe) DrainSMS(ctx context.Context) error { return m.drainer.Drain(ctx) }
 
-// jobKey keeps one job's detections and rungs one at a time.
+// jobKey keeps one job's detections, and its rungs, one at a time in each
+// consumer; handle keeps them one at a time across both.
 func jobKey(msg jetstream.Msg) string {
 	var k struct {
 		JobID string `json:"jobId"`
@@ -218,8 +223,12 @@ func jobKey(msg jetstream.Msg) string {
 	return strings.ToLower(k.JobID)
 }
 
-// handle takes one makesafe.detect or makesafe.recheck message.
+// handle takes one makesafe.detect or makesafe.recheck message, one at a
+// time for a job.
 func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
+	job := &m.jobs[fnv32(jobKey(msg))%uint32(len(m.jobs))]
+	job.Lock()
+	defer job.Unlock()
 	var err error
 	switch msg.Subject() {
 	case events.SubjectMakesafeDetect:
@@ -237,10 +246,23 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 	default:
 		return consume.Drop(fmt.Errorf("makesafe takes no %s", msg.Subject()))
 	}
+	var early *notDueError
+	switch {
+	case errors.Is(err, ErrRungNotQueued):
+		return consume.Drop(err) // not a rung of makesafe's: never worked
+	case errors.As(err, &early):
+		return consume.Retry(err, time.Until(early.due)) // worked at its time
+	}
 	if after := retry.Delay(err); after > 0 {
 		return consume.Retry(err, after) // Prime's rate limit: the rung waits, it is not dropped
 	}
 	return err
+}
+
+func fnv32(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
 }
 
 // guidRE is a job's GUID; anything else can never be detected and is dropped.

@@ -85,9 +85,7 @@ func New(cfg Config, d service.Deps) (*Pipeline, error) {
 // handled one at a time.
 func (p *Pipeline) Run(ctx context.Context) error {
 	return consume.Run(ctx, p.js, consume.Spec{
-		Stream:   events.ConsumerNewJobPipeline.Stream,
-		Durable:  events.ConsumerNewJobPipeline.Durable,
-		Subjects: events.ConsumerNewJobPipeline.Subjects,
+		Consumer: events.ConsumerNewJobPipeline,
 		Workers:  p.cfg.Workers,
 		Key: func(m jetstream.Msg) string {
 			var fs events.JobFirstSeen

@@ -149,8 +149,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	}
 	c.runs, err = optimorun.New(ctx, optimorun.Spec{
 		Name:     "optimo-create",
-		Durable:  Durable,
-		Subject:  events.SubjectOptimoCreate,
+		Consumer: events.ConsumerOptimoCreate,
 		LockKey:  lock.KeyOptimoCreate,
 		Lock:     cfg.Lock.Named(lockPrefix),
 		Busy:     "order run gave up waiting for the lock; the queues keep their rows for the next run",

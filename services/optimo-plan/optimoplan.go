@@ -112,8 +112,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	p := &Planner{cfg: cfg, store: d.Store, optimo: optimo, log: d.Log, zone: zone, metrics: m}
 	p.runs, err = optimorun.New(ctx, optimorun.Spec{
 		Name:     "optimo-plan",
-		Durable:  Durable,
-		Subject:  events.SubjectOptimoPlan,
+		Consumer: events.ConsumerOptimoPlan,
 		LockKey:  lock.KeyOptimoPlan,
 		Lock:     cfg.Lock.Named(lockPrefix),
 		Busy:     "plan run gave up waiting for the lock; the dates stay NotPlanned for the next run",

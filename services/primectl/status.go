@@ -99,6 +99,10 @@ func (c *cli) connectNATS() (*nats.Conn, error) {
 	if c.cfg.NATSUser != "" {
 		opts = append(opts, nats.UserInfo(c.cfg.NATSUser, c.cfg.NATSPassword))
 	}
+	if user := c.cfg.natsUser(); user != "" {
+		// Each user reads replies on its own prefix only (pkg/natsauth).
+		opts = append(opts, nats.CustomInboxPrefix(events.InboxPrefix(user)))
+	}
 	nc, err := nats.Connect(c.cfg.natsURL(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("NATS (NATS_URL, or NATS_LISTEN's embedded server) does not answer: %w", err) // the URL may hold a password: not echoed
@@ -195,7 +199,7 @@ func writeStatus(w io.Writer, r status.Report) error {
 	writeRow(tw, "  STAGE", "CONSUMER", "PENDING", "UNACKED", "REDELIVERED")
 	for _, cs := range r.Consumers {
 		if cs.Missing {
-			writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, "missing: the service has not started")
+			writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, "missing: "+events.ApplyCommand+" makes it")
 			continue
 		}
 		redelivered := strconv.Itoa(cs.Redelivered)

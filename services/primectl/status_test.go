@@ -51,11 +51,8 @@ func TestStatus(t *testing.T) {
 		time.Now().Add(time.Minute), time.Now()))
 
 	ns := natstest.Server(t)
-	_, js := natstest.Connect(t, ns)
-	is.NoErr(events.EnsureStreams(ctx, js, 0))
-	c := events.ConsumerJobMirror
-	_, err = js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{Durable: c.Durable, FilterSubjects: c.Subjects, AckPolicy: jetstream.AckExplicitPolicy})
-	is.NoErr(err)
+	_, js := natstest.Connect(t, ns)                                                                      // the streams and consumers applied
+	is.NoErr(js.DeleteConsumer(ctx, events.ConsumerOptimoPlan.Stream, events.ConsumerOptimoPlan.Durable)) // but one
 	for range 3 {
 		_, err := js.Publish(ctx, events.ResolvedSubject(events.ActionChangeJobStatus), []byte("{}"))
 		is.NoErr(err)
@@ -93,12 +90,12 @@ func TestStatus(t *testing.T) {
 		"Failed 0, Logged 0, Queued 1",                                        // SMS by state
 		"oldest not sent queued " + queued.UTC().Format("2006-01-02 15:04:05") + " UTC (1h0m", // and how long one has waited
 		"waiting for the endpoint, no attempt counted: post to https://sms",                   // why, as makesafe's last error
-		"an SMS has waited 1h0m",                // a long wait needs a person
-		"0 pending, 0 failed",                   // triage invites
-		"0 failed",                              // new-job emails
-		"NotPlanned 1 (from 2026-12-02)",        // plan dates
-		"57 calls left this minute, 4890 today", // the Prime budget
-		"missing: the service has not started",  // and those not made yet
+		"an SMS has waited 1h0m",                   // a long wait needs a person
+		"0 pending, 0 failed",                      // triage invites
+		"0 failed",                                 // new-job emails
+		"NotPlanned 1 (from 2026-12-02)",           // plan dates
+		"57 calls left this minute, 4890 today",    // the Prime budget
+		"missing: primectl streams apply makes it", // and those not made yet
 		"child-mirror  log row " + id(w, "capped") + " (create-appointment), attempt 5 of 5", // each stage's last error
 		`prime: 503 \x1b[2Jcleared`, // escaped, not sent to the terminal
 		"1 log row failed 5 times",  // what needs a person
@@ -123,7 +120,7 @@ func TestStatus(t *testing.T) {
 		lag[c.Name] = c
 	}
 	is.Equal(lag["job-mirror"].Pending, uint64(3)) // the consumer's lag
-	is.True(lag["resolver"].Missing)
+	is.True(lag["optimo-plan"].Missing)
 
 	// Once a process spends the deployment's budget, status reads it from
 	// NATS: the minute, the calls in flight, the processes.
@@ -185,15 +182,7 @@ func statusWorld(t *testing.T) (*world, jetstream.JetStream) {
 	ctx := context.Background()
 	w := emptyWorld(t)
 	ns := natstest.Server(t)
-	_, js := natstest.Connect(t, ns)
-	for _, role := range events.ServiceRoles {
-		for _, c := range role.Consumes {
-			if _, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{Durable: c.Durable,
-				FilterSubjects: c.Subjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	_, js := natstest.Connect(t, ns) // every stage's consumer made, as the operators' step makes them
 	if _, err := instance.Pair(ctx, js, w.store); err != nil {
 		t.Fatal(err)
 	}

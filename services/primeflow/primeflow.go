@@ -74,7 +74,9 @@ type Config struct {
 	// DatabasePassword: see service.Config.
 	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
 	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
-	HTTPAddr         string `env:"HTTP_ADDR" envDefault:":8080"`
+	// HTTPAddr is loopback, as every other port of make run, unless told
+	// otherwise (HTTP_ADDR=:8080 for every interface).
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// OpsAddr, when set, serves /healthz, /metrics and the relay trigger, and
 	// HTTPAddr the webhook alone; unset, HTTPAddr serves them all.
 	OpsAddr string `env:"OPS_ADDR"`
@@ -310,8 +312,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		log.Info("NATS_URL is set: connecting to it, no embedded nats-server", "servers", natsHosts(natsURL))
 	}
 	// One store for every service, so all their transactions share commits.
+	// The streams and consumers are applied first, as the operators' step
+	// does (primectl streams apply): the services find them made, and one
+	// command starts the whole pipeline.
 	d, closeDeps, err := service.OpenLog(ctx, "primeflow", service.Config{
-		NATSURL: natsURL, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword, StreamReplicas: cfg.StreamReplicas,
+		NATSURL: natsURL, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword, StreamReplicas: cfg.StreamReplicas, ApplyStreams: true,
 		DatabaseURL: cfg.DatabaseURL, DatabasePassword: cfg.DatabasePassword, DataDir: cfg.DataDir,
 	}, log)
 	if err != nil {
@@ -325,7 +330,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	states := filepath.Join(cfg.DataDir, "simulators")
 	if sims.prime {
 		state := filepath.Join(states, "prime.json")
-		sim, err := primeSimulator(state, cfg.SimToken, log)
+		sim, err := primeSimulator(state, cfg.SimToken, time.Now(), log)
 		if err != nil {
 			return err
 		}
@@ -336,6 +341,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		cfg.Prime.URL, cfg.Prime.ClientID, cfg.Prime.ClientSecret = sc.URL, sc.ClientID, sc.ClientSecret
 		cfg.Prime.Username, cfg.Prime.Password = sc.Username, sc.Password
 		log.Info("using the Prime simulator", "url", cfg.Prime.URL, "state", state)
+		if cfg.JobMirror.TriageInitialContactMadeStatusID == "" {
+			cfg.JobMirror.TriageInitialContactMadeStatusID = primesim.StatusInitialContactMade
+			log.Info("TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is not set: a job's arrival in the Prime simulator's Initial Contact Made status queues its triage invite",
+				"status", primesim.StatusInitialContactMade)
+		}
 	}
 	if sims.optimoRoute {
 		state := filepath.Join(states, "optimoroute.json")
@@ -464,10 +474,14 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 }
 
 // primeSimulator is the Prime simulator the all-in-one process uses: the
-// fixture's jobs, Prime's own rate limits, its records kept in state.
-func primeSimulator(state, token string, log *slog.Logger) (*primesim.Sim, error) {
+// fixture's jobs, made recent on the first start (recentFixture), Prime's
+// own rate limits, its records kept in state.
+func primeSimulator(state, token string, now time.Time, log *slog.Logger) (*primesim.Sim, error) {
 	fx, err := primesim.DefaultFixture()
 	if err != nil {
+		return nil, err
+	}
+	if fx, err = recentFixture(fx, now); err != nil {
 		return nil, err
 	}
 	return primesim.New(primesim.Options{Fixture: fx, RateLimit: primesim.PrimeRateLimit(), StateFile: state, Logger: log, ControlToken: token})

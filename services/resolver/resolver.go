@@ -89,12 +89,8 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
 func (r *Resolver) Run(ctx context.Context) error {
 	r.pair(ctx)
 	return consume.Run(ctx, r.js, consume.Spec{
-		Stream:        events.ConsumerResolver.Stream,
-		Durable:       events.ConsumerResolver.Durable,
-		Subjects:      events.ConsumerResolver.Subjects,
-		Workers:       r.cfg.Lanes,
-		MaxAckPending: 16 * r.cfg.Lanes,
-		AckWait:       time.Minute,
+		Consumer: events.ConsumerResolver,
+		Workers:  r.cfg.Lanes,
 		Key: func(m jetstream.Msg) string {
 			return laneKey(m.Data(), m.Headers().Get(events.HeaderLogID))
 		},
