@@ -83,7 +83,8 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT TOP (@Top) id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload,
+           statusHistoryId, jobUpdatedAt
     FROM dbo.ethTriageInviteQueue
     WHERE id > @AfterID AND state IN (N'Sent', N'Logged') AND sentUTC < @Before AND statusLeftUTC IS NOT NULL
     ORDER BY id;

@@ -16,7 +16,7 @@ func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 	err := r.Scan(&t.ID, scanGUID{&t.JobID}, scanGUID{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC},
 		scanString{&state}, &t.Attempts, scanTime{&t.NextAttemptUTC}, scanTime{&t.ClaimedUntilUTC},
 		scanString{&t.LastError}, scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC}, scanInt64{&t.JobVersion},
-		scanTime{&t.StatusLeftUTC}, scanString{&t.Payload})
+		scanTime{&t.StatusLeftUTC}, scanString{&t.Payload}, scanGUID{&t.StatusHistoryID}, scanTime{&t.JobUpdatedAt})
 	t.State = store.SendState(state)
 	return t, err
 }

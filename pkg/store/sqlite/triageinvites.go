@@ -14,7 +14,7 @@ import (
 // inviteColumns are the ethTriageInviteQueue columns scanInvite reads, in
 // its order.
 const inviteColumns = `id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-	claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload`
+	claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload, statusHistoryId, jobUpdatedAt`
 
 func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 	var t store.TriageInvite
@@ -22,7 +22,7 @@ func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 	err := r.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC}, &state,
 		&t.Attempts, scanTime{&t.NextAttemptUTC}, scanTime{&t.ClaimedUntilUTC}, scanString{&t.LastError},
 		scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC}, scanNullInt64{&t.JobVersion}, scanTime{&t.StatusLeftUTC},
-		scanString{&t.Payload})
+		scanString{&t.Payload}, scanString{&t.StatusHistoryID}, scanTime{&t.JobUpdatedAt})
 	t.State = store.SendState(state)
 	return t, err
 }

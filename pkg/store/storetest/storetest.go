@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("JobObjectsQueued", func(t *testing.T) { testJobObjectsQueued(t, open) })
 	t.Run("StatusHistories", func(t *testing.T) { testStatusHistories(t, open) })
 	t.Run("TriageInviteQueue", func(t *testing.T) { testTriageInviteQueue(t, open) })
+	t.Run("TriageInviteArrivals", func(t *testing.T) { testTriageInviteArrivals(t, open) })
 	t.Run("Makesafe", func(t *testing.T) { testMakesafe(t, open) })
 	t.Run("SMSQueue", func(t *testing.T) { testSMSQueue(t, open) })
 	t.Run("Optimo", func(t *testing.T) { testOptimo(t, open) })
