@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
 // Config is the client's configuration, read from the environment with
@@ -54,6 +57,12 @@ type Config struct {
 	Timeout time.Duration `env:"PRIME_TIMEOUT" envDefault:"30s"`
 	// PageSize is per_page on list calls (Prime allows up to 500).
 	PageSize int `env:"PRIME_PAGE_SIZE" envDefault:"100"`
+	// OutageBackoff is how long calls wait while Prime does not answer
+	// (5xx or no answer: outage.go), after each call that tried it again
+	// and failed, the last step repeating; a 5xx's longer Retry-After is
+	// honoured. Meanwhile the work waits with no attempt counted. Empty
+	// takes the default.
+	OutageBackoff retry.Backoff `env:"PRIME_OUTAGE_BACKOFF" envDefault:"1s,2s,4s,8s,15s,30s,1m" envSeparator:","`
 }
 
 // Enabled reports whether a Prime URL is configured. Without one the
@@ -74,14 +83,15 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("coalesce_keep", c.CoalesceKeep),
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("page_size", c.PageSize),
+		slog.Any("outage_backoff", c.OutageBackoff),
 	)
 }
 
 // String prints the configuration without its secrets, so that %v and %+v
 // cannot leak them.
 func (c Config) String() string {
-	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d PriorityAging:%s CoalesceWindow:%s CoalesceKeep:%s Timeout:%s PageSize:%d}",
-		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.PriorityAging, c.CoalesceWindow, c.CoalesceKeep, c.Timeout, c.PageSize)
+	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d PriorityAging:%s CoalesceWindow:%s CoalesceKeep:%s Timeout:%s PageSize:%d OutageBackoff:%v}",
+		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.PriorityAging, c.CoalesceWindow, c.CoalesceKeep, c.Timeout, c.PageSize, c.OutageBackoff)
 }
 
 // withDefaults fills zero fields and checks the rest.
@@ -103,6 +113,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PageSize == 0 {
 		c.PageSize = 100
+	}
+	if len(c.OutageBackoff) == 0 {
+		c.OutageBackoff = DefaultOutageBackoff()
 	}
 	var errs []error
 	u, err := url.Parse(c.URL)
@@ -128,6 +141,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CoalesceWindow < 0 || c.CoalesceKeep < 0 || (c.CoalesceWindow > 0 && c.CoalesceKeep < c.CoalesceWindow) {
 		errs = append(errs, errors.New("PRIME_COALESCE_WINDOW and PRIME_COALESCE_KEEP must not be negative, and PRIME_COALESCE_KEEP not shorter than the window"))
+	}
+	if slices.ContainsFunc(c.OutageBackoff, func(d time.Duration) bool { return d <= 0 }) {
+		errs = append(errs, errors.New("PRIME_OUTAGE_BACKOFF's steps must be above zero"))
 	}
 	if c.PageSize > 500 {
 		errs = append(errs, errors.New("PRIME_PAGE_SIZE must be at most 500"))

@@ -243,7 +243,7 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 		return consume.Drop(fmt.Errorf("makesafe takes no %s", msg.Subject()))
 	}
 	if after := retry.Delay(err); after > 0 {
-		return consume.Retry(err, after) // Prime's rate limit: the rung waits, it is not dropped
+		return consume.Retry(err, after) // Prime's rate limit, or Prime not answering: the rung waits, it is not dropped
 	}
 	return err
 }
