@@ -139,6 +139,11 @@ type Budget struct {
 	InFlight    *int    `json:"inFlight,omitempty"`
 	Processes   *int    `json:"processes,omitempty"`
 	HoldSeconds float64 `json:"holdSeconds,omitempty"`
+	// UnreachableSince is when Prime stopped answering (a 5xx or no
+	// answer, none answered since: pkg/prime), as the Prime client of the
+	// process whose metrics were read saw it; nil while it answers, or when
+	// no such metrics were read.
+	UnreachableSince *time.Time `json:"unreachableSince,omitempty"`
 }
 
 // Sources are where Gather reads.
@@ -328,6 +333,18 @@ func (r Report) Problems() []string {
 	}
 	out = append(out, r.Unread...)
 	return slices.Clip(slices.DeleteFunc(out, func(s string) bool { return strings.TrimSpace(s) == "" }))
+}
+
+// Waits lists what the pipeline waits out now, one line each: a fault that
+// is not the work's own, which counts no attempt and needs no person while
+// it lasts — Prime not answering.
+func (r Report) Waits() []string {
+	var out []string
+	if b := r.PrimeBudget; b != nil && b.UnreachableSince != nil {
+		out = append(out, fmt.Sprintf("Prime has not answered for %s (since %s UTC): the events and queue items that need it wait, no attempt counted, and one call at a time tries it again",
+			r.At.Sub(*b.UnreachableSince).Round(time.Second), b.UnreachableSince.UTC().Format(time.DateTime)))
+	}
+	return out
 }
 
 // plural is n with its noun: "1 log row", "2 log rows".
