@@ -49,7 +49,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -97,8 +96,8 @@ type Config struct {
 	WaitBackoff retry.Backoff `env:"MAIL_WAIT_BACKOFF" envDefault:"2s,5s,15s,30s,1m" envSeparator:","`
 }
 
-// Validate names every setting that is missing or out of range, Graph's
-// included. New calls it.
+// Validate refuses every setting that is missing or out of range, Graph's
+// included, each naming its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
 	errs := []error{c.Graph.Check()}
 	for _, f := range []struct{ name, value string }{
@@ -106,31 +105,33 @@ func (c Config) Validate() error {
 		{"MAIL_PROCESSED_FOLDER", c.ProcessedFolder}, {"MAIL_FAILED_FOLDER", c.FailedFolder},
 	} {
 		if strings.TrimSpace(f.value) == "" {
-			errs = append(errs, fmt.Errorf("%s is not set", f.name))
+			errs = append(errs, config.Refuse(f.name, "is required"))
 		}
 	}
-	if c.PollInterval <= 0 || c.EnsureTimeout <= 0 {
-		errs = append(errs, errors.New("MAIL_POLL_INTERVAL and MAIL_ENSURE_TIMEOUT must be above zero"))
+	if len(c.AllowedSenders) == 0 {
+		errs = append(errs, errNoSenders)
 	}
-	if len(c.WaitBackoff) == 0 || slices.ContainsFunc(c.WaitBackoff, func(d time.Duration) bool { return d <= 0 }) {
-		errs = append(errs, errors.New("MAIL_WAIT_BACKOFF must be one or more durations above zero"))
-	}
-	if c.MaxAttempts < 1 {
-		errs = append(errs, errors.New("MAIL_MAX_ATTEMPTS must be at least 1"))
-	}
-	if c.PageSize < 1 || c.PageSize > 1000 {
-		errs = append(errs, errors.New("MAIL_PAGE_SIZE must be 1 to 1000 (Graph's $top)"))
+	return errors.Join(append(errs, c.ValidatePolling())...)
+}
+
+// ValidatePolling is Validate of every setting but Graph's, the mailbox's
+// and whether MAIL_ALLOWED_SENDERS is set, which bin/primeflow's Graph
+// simulator gives when GRAPH_* are unset.
+func (c Config) ValidatePolling() error {
+	var senders, body error
+	if len(c.AllowedSenders) > 0 {
+		_, senders = parseSenders(c.AllowedSenders)
 	}
 	if c.MaxBodyBytes < 64<<10 {
-		errs = append(errs, errors.New("MAIL_MAX_BODY_BYTES must be at least 65536"))
+		body = config.Refuse("MAIL_MAX_BODY_BYTES", "must be at least 65536")
 	}
-	if _, err := parseSenders(c.AllowedSenders); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("mail-intake: %w", err)
-	}
-	return nil
+	return errors.Join(
+		config.Positive("MAIL_POLL_INTERVAL", c.PollInterval),
+		config.Positive("MAIL_ENSURE_TIMEOUT", c.EnsureTimeout),
+		config.Steps("MAIL_WAIT_BACKOFF", c.WaitBackoff),
+		config.Positive("MAIL_MAX_ATTEMPTS", c.MaxAttempts),
+		config.Between("MAIL_PAGE_SIZE", c.PageSize, 1, 1000), // Graph's $top
+		body, senders)
 }
 
 // DefaultConfig is the mail intake's configuration with no variable set:
@@ -256,15 +257,12 @@ func Help() service.Help {
 // Main runs the intake as a process of its own: Graph from GRAPH_*, NATS
 // and the database as every service has them.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	mail, err := graph.New(cfg.Graph, nil)
-	if err != nil {
-		return err
-	}
-	return service.Main(ctx, "mail-intake", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+	var cfg Config
+	return service.Main(ctx, "mail-intake", getenv, stderr, []config.Part{config.Read(&cfg, Config.Validate)}, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		mail, err := graph.New(cfg.Graph, nil)
+		if err != nil {
+			return nil, err
+		}
 		return New(cfg, d, mail)
 	})
 }

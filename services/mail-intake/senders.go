@@ -1,11 +1,11 @@
 package mailintake
 
 import (
-	"errors"
 	"fmt"
 	"net/mail"
 	"strings"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/graph"
 )
 
@@ -35,12 +35,15 @@ func parseSenders(list []string) (senders, error) {
 	}
 	switch {
 	case len(bad) > 0:
-		return s, fmt.Errorf("MAIL_ALLOWED_SENDERS: %s: want addresses (noreply@example.com) or domains (@example.com), comma-separated", strings.Join(bad, ", "))
+		return s, config.Refuse("MAIL_ALLOWED_SENDERS", "%s: want addresses (noreply@example.com) or domains (@example.com), comma-separated", strings.Join(bad, ", "))
 	case len(s.addrs)+len(s.domains) == 0:
-		return s, errors.New("MAIL_ALLOWED_SENDERS is not set: the addresses (or @domains) Prime's notifications come from; other mail goes to MAIL_FAILED_FOLDER unread")
+		return s, errNoSenders
 	}
 	return s, nil
 }
+
+// errNoSenders: no sender is allowed, so no mail would be read.
+var errNoSenders = config.Refuse("MAIL_ALLOWED_SENDERS", "is required: the addresses (or @domains) Prime's notifications come from; other mail goes to MAIL_FAILED_FOLDER unread")
 
 func validAddress(e string) bool {
 	a, err := mail.ParseAddress(e)

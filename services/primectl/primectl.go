@@ -3,8 +3,8 @@
 // (§3, §9: reset the attempts to replay a row from its stored payload), shows
 // the new-job pipeline's state and how each path saw new jobs (§7.1), plans
 // and applies migrations (migrate.go) and compares a shadow run with the
-// live database (compare.go). It reads
-// DATABASE_URL and DATA_DIR as the services do.
+// live database (compare.go), and applies the streams and consumers to NATS
+// (streams.go). It reads DATABASE_URL and DATA_DIR as the services do.
 package primectl
 
 import (
@@ -44,7 +44,7 @@ type Config struct {
 	// (opshttp.LocalURL), the ports bin/primeflow read from the same
 	// environment.
 	IngestURL string `env:"INGEST_URL"`
-	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
+	HTTPAddr  string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	OpsAddr   string `env:"OPS_ADDR"`
 	Admin     opshttp.Credentials
 	// NATS is where status reads the consumers and the locks (the
@@ -54,6 +54,14 @@ type Config struct {
 	NATSListen   string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
 	NATSUser     string `env:"NATS_USER"`
 	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
+	// StreamReplicas, above zero, overrides num_replicas of
+	// streams/*.json for streams apply and check, as the services'
+	// NATS_STREAM_REPLICAS does for theirs.
+	StreamReplicas int `env:"NATS_STREAM_REPLICAS"`
+	// SyncGrace is the sync drains' SYNC_DRAIN_EMPTY_GRACE, as child-mirror
+	// reads it: status counts the drains' redeliveries within it as kept
+	// for a later pass (§7, §9), not trouble.
+	SyncGrace time.Duration `env:"SYNC_DRAIN_EMPTY_GRACE" envDefault:"15m"`
 	// MakesafeSMSTo is what migrate writes as the default make-safe SMS
 	// recipient (the setting MakesafeSMSRecipient).
 	MakesafeSMSTo string `env:"MAKESAFE_SMS_TO"`
@@ -65,6 +73,19 @@ type Config struct {
 	// database's user (sqlserver:// only), so that neither --live nor
 	// LIVE_DATABASE_URL need hold it.
 	LiveDatabasePassword string `env:"LIVE_DATABASE_PASSWORD" secret:"true"`
+}
+
+// natsUser is the NATS user primectl logs in as: NATS_USER, or the user
+// of NATS_URL's first URL; "" for none (bin/primeflow's embedded server).
+func (c Config) natsUser() string {
+	if c.NATSUser != "" {
+		return c.NATSUser
+	}
+	first, _, _ := strings.Cut(c.NATSURL, ",")
+	if u, err := url.Parse(strings.TrimSpace(first)); err == nil && u.User != nil {
+		return u.User.Username()
+	}
+	return ""
 }
 
 // ingestURL is INGEST_URL, or where OPS_ADDR or HTTP_ADDR is reached.
@@ -98,12 +119,15 @@ var commands = []struct{ name, usage string }{
                 [--since T] [--until T] [--limit N] [--oldest]`},
 	{"show", "primectl show ID"},
 	{"replay", `primectl replay ID… [--yes] [--now]
-  primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]`},
+  primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]
+  primectl replay --from-archive FILE [ID…] [the same filters] [--all] [--yes] [--now]`},
 	{"firstseen", "primectl firstseen [--failed | --all] [--limit N]"},
 	{"syncqueue", "primectl syncqueue [--object O] [--job GUID] [--limit N]"},
 	{"invites", "primectl invites [--failed | --all] [--limit N]"},
 	{"coverage", "primectl coverage [--since T] [--json]"},
+	{"archive", "primectl archive --before T [--out FILE] [--batch N] [--yes]"},
 	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
+	{"streams", "primectl streams apply|check [--wait D]"},
 	{"compare", "primectl compare [--live DSN] [--since T] [--until T] [--days-ahead N]"},
 	{"version", "primectl --version"},
 }
@@ -119,11 +143,13 @@ func commandUsage(name string) string {
 }
 
 const about = `primectl — look after primeflow: its state at a glance, the webhook log
-(list, show, replay), the new-job pipeline, migrations and shadow runs`
+(list, show, replay, archive), the new-job pipeline, migrations and shadow runs`
 
 const explained = `status shows the pipeline at a glance: the log's rows by state, the consumers'
-lag, the outbox, the locks, failed SMS and invites, plan dates, Prime's budget and
-each stage's last error; --json gives the same as JSON.
+lag, the outbox, the locks, failed SMS, invites and emails, plan dates, Prime's budget,
+each stage's last error and what needs a person; --json gives the same as JSON. It exits
+0 when all is well, 1 when something needs a person, 2 when the database, NATS or ingest
+could not be asked, or NATS is not the database's instance's: for cron or a probe.
 
 list shows the newest rows first (--oldest: the oldest first). T is a time in UTC
 (2026-11-30, "2026-11-30 14:05:00", RFC 3339) or a duration before now (90m, 24h, 7d).
@@ -136,6 +162,11 @@ new jobs came by (webhook, email, backstop) over the jobs Prime created since T
 ethSyncQueue by object and its items (§6: the drains' work); invites lists the
 triage invites not sent yet, or only the Failed ones, which wait for a person.
 
+archive writes the rows finished before T — processed webhook log rows, SMS and
+triage invites sent, email receipts processed — to a gzip'd JSON-lines file, reads it
+back and checks it, then deletes them a short batch at a time; replay --from-archive
+puts the archived log rows a filter selects back under their own ids, queued for replay.
+
 migrate --plan lists every object the scripts create or alter: absent, the
 same or different in the database, whose it is, and what a migration would
 do; migrate applies, refusing to alter a live object primeflow does not own
@@ -144,6 +175,12 @@ and writes MAKESAFE_SMS_TO as the default make-safe SMS recipient. compare
 diffs this database (a shadow run's) against the live one for a period: --live,
 or LIVE_DATABASE_URL (or its _FILE), with the password in LIVE_DATABASE_PASSWORD
 (or its _FILE) rather than on the command line, where ps shows it.
+
+streams apply is migrate for NATS, with the operators' NATS user: it makes
+every stream of streams/ and every durable consumer as defined, and says
+what it changed (a service may only read them, and waits at start until
+they are as defined). streams check says what is missing or different and
+changes nothing. Both wait up to --wait (1m) for JetStream to answer.
 `
 
 // writeCommands writes what primectl is and its commands' usage lines.
@@ -210,12 +247,16 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = c.firstSeen(ctx, rest)
 	case "coverage":
 		err = c.coverage(ctx, rest)
+	case "archive":
+		err = c.archive(ctx, rest)
 	case "syncqueue":
 		err = c.syncQueue(ctx, rest)
 	case "invites":
 		err = c.invites(ctx, rest)
 	case "migrate":
 		err = c.migrate(ctx, rest)
+	case "streams":
+		err = c.streams(ctx, rest)
 	case "compare":
 		err = c.compare(ctx, rest)
 	default:
@@ -510,6 +551,7 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	all := fs.Bool("all", false, "allow a replay with no filter: every row of the log")
 	yes := fs.Bool("yes", false, "do not ask before resetting")
 	now := fs.Bool("now", false, "ask ingest to publish the reset rows now")
+	fromArchive := fs.String("from-archive", "", "put the rows chosen back from this archive file (primectl archive), queued for replay")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -526,8 +568,11 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		f.IDs = append(f.IDs, id)
 	}
 	if len(f.IDs) == 0 && !filtered && !*all {
-		fmt.Fprintln(c.stderr, "primectl replay: no rows named and no filter given; name rows, give a filter, or pass --all to replay the whole log")
+		fmt.Fprintln(c.stderr, "primectl replay: no rows named and no filter given; name rows, give a filter, or pass --all to replay the whole log (or archive)")
 		return ErrUsage
+	}
+	if *fromArchive != "" {
+		return c.replayFromArchive(ctx, *fromArchive, f, *yes, *now)
 	}
 	st, err := c.open(ctx)
 	if err != nil {
@@ -552,16 +597,8 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 			return fmt.Errorf("%w; nothing reset", err)
 		}
 	}
-	if !*yes {
-		fmt.Fprintf(c.stdout, "Reset %s? [y/N] ", count(n, "row"))
-		answer, err := c.stdin.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			fmt.Fprintln(c.stdout, "Nothing reset.")
-			return nil
-		}
+	if ok, err := c.confirm(*yes, fmt.Sprintf("Reset %s?", count(n, "row")), "Nothing reset."); !ok {
+		return err
 	}
 	reset, err := st.ResetWebhookLog(ctx, f)
 	if err != nil {
@@ -572,6 +609,24 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		return c.processNow(ctx)
 	}
 	return nil
+}
+
+// confirm asks question on stdout and reads the answer: ok is true for y
+// or yes, or without asking when yes is set; otherwise it says no.
+func (c *cli) confirm(yes bool, question, no string) (ok bool, err error) {
+	if yes {
+		return true, nil
+	}
+	fmt.Fprintf(c.stdout, "%s [y/N] ", question)
+	answer, err := c.stdin.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		fmt.Fprintln(c.stdout, no)
+		return false, nil
+	}
+	return true, nil
 }
 
 // missingRows fails naming the ids the log has no row for: a mistyped id

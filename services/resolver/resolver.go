@@ -17,6 +17,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/instance"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
@@ -42,13 +43,11 @@ type Config struct {
 	Backoff retry.Backoff `env:"RESOLVER_BACKOFF" envDefault:"2s,10s,1m,5m" envSeparator:","`
 }
 
-// Validate reports the settings the resolver cannot run with, naming their
-// variables. New calls it.
+// Validate refuses the settings the resolver cannot run with, each naming
+// its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
-	if c.Lanes <= 0 || c.LaneWait <= 0 || len(c.Backoff) == 0 {
-		return errors.New("resolver: RESOLVER_LANES, RESOLVER_LANE_WAIT and RESOLVER_BACKOFF must be set")
-	}
-	return nil
+	return errors.Join(config.Positive("RESOLVER_LANES", c.Lanes), config.Positive("RESOLVER_LANE_WAIT", c.LaneWait),
+		config.Steps("RESOLVER_BACKOFF", c.Backoff))
 }
 
 // DefaultConfig is the resolver's configuration with no variable set: every
@@ -84,19 +83,32 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
 	}, nil
 }
 
-// Run consumes prime.webhook.> until ctx ends.
+// Run consumes prime.webhook.> until ctx ends. It first pairs the database
+// with the NATS whose PRIME_WEBHOOK it consumes (pkg/instance), so that
+// primectl status can tell a database read beside another instance's NATS.
 func (r *Resolver) Run(ctx context.Context) error {
+	r.pair(ctx)
 	return consume.Run(ctx, r.js, consume.Spec{
-		Stream:        events.ConsumerResolver.Stream,
-		Durable:       events.ConsumerResolver.Durable,
-		Subjects:      events.ConsumerResolver.Subjects,
-		Workers:       r.cfg.Lanes,
-		MaxAckPending: 16 * r.cfg.Lanes,
-		AckWait:       time.Minute,
+		Consumer: events.ConsumerResolver,
+		Workers:  r.cfg.Lanes,
 		Key: func(m jetstream.Msg) string {
 			return laneKey(m.Data(), m.Headers().Get(events.HeaderLogID))
 		},
 	}, r.log, r.reg, r.handle)
+}
+
+// pair records PRIME_WEBHOOK's stream in the database, and says when it
+// replaces another; a failure only loses status's check, so it is logged.
+func (r *Resolver) pair(ctx context.Context) {
+	previous, err := instance.Pair(ctx, r.js, r.store)
+	switch {
+	case err != nil:
+		r.log.Warn("the database is not paired with this NATS: primectl status cannot tell whether they are one instance's", "err", err)
+	case previous != "":
+		r.log.Warn("the database was paired with another PRIME_WEBHOOK stream, now with this one: another instance's NATS, "+
+			"or the stream was made anew (its messages gone; rows never published are published by ingest's relay)",
+			"stream", events.StreamWebhook, "wasCreated", previous)
+	}
 }
 
 // Help is what bin/resolver --help prints: what it is and the variables its
@@ -108,11 +120,8 @@ func Help() service.Help {
 
 // Main runs the resolver as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	return service.MainWithPrime(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	var cfg Config
+	return service.MainWithPrime(ctx, "resolver", getenv, stderr, []config.Part{config.Read(&cfg, Config.Validate)}, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		return New(cfg, d, pc)
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/instance"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
@@ -66,8 +67,9 @@ func startWith(t *testing.T, opts flowtest.Options, cfg ...func(*resolver.Config
 	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) { return pipeline.Finish{}, nil })
 	stage := &pipeline.Stage{Store: e.Store, NC: e.NC, Log: e.Deps.Log,
 		Outbox: &outbox.Publisher{JS: e.JS, Store: e.Store, Log: e.Deps.Log}}
+	tc := e.Consumer(events.Consumer{Stream: events.StreamResolved, Durable: "test-stage"})
 	e.Run("stage", runner(func(ctx context.Context) error {
-		return consume.Run(ctx, e.JS, consume.Spec{Stream: events.StreamResolved, Durable: "test-stage", Workers: 16},
+		return consume.Run(ctx, e.JS, consume.Spec{Consumer: tc, Workers: 16},
 			e.Deps.Log, e.Deps.Metrics, stage.Handler(func(ctx context.Context, ev events.Resolved) (pipeline.Finish, error) {
 				e.mu.Lock()
 				e.got = append(e.got, ev)
@@ -119,6 +121,20 @@ func TestUnknownActionIsProcessedWithoutAStage(t *testing.T) {
 		is.Equal(row.ProcessStatus, fmt.Sprintf("No handler for '%s'", action)) // §3
 		is.Equal(len(e.resolved(id)), 0)                                        // no stage involved
 	}
+}
+
+// The resolver pairs its database with the NATS whose PRIME_WEBHOOK it
+// consumes, for primectl status to tell another instance's NATS apart.
+func TestTheDatabaseIsPairedWithItsNATS(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	flowtest.Eventually(t, "the database paired", func() bool {
+		p, err := instance.Check(context.Background(), e.JS, e.Store)
+		return err == nil && p.Known()
+	})
+	p, err := instance.Check(context.Background(), e.JS, e.Store)
+	is.NoErr(err)
+	is.True(p.Same()) // with this NATS
 }
 
 func TestChangeJobStatusIdentification(t *testing.T) {

@@ -313,6 +313,10 @@ var wireDrives = map[string]wireDrive{
 		_, _, err := s.NextTriageInviteDue(ctx)
 		return err
 	},
+	"OldestTriageInviteWaiting": func(ctx context.Context, s *Store, full bool) error {
+		_, _, err := s.OldestTriageInviteWaiting(ctx)
+		return err
+	},
 	// sync queue
 	"QueueMissingObjectsByJob": func(ctx context.Context, s *Store, full bool) error {
 		_, err := s.QueueMissingObjectsByJob(ctx, wireJob)
@@ -342,6 +346,15 @@ var wireDrives = map[string]wireDrive{
 		return err
 	},
 	"SyncQueueStats": func(ctx context.Context, s *Store, full bool) error { _, err := s.SyncQueueStats(ctx); return err },
+	"GetJobObjectsQueued": func(ctx context.Context, s *Store, full bool) error {
+		_, _, err := s.GetJobObjectsQueued(ctx, wireJob)
+		return err
+	},
+	"SetJobObjectsQueued": func(ctx context.Context, s *Store, full bool) error {
+		// A job Prime gives no version is recorded at version 0 by its
+		// updatedAt; the zero updatedAt goes as year 1, never NULL.
+		return s.SetJobObjectsQueued(ctx, wireJob, filled(full, store.JobVersion{}, map[string]any{"Version": int64(3), "UpdatedAt": wireTime}))
+	},
 	"RecordBackstopSeen": func(ctx context.Context, s *Store, full bool) error {
 		_, err := s.RecordBackstopSeen(ctx, []string{wireJob, wireOther}, wireTime)
 		return err
@@ -382,8 +395,15 @@ var wireDrives = map[string]wireDrive{
 		return s.SetSMSFailed(ctx, 1, 1, opt(full, "boom"), opt(full, wireTime), wireTime)
 	},
 	"ReleaseSMS": func(ctx context.Context, s *Store, full bool) error { return s.ReleaseSMS(ctx, 1, 1, wireTime) },
+	"DeferSMS": func(ctx context.Context, s *Store, full bool) error {
+		return s.DeferSMS(ctx, 1, 1, opt(full, "HTTP 503"), opt(full, wireTime), wireTime)
+	},
 	"CountSMS":   func(ctx context.Context, s *Store, full bool) error { _, err := s.CountSMS(ctx); return err },
 	"NextSMSDue": func(ctx context.Context, s *Store, full bool) error { _, _, err := s.NextSMSDue(ctx); return err },
+	"OldestSMSWaiting": func(ctx context.Context, s *Store, full bool) error {
+		_, _, err := s.OldestSMSWaiting(ctx)
+		return err
+	},
 	"GetSetting": func(ctx context.Context, s *Store, full bool) error {
 		_, _, err := s.GetSetting(ctx, store.SettingMakesafeSMSRecipient)
 		return err
@@ -475,7 +495,10 @@ var wireDrives = map[string]wireDrive{
 	"SetSweepWatermark": func(ctx context.Context, s *Store, full bool) error {
 		return s.SetSweepWatermark(ctx, "jobs", wireTime)
 	},
-	"StatusOverview": func(ctx context.Context, s *Store, full bool) error { _, err := s.StatusOverview(ctx); return err },
+	"StatusOverview": func(ctx context.Context, s *Store, full bool) error {
+		_, err := s.StatusOverview(ctx, store.OverviewQuery{SyncQueuedSince: opt(full, wireTime)})
+		return err
+	},
 }
 
 func wireFilter(full bool) store.LogFilter {

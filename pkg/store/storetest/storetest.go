@@ -30,6 +30,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("TriageInvites", func(t *testing.T) { testTriageInvites(t, open) })
 	t.Run("SyncQueue", func(t *testing.T) { testSyncQueue(t, open) })
 	t.Run("SyncQueueDrains", func(t *testing.T) { testSyncQueueDrains(t, open) })
+	t.Run("JobObjectsQueued", func(t *testing.T) { testJobObjectsQueued(t, open) })
 	t.Run("StatusHistories", func(t *testing.T) { testStatusHistories(t, open) })
 	t.Run("TriageInviteQueue", func(t *testing.T) { testTriageInviteQueue(t, open) })
 	t.Run("Makesafe", func(t *testing.T) { testMakesafe(t, open) })
@@ -40,4 +41,5 @@ func Run(t *testing.T, open Opener) {
 	t.Run("EmailReceipts", func(t *testing.T) { testEmailReceipts(t, open) })
 	t.Run("Coverage", func(t *testing.T) { testCoverage(t, open) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, open) })
+	t.Run("Archive", func(t *testing.T) { testArchive(t, open) })
 }
