@@ -111,6 +111,23 @@ func (overviewOnly) GetSetting(context.Context, string) (string, bool, error) {
 	return "", false, nil
 }
 
+// Junk refused unread is counted, on the page too, and needs nobody; an
+// email given up on does.
+func TestRejectedEmailsNeedNobody(t *testing.T) {
+	is := is.New(t)
+	rep, err := status.Gather(context.Background(), status.Sources{Store: overviewOnly{store.Overview{EmailsRejected: 3}}})
+	is.NoErr(err)
+	is.Equal(rep.Emails.Rejected, 3)
+	is.Equal(len(rep.NeedsPerson), 0) // nothing for a person
+	_, page := served(t, rep)
+	is.True(strings.Contains(page, `emails rejected unread (not Prime's)</th><td class="n">3</td>`)) // shown, not marked bad
+
+	rep, err = status.Gather(context.Background(), status.Sources{Store: overviewOnly{store.Overview{EmailsRejected: 3, EmailsFailed: 1}}})
+	is.NoErr(err)
+	is.Equal(len(rep.NeedsPerson), 1)                                                                        // the failed one only
+	is.True(strings.HasPrefix(rep.NeedsPerson[0], "1 new-job email failed for good, in MAIL_FAILED_FOLDER")) // not the rejected ones
+}
+
 // An SMS that has waited long to be sent (its endpoint not taking posts)
 // is not Failed, and uses no attempt, but needs a person all the same: the
 // on-call may not know. A short wait does not.

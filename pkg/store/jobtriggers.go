@@ -79,17 +79,19 @@ type TriageInvite struct {
 }
 
 // Pending reports whether the invite has still to be sent: Queued or
-// Sending, or Failed and waiting for a person.
-func (t TriageInvite) Pending() bool { return t.SentUTC.IsZero() }
+// Sending, or Failed and waiting for a person (not Dismissed by one).
+func (t TriageInvite) Pending() bool { return t.SentUTC.IsZero() && t.State != SendDismissed }
 
-// InviteListState selects the invites ListTriageInviteQueue returns.
+// InviteListState selects the invites ListTriageInviteQueue returns (and
+// the messages and receipts of ListSMSQueue and ListEmailReceipts).
 type InviteListState int
 
 // The invites to list.
 const (
 	// InvitesAll lists every invite.
 	InvitesAll InviteListState = iota
-	// InvitesPending lists those not sent: Queued, Sending and Failed.
+	// InvitesPending lists those not sent: Queued, Sending and Failed (not
+	// those a person dismissed).
 	InvitesPending
 	// InvitesFailed lists the Failed ones, which wait for a person.
 	InvitesFailed

@@ -170,7 +170,7 @@ func writeStatus(w io.Writer, r status.Report) error {
 	} else {
 		line("triage invites", invites)
 	}
-	line("new-job emails", fmt.Sprintf("%d failed", r.Emails.Failed))
+	line("new-job emails", fmt.Sprintf("%d failed", r.Emails.Failed), fmt.Sprintf("%d rejected unread as not Prime's", r.Emails.Rejected))
 	var dates []string
 	for _, p := range r.PlanDates {
 		dates = append(dates, fmt.Sprintf("%s %d (from %s)", p.Status, p.Dates, p.Earliest))

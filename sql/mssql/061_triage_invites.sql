@@ -309,7 +309,8 @@ END;
 GO
 
 -- spPrimeflowListTriageInviteQueue: up to @Top invites, oldest first;
--- @State 0 any, 1 pending (not sent: Queued, Sending, Failed), 2 Failed.
+-- @State 0 any, 1 pending (not sent: Queued, Sending, Failed; not one a
+-- person dismissed, 082), 2 Failed.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowListTriageInviteQueue
     @State INT = 0,
     @Top   INT = 100
@@ -321,7 +322,7 @@ BEGIN
            claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
     FROM dbo.ethTriageInviteQueue
     WHERE @State = 0
-       OR (@State = 1 AND sentUTC IS NULL)
+       OR (@State = 1 AND sentUTC IS NULL AND state <> N'Dismissed')
        OR (@State = 2 AND state = N'Failed')
     ORDER BY id
     OPTION (RECOMPILE);

@@ -23,11 +23,7 @@ func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 
 // ListTriageInviteQueue lists invites in a state (spPrimeflowListTriageInviteQueue).
 func (s *Store) ListTriageInviteQueue(ctx context.Context, state store.InviteListState, limit int) ([]store.TriageInvite, error) {
-	if limit <= 0 {
-		limit = 100
-	}
-	return queryAll(ctx, s.q(), "list triage invite queue", procListTriageInviteQueue, scanInvite,
-		sql.Named("State", int(state)), sql.Named("Top", limit))
+	return queryAll(ctx, s.q(), "list triage invite queue", procListTriageInviteQueue, scanInvite, listArgs(state, limit)...)
 }
 
 // ClaimTriageInvites claims the invites due at now (spPrimeflowClaimTriageInvites).

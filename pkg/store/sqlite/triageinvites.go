@@ -29,18 +29,9 @@ func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 
 // ListTriageInviteQueue lists invites in a state, oldest first.
 func (s *Store) ListTriageInviteQueue(ctx context.Context, state store.InviteListState, limit int) ([]store.TriageInvite, error) {
-	if limit <= 0 {
-		limit = 100
-	}
-	where := ""
-	switch state {
-	case store.InvitesPending:
-		where = ` WHERE sentUTC IS NULL`
-	case store.InvitesFailed:
-		where = ` WHERE state = '` + string(store.SendFailed) + `'`
-	}
+	where := listWhere(state, `sentUTC IS NULL AND state <> '`+string(store.SendDismissed)+`'`, `state = '`+string(store.SendFailed)+`'`)
 	return queryAll(ctx, s.r(), "list triage invite queue", `SELECT `+inviteColumns+` FROM ethTriageInviteQueue`+where+
-		` ORDER BY id LIMIT ?`, scanInvite, limit)
+		` ORDER BY id LIMIT ?`, scanInvite, listLimit(limit))
 }
 
 // ClaimTriageInvites claims the invites due at now, as ClaimSMS claims

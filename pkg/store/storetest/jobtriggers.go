@@ -193,7 +193,7 @@ func testTriageInviteQueue(t *testing.T, open Opener) {
 		is.Equal(len(got), 0) // never claimed again
 		counts, err := s.CountTriageInvites(ctx)
 		is.NoErr(err)
-		is.Equal(counts, map[store.SendState]int{store.SendQueued: 0, store.SendSending: 0, store.SendSent: 1, store.SendLogged: 0, store.SendFailed: 0})
+		is.Equal(counts, map[store.SendState]int{store.SendQueued: 0, store.SendSending: 0, store.SendSent: 1, store.SendLogged: 0, store.SendFailed: 0, store.SendDismissed: 0})
 
 		_, err = s.GetTriageInvite(ctx, inv.ID+100)
 		is.True(errors.Is(err, store.ErrNotFound)) // an unknown id

@@ -42,4 +42,5 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Coverage", func(t *testing.T) { testCoverage(t, open) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, open) })
 	t.Run("Archive", func(t *testing.T) { testArchive(t, open) })
+	t.Run("Resolutions", func(t *testing.T) { testResolutions(t, open) })
 }
