@@ -228,6 +228,11 @@ type Budget struct {
 	InFlight    *int    `json:"inFlight,omitempty"`
 	Processes   *int    `json:"processes,omitempty"`
 	HoldSeconds float64 `json:"holdSeconds,omitempty"`
+	// UnreachableSince is when Prime stopped answering (a 5xx or no
+	// answer, none answered since: pkg/prime), as the Prime client of the
+	// process whose metrics were read saw it; nil while it answers, or when
+	// no such metrics were read.
+	UnreachableSince *time.Time `json:"unreachableSince,omitempty"`
 }
 
 // DefaultSyncGrace is the sync drains' SYNC_DRAIN_EMPTY_GRACE when it is
@@ -514,6 +519,18 @@ func (r Report) problems() []string {
 		if c.Missing {
 			out = append(out, fmt.Sprintf("consumer %s/%s of %s missing: run %s", c.Stream, c.Name, c.Stage, events.ApplyCommand))
 		}
+	}
+	return out
+}
+
+// Waits lists what the pipeline waits out now, one line each: a fault that
+// is not the work's own, which counts no attempt and needs no person while
+// it lasts — Prime not answering.
+func (r Report) Waits() []string {
+	var out []string
+	if b := r.PrimeBudget; b != nil && b.UnreachableSince != nil {
+		out = append(out, fmt.Sprintf("Prime has not answered for %s (since %s UTC): the events and queue items that need it wait, no attempt counted, and one call at a time tries it again",
+			r.At.Sub(*b.UnreachableSince).Round(time.Second), b.UnreachableSince.UTC().Format(time.DateTime)))
 	}
 	return out
 }

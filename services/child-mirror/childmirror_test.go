@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,18 +263,40 @@ func TestEnsureJobRateLimitedWaits(t *testing.T) {
 	is.Equal(e.firstSeen(job.ID), 1)               // first sight, once
 }
 
-// A Prime failure while refetching an appointment counts an attempt; the
-// retry succeeds.
-func TestPrimeFailureCountsAnAttempt(t *testing.T) {
+// A Prime 503 while refetching an appointment, with nothing else answered,
+// is Prime's outage: the event waits, no attempt (pkg/prime). A 500 for
+// the appointment alone while Prime answers other calls is the record's:
+// it counts attempts, and the retry succeeds once Prime serves it.
+func TestPrimeFailureCountsAnAttemptOnlyWhenItIsTheRecords(t *testing.T) {
 	is := is.New(t)
 	e := start(t, options{})
 	job := e.Sim.NewJob()
 	appt := e.Sim.NewAppointment(job.ID)
 	e.WaitProcessed(e.Fire(events.ActionCreateAppointment, appt.ID))
-	e.Sim.SetFaults(primesim.Faults{Path: "/appointments", FailNext: 1, FailStatus: 503})
+	e.Sim.SetFaults(primesim.Faults{Path: "/appointments", FailNext: 2, FailStatus: 503})
+	row := e.WaitProcessed(e.Fire(events.ActionCompleteAppointment, appt.ID))
+	is.Equal(row.ProcessAttempts, 0) // Prime down: waited out, no attempt
+
+	e.Sim.SetFaults(primesim.Faults{Path: "/appointments/" + appt.ID, FailNext: 1 << 20, FailStatus: 500})
+	stop := make(chan struct{})
+	var others sync.WaitGroup
+	others.Go(func() { // Prime answers other calls meanwhile
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			_, _ = e.Prime.GetJob(context.Background(), job.ID)
+		}
+	})
 	id := e.Fire(events.ActionCompleteAppointment, appt.ID)
-	row := e.WaitProcessed(id)
-	is.Equal(row.ProcessAttempts, 1) // the failure counted one attempt
+	e.WaitRow(id, "an attempt counted", func(r store.WebhookLogRow) bool { return r.ProcessAttempts >= 1 })
+	close(stop)
+	others.Wait()
+	e.Sim.SetFaults(primesim.Faults{})
+	row = e.WaitProcessed(id)
+	is.True(row.ProcessAttempts >= 1) // the record's failure counted
 }
 
 // A payload with the appointment's GUID under a renamed property still

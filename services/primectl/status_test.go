@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -63,6 +64,7 @@ func TestStatus(t *testing.T) {
 	is.NoErr(err)
 	defer held.Release(context.Background())
 
+	unreachable := time.Now().Add(-10 * time.Minute).Truncate(time.Second) // Prime down for 10 minutes
 	ingest := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/livez" {
 			return // 200 to anyone, as every primeflow process answers
@@ -73,7 +75,9 @@ func TestStatus(t *testing.T) {
 		}
 		rw.Write([]byte("# TYPE prime_client_ratelimit_remaining gauge\n" +
 			`prime_client_ratelimit_remaining{client="prime",window="minute"} 57` + "\n" +
-			`prime_client_ratelimit_remaining{client="prime",window="day"} 4890` + "\n"))
+			`prime_client_ratelimit_remaining{client="prime",window="day"} 4890` + "\n" +
+			"# TYPE prime_client_unreachable_since_seconds gauge\n" +
+			fmt.Sprintf("prime_client_unreachable_since_seconds{client=\"prime\"} %d\n", unreachable.Unix())))
 	}))
 	defer ingest.Close()
 	// NATS_URL unset: bin/primeflow's embedded server, at NATS_LISTEN.
@@ -99,6 +103,8 @@ func TestStatus(t *testing.T) {
 		"child-mirror  log row " + id(w, "capped") + " (create-appointment), attempt 5 of 5", // each stage's last error
 		`prime: 503 \x1b[2Jcleared`, // escaped, not sent to the terminal
 		"1 log row failed 5 times",  // what needs a person
+		"unreachable since " + unreachable.UTC().Format("2006-01-02 15:04:05"), // Prime down, as the process's client saw it
+		"waiting, no attempt counted\n  Prime has not answered for 10m",        // a wait, apart from what needs a person
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
@@ -134,6 +140,7 @@ func TestStatus(t *testing.T) {
 	out, _, err = w.run("", "status")
 	is.Equal(exitCode(err), 1)
 	is.True(hasLine(out, strings.Fields("prime budget 59 calls left this minute, not known yet today; 1 in flight, 1 process spending it from the deployment's budget in NATS (KV prime_budget)")...)) // the shared budget, not one process's metrics
+	is.True(strings.Contains(out, "Prime has not answered for"))                                                                                                                                       // and Prime's outage still, from the process's
 
 	// NATS and ingest out of reach: said, and the database's part printed.
 	w.env["NATS_URL"], w.env["INGEST_URL"] = "nats://"+flowtest.FreeAddr(t), "http://"+flowtest.FreeAddr(t)
