@@ -57,7 +57,9 @@ type Jobs interface {
 	// job's AskedUTC: Prime's versions only grow, so an answer to a call
 	// sent after the row was written that gives a lower version says the
 	// row's was never Prime's (a forged one, issue 27), and would otherwise
-	// hold the row for good.
+	// hold the row for good. In the same transaction, the job's open triage
+	// invites whose change the write shows over are closed
+	// (TriageInvites.QueueTriageInvite), whichever path wrote it.
 	UpsertJob(ctx context.Context, job Job) (created bool, err error)
 	// GetJob returns the mirrored job; found is false when primeJobs has no
 	// row for it.

@@ -12,7 +12,8 @@
 //  2. the sender: mail whose From is not in MAIL_ALLOWED_SENDERS, or that
 //     Exchange's Authentication-Results says passed neither DMARC nor an
 //     aligned DKIM signature for that sender, goes to MAIL_FAILED_FOLDER
-//     unread (senders.go);
+//     unread, its receipt Rejected: junk, which needs nobody, where a
+//     Failed receipt waits for a person (senders.go);
 //  3. the body, fetched on its own within MAIL_MAX_BODY_BYTES (a larger
 //     message goes to MAIL_FAILED_FOLDER, its receipt says so);
 //  4. Extract JobID (pkg/jobemail): body.content, then bodyPreview;
@@ -174,6 +175,8 @@ type Intake struct {
 	oldest atomic.Int64
 	// waiting is when the wait for Graph began, zero while it answers.
 	waiting time.Time
+	// messageWait is the bound of one message's Graph calls (the const).
+	messageWait time.Duration
 }
 
 // New builds the intake on the shared Deps and a mailbox.
@@ -189,7 +192,7 @@ func New(cfg Config, d service.Deps, mail Mailbox) (*Intake, error) {
 		source:    &mailFolder{setting: "MAIL_FOLDER", path: cfg.Folder},
 		processed: &mailFolder{setting: "MAIL_PROCESSED_FOLDER", path: cfg.ProcessedFolder},
 		failed:    &mailFolder{setting: "MAIL_FAILED_FOLDER", path: cfg.FailedFolder},
-		holds:     map[string]hold{},
+		holds:     map[string]hold{}, messageWait: messageWait,
 	}
 	m, err := newMetrics(d.Metrics, in.oldestAge)
 	if err != nil {
@@ -227,7 +230,7 @@ func (in *Intake) Run(ctx context.Context) error {
 func (in *Intake) resolve(ctx context.Context) error {
 	seen := map[string]string{}
 	for _, f := range []*mailFolder{in.source, in.processed, in.failed} {
-		err := in.graphCall(ctx, "resolve "+f.setting, 0, func() error {
+		err := in.graphCall(ctx, "resolve "+f.setting, 0, func(ctx context.Context) error {
 			var err error
 			f.Folder, err = in.mail.ResolveFolder(ctx, in.cfg.User, f.path)
 			return err

@@ -170,7 +170,7 @@ func writeStatus(w io.Writer, r status.Report) error {
 	} else {
 		line("triage invites", invites)
 	}
-	line("new-job emails", fmt.Sprintf("%d failed", r.Emails.Failed))
+	line("new-job emails", fmt.Sprintf("%d failed", r.Emails.Failed), fmt.Sprintf("%d rejected unread as not Prime's", r.Emails.Rejected))
 	var dates []string
 	for _, p := range r.PlanDates {
 		dates = append(dates, fmt.Sprintf("%s %d (from %s)", p.Status, p.Dates, p.Earliest))
@@ -189,6 +189,9 @@ func writeStatus(w io.Writer, r status.Report) error {
 			left += fmt.Sprintf("; every call held %s more (a 429)", (time.Duration(b.HoldSeconds * float64(time.Second))).Round(time.Second))
 		}
 		line("prime budget", left, "from "+b.Source)
+		if b.UnreachableSince != nil {
+			line("prime", "unreachable since "+at(b.UnreachableSince)+": events wait, no attempt counted")
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -229,6 +232,12 @@ func writeStatus(w io.Writer, r status.Report) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	if p := r.Waits(); len(p) > 0 {
+		fmt.Fprintln(w, "\nwaiting, no attempt counted")
+		for _, s := range p {
+			fmt.Fprintln(w, "  "+Printable(s))
 		}
 	}
 	if len(r.NeedsPerson) > 0 {

@@ -32,7 +32,8 @@ GO
 -- a late writer never rolls the mirror back; but not one written before
 -- @AskedUTC, when the call Prime answered went out (less the hosts' clock
 -- skew): Prime's versions only grow, so an answer to a later call that gives
--- a lower version says the stored one was never Prime's.
+-- a lower version says the stored one was never Prime's. The job's triage
+-- invites whose arrival is over are closed (spPrimeflowCloseTriageInvites).
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowUpsertJob
     @JobId                       UNIQUEIDENTIFIER,
     @JobNumber                   NVARCHAR(50)     = NULL,
@@ -99,6 +100,12 @@ BEGIN
             attributes = @Attributes, syncedUTC = @now
         WHERE jobId = @JobId
           AND (version IS NULL OR @Version IS NULL OR version <= @Version OR @AskedUTC > syncedUTC);
+
+    -- Whichever path wrote the job: an open triage invite whose arrival the
+    -- mirror now shows over is closed, in this transaction
+    -- (061_triage_invites.sql; SQL Server resolves the procedure when this
+    -- one runs, so it may come from a later script).
+    EXEC dbo.spPrimeflowCloseTriageInvites @JobId = @JobId, @NowUTC = @now;
 
     COMMIT TRANSACTION;
 

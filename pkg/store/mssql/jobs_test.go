@@ -91,6 +91,8 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, err = s.WebhookActionCoverage(ctx, time.Time{})
 	try(err)
+	_, err = s.CountEmailReceipts(ctx, time.Now().Add(-time.Hour))
+	try(err)
 	item := store.SyncQueueItem{ID: 7, Object: store.TableAllocations, JobID: job, QueuedUTC: time.Now(), ClaimedUTC: time.Now()}
 	_, err = s.ReleaseSyncQueue(ctx, item)
 	try(err)

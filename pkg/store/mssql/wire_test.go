@@ -484,6 +484,10 @@ var wireDrives = map[string]wireDrive{
 		_, err := s.ListJobCoverage(ctx, wireTime)
 		return err
 	},
+	"CountEmailReceipts": func(ctx context.Context, s *Store, full bool) error {
+		_, err := s.CountEmailReceipts(ctx, wireTime)
+		return err
+	},
 	"WebhookActionCoverage": func(ctx context.Context, s *Store, full bool) error {
 		_, err := s.WebhookActionCoverage(ctx, wireTime)
 		return err
