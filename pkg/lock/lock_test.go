@@ -467,7 +467,7 @@ func TestNewChecksBucket(t *testing.T) {
 				jsc = rawJS(t, srv)
 				sc := *tc.stream
 				sc.Name, sc.Subjects = "KV_"+events.BucketLocks, []string{"$KV." + events.BucketLocks + ".>"}
-				sc.AllowRollup, sc.AllowDirect = true, true
+				sc.AllowRollup = true
 				_, err := jsc.CreateStream(ctx, sc)
 				is.NoErr(err)
 			}
