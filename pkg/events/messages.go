@@ -2,6 +2,8 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -204,6 +206,23 @@ type CreateRequested struct {
 // be sent now.
 type SMSSendRequested struct {
 	Source string `json:"source"`
+}
+
+// DecodeRunRequest reads a request for a run (PlanRequested,
+// CreateRequested, SMSSendRequested): JSON that names its source, as every
+// publisher's does. Anything else is an error, for the stage to drop: a
+// pub-ack or another JetStream answer a user had the server publish on the
+// subject, setting it as a request's reply subject (nats-server checks no
+// reply subject against permissions), is not a request.
+func DecodeRunRequest(data []byte) (source, reason string, err error) {
+	var r CreateRequested
+	if err := json.Unmarshal(data, &r); err != nil {
+		return "", "", fmt.Errorf("not a run request: %w", err)
+	}
+	if r.Source == "" {
+		return "", "", errors.New("not a run request: no source")
+	}
+	return r.Source, r.Reason, nil
 }
 
 // The ensure-job endpoints of job-mirror (a NATS micro service, see `nats
