@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -318,4 +319,56 @@ func TestNoRoleRollsUpTheSharedBuckets(t *testing.T) {
 	e, err := kv.Get(short(t), key)
 	is.NoErr(err)
 	is.Equal(string(e.Value()), `{"request":"r"}`) // job-mirror's answer is still there
+}
+
+// TestTheRolesThatReadWhatTheyWrite is the review's F3 (issue 27): a pull
+// request's reply subject is where the server delivers the consumer's
+// messages, and nats-server checks it against no permission, so a role
+// that may both publish into a stream and pull a consumer that reads what
+// it published can have any body and headers of its choosing published on
+// any subject (a forged Prime answer under job-mirror's key, a webhook's
+// Nats-Msg-Id taken ahead of ingest). A publish into a stream that takes
+// schedules may land on any subject of that stream (a schedule's target).
+// One role does, and no other may: makesafe, which schedules its rungs'
+// re-checks and reads them (the known limit docs/production.md names,
+// closed only by a consumer whose delivery makesafe does not choose, or
+// by NATS accounts).
+func TestTheRolesThatReadWhatTheyWrite(t *testing.T) {
+	is := is.New(t)
+	cfgs, err := events.StreamConfigs(0)
+	is.NoErr(err)
+	var found []string
+	for _, r := range natsauth.Roles() {
+		written := slices.Clone(r.Publishes)
+		for _, subject := range r.Publishes {
+			for _, c := range cfgs {
+				if c.AllowMsgSchedules && slices.ContainsFunc(c.Subjects, func(s string) bool { return overlap(subject, s) }) {
+					written = append(written, c.Subjects...)
+				}
+			}
+		}
+		for _, c := range r.Consumes {
+			if slices.ContainsFunc(c.Subjects, func(f string) bool {
+				return slices.ContainsFunc(written, func(w string) bool { return overlap(w, f) })
+			}) {
+				found = append(found, r.Name+" reads "+c.Stream+"/"+c.Durable)
+			}
+		}
+	}
+	is.Equal(found, []string{"makesafe reads MAKESAFE/makesafe"})
+}
+
+// overlap reports whether some subject matches both a and b (either may
+// hold wildcards).
+func overlap(a, b string) bool {
+	x, y := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(x) && i < len(y); i++ {
+		switch {
+		case x[i] == ">" || y[i] == ">":
+			return true
+		case x[i] != "*" && y[i] != "*" && x[i] != y[i]:
+			return false
+		}
+	}
+	return len(x) == len(y)
 }
