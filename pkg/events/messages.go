@@ -326,7 +326,7 @@ const SubjectSweepJobs = "primeflow.jobmirror.sweepjobs"
 
 // JobsSweepRequest asks job-mirror for a jobs-by-date sweep.
 type JobsSweepRequest struct {
-	// Source says who asked, for the logs.
+	// Source says who asked, for the logs ("request" when empty).
 	Source string `json:"source,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package jobmirror
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,10 @@ const WatermarkJobsByDate = "jobs-by-date"
 // EndpointSweepJobs is the backstop's micro endpoint; its subject is
 // events.SubjectSweepJobs.
 const EndpointSweepJobs = "sweep-jobs"
+
+// sourceRequest is the source of a sweep asked for on the endpoint
+// without one; the schedule's is "schedule".
+const sourceRequest = "request"
 
 // purposeJobsSweep is the purpose of the backstop's Prime calls.
 const purposeJobsSweep = "jobs-sweep"
@@ -65,7 +70,9 @@ func (m *Mirror) handleSweepJobs(ctx context.Context, req micro.Request) {
 			return
 		}
 	}
-	reply, result := m.sweepJobs(ctx, r.Source)
+	// A sweep asked for unnamed ('{}', or no body) is the operator's
+	// request: its log says so, not source="".
+	reply, result := m.sweepJobs(ctx, cmp.Or(r.Source, sourceRequest))
 	body, _ := json.Marshal(reply) // a struct of strings, times and numbers always marshals
 	var err error
 	switch result {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,23 @@ func (e *env) sweepJobs() events.JobsSweepReply {
 		e.T.Fatalf("jobs sweep reply %q: %v", msg.Data, err)
 	}
 	return reply
+}
+
+// A sweep asked for without a source — `nats req … '{}'`, or no body — is
+// an operator's request, and its log says so.
+func TestBackstopSweepAskedUnnamedIsARequest(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	for _, body := range []string{`{}`, ``} {
+		msg, err := e.NC.Request(events.SubjectSweepJobs, []byte(body), 30*time.Second)
+		is.NoErr(err)
+		var reply events.JobsSweepReply
+		is.NoErr(json.Unmarshal(msg.Data, &reply))
+		is.Equal(reply.Error, "") // swept
+	}
+	logs := e.Logs.String()
+	is.Equal(strings.Count(logs, "sweep=jobs-by-date source=request"), 2) // each sweep's log names it a request
+	is.True(!strings.Contains(logs, `source=""`))                         // never an empty source
 }
 
 // listCalls is how many pages of jobs Prime was asked for.
