@@ -187,6 +187,24 @@ func TestBackstopStopsInA429StormAndWebhooksGoFirst(t *testing.T) {
 	is.Equal(next.Unchanged, next.Listed-next.FirstSight) // the rest at their version
 }
 
+// A sweep stopped by Prime not answering (an outage: pkg/prime/outage.go)
+// is counted and logged as that, not as Prime's rate limit.
+func TestBackstopStoppedByAnOutageIsNotARateLimit(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	e.Sim.NewJob()
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", Down: true})
+	reply := e.sweepJobs()
+	is.True(reply.RetryAfterMS > 0) // it waits for Prime, as for a 429
+	sweeps := func(result string) float64 {
+		return flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_jobs_sweeps_total", map[string]string{"result": result})
+	}
+	is.Equal(sweeps("prime_unavailable"), 1.0) // counted as Prime not answering
+	is.Equal(sweeps("rate_limited"), 0.0)      // not as its rate limit
+	is.True(strings.Contains(e.Logs.String(), "jobs sweep stopped: Prime is not answering"))
+	is.True(!strings.Contains(e.Logs.String(), "jobs sweep stopped by Prime's rate limit"))
+}
+
 // JOBS_SWEEP_EVERY sweeps on its own, at start and then on schedule; off
 // never does (a sweep by hand still runs).
 func TestBackstopSchedule(t *testing.T) {
