@@ -13,9 +13,11 @@
 --   ethTriageInviteQueue     Sent or Logged before it, its status change over
 --                            (statusLeftUTC: an open invite is what stops a
 --                            replayed event inviting twice; Failed stays);
---   PrimeEmailJobRegistered  Processed and moved to the processed folder
---                            before it (Failed, and a receipt still in the
---                            folder, stay).
+--   PrimeEmailJobRegistered  its message moved out of the folder before it,
+--                            and done: Processed (moved to the processed
+--                            folder), Rejected (refused unread), or
+--                            Dismissed before it (Failed, and a receipt
+--                            still in the folder, stay).
 
 -- spPrimeflowArchiveCount: one row, each table's rows finished before @Before.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowArchiveCount
@@ -32,7 +34,9 @@ BEGIN
         (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue
          WHERE state IN (N'Sent', N'Logged') AND sentUTC < @Before AND statusLeftUTC IS NOT NULL) AS triageInvites,
         (SELECT COUNT_BIG(*) FROM dbo.PrimeEmailJobRegistered
-         WHERE outcome = N'Processed' AND movedTo = N'Processed' AND movedUTC < @Before) AS emailReceipts;
+         WHERE movedUTC < @Before
+           AND (outcome = N'Processed' AND movedTo = N'Processed' OR outcome = N'Rejected'
+                OR outcome = N'Dismissed' AND updatedUTC < @Before)) AS emailReceipts;
 END;
 GO
 
@@ -105,7 +109,9 @@ BEGIN
            NumericReference, JobNumber, primeJobId, outcome, lastError, attempts, movedUTC, movedTo,
            registeredUTC, updatedUTC, CAST(0 AS BIT) AS inserted
     FROM dbo.PrimeEmailJobRegistered
-    WHERE id > @AfterID AND outcome = N'Processed' AND movedTo = N'Processed' AND movedUTC < @Before
+    WHERE id > @AfterID AND movedUTC < @Before
+      AND (outcome = N'Processed' AND movedTo = N'Processed' OR outcome = N'Rejected'
+           OR outcome = N'Dismissed' AND updatedUTC < @Before)
     ORDER BY id;
 END;
 GO
@@ -162,7 +168,9 @@ BEGIN
     BEGIN
         DELETE r FROM dbo.PrimeEmailJobRegistered AS r
         WHERE r.id IN (SELECT i.id FROM @IDs AS i)
-          AND r.outcome = N'Processed' AND r.movedTo = N'Processed' AND r.movedUTC < @Before;
+          AND r.movedUTC < @Before
+          AND (r.outcome = N'Processed' AND r.movedTo = N'Processed' OR r.outcome = N'Rejected'
+               OR r.outcome = N'Dismissed' AND r.updatedUTC < @Before);
         SET @deleted = @@ROWCOUNT;
     END
     ELSE

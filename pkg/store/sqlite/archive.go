@@ -28,8 +28,10 @@ var archiveTables = map[store.ArchiveTable]archived{
 		SELECT DedupeKey, ID, strftime('%Y-%m-%d %H:%M:%f', 'now') FROM smsQueue WHERE DedupeKey IS NOT NULL`},
 	store.ArchiveTriageInvites: {"id", inviteColumns, `state IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
 		AND sentUTC < ? AND statusLeftUTC IS NOT NULL`, ""},
-	store.ArchiveEmailReceipts: {"id", emailColumns, `outcome = '` + store.EmailProcessed + `' AND movedTo = '` + store.EmailProcessed + `'
-		AND movedUTC < ?`, ""},
+	// A receipt's message moved out of the folder before T: processed, or
+	// refused unread (Rejected), or failed and dismissed before T.
+	store.ArchiveEmailReceipts: {"id", emailColumns, `movedUTC < ? AND (outcome = '` + store.EmailProcessed + `' AND movedTo = '` + store.EmailProcessed + `'
+		OR outcome = '` + store.EmailRejected + `' OR outcome = '` + store.EmailDismissed + `' AND updatedUTC < ?)`, ""},
 }
 
 // before is the condition's arguments: before, once a ?.

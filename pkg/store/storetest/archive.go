@@ -270,12 +270,17 @@ func testArchive(t *testing.T, open Opener) {
 			}
 		}
 
-		// Email receipts: processed and moved long ago goes; failed, and
-		// processed but still in the folder, stay.
+		// Email receipts: processed and moved long ago goes, and so do
+		// mail refused unread (Rejected, filed in the failed folder) and a
+		// failed email a person dismissed, long ago; failed, processed but
+		// still in the folder, and dismissed lately, stay.
 		var receipts []int64
 		for i, e := range []struct {
 			id, outcome, movedTo string
-		}{{"<a@p>", store.EmailProcessed, store.EmailProcessed}, {"<b@p>", store.EmailFailed, store.EmailFailed}, {"<c@p>", store.EmailProcessed, ""}} {
+			dismissedAt          time.Time
+		}{{"<a@p>", store.EmailProcessed, store.EmailProcessed, time.Time{}}, {"<b@p>", store.EmailFailed, store.EmailFailed, time.Time{}},
+			{"<c@p>", store.EmailProcessed, "", time.Time{}}, {"<d@p>", store.EmailRejected, store.EmailFailed, time.Time{}},
+			{"<e@p>", store.EmailFailed, store.EmailFailed, t0.Add(time.Hour)}, {"<f@p>", store.EmailFailed, store.EmailFailed, now}} {
 			r, _, err := s.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: e.id, Subject: "New Job", ReceivedUTC: t0})
 			is.NoErr(err)
 			receipts = append(receipts, r.ID)
@@ -284,11 +289,16 @@ func testArchive(t *testing.T, open Opener) {
 				r.MovedUTC = t0.Add(time.Duration(i) * time.Minute)
 			}
 			is.NoErr(s.UpdateEmailReceipt(ctx, r))
+			if !e.dismissedAt.IsZero() {
+				_, err := s.Resolve(ctx, store.Resolution{Table: store.ResolvableEmailReceipt, RowID: r.ID, Action: store.ResolveDismiss,
+					By: "alice", Reason: "a supplier's newsletter", ResolvedUTC: e.dismissedAt})
+				is.NoErr(err)
+			}
 		}
 
 		n, err := s.CountArchivable(ctx, before)
 		is.NoErr(err)
-		is.Equal(n, map[store.ArchiveTable]int{store.ArchiveWebhookLog: 0, store.ArchiveSMS: 2, store.ArchiveTriageInvites: 1, store.ArchiveEmailReceipts: 1})
+		is.Equal(n, map[store.ArchiveTable]int{store.ArchiveWebhookLog: 0, store.ArchiveSMS: 2, store.ArchiveTriageInvites: 1, store.ArchiveEmailReceipts: 3})
 		gotSMS, err := s.ListArchivableSMS(ctx, before, 0, 10)
 		is.NoErr(err)
 		is.Equal(len(gotSMS), 2)
@@ -302,8 +312,11 @@ func testArchive(t *testing.T, open Opener) {
 		is.Equal(gotInvites[0].JobID, jobA)
 		gotReceipts, err := s.ListArchivableEmailReceipts(ctx, before, 0, 10)
 		is.NoErr(err)
-		is.Equal(len(gotReceipts), 1)
-		is.Equal(gotReceipts[0].InternetMessageID, "<a@p>")
+		var gone []string
+		for _, r := range gotReceipts {
+			gone = append(gone, r.InternetMessageID+" "+r.Outcome)
+		}
+		is.Equal(gone, []string{"<a@p> " + store.EmailProcessed, "<d@p> " + store.EmailRejected, "<e@p> " + store.EmailDismissed})
 		later, err := s.ListArchivableSMS(ctx, before, sms[0], 10)
 		is.NoErr(err)
 		is.Equal(len(later), 1) // after an id
@@ -328,5 +341,8 @@ func testArchive(t *testing.T, open Opener) {
 		_, found, err = s.GetEmailReceipt(ctx, "<c@p>")
 		is.NoErr(err)
 		is.True(found) // and the one still in the folder
+		_, found, err = s.GetEmailReceipt(ctx, "<f@p>")
+		is.NoErr(err)
+		is.True(found) // and the one dismissed lately
 	})
 }
