@@ -17,12 +17,13 @@ type ArchiveTable string
 const (
 	// ArchiveWebhookLog: rows processed, received and processed before T.
 	ArchiveWebhookLog ArchiveTable = "ethPrimeWebhookLog"
-	// ArchiveSMS: messages Sent or Logged before T (Failed ones wait for a
-	// person and stay).
+	// ArchiveSMS: messages Sent or Logged before T, or Dismissed before T
+	// (Failed ones wait for a person and stay).
 	ArchiveSMS ArchiveTable = "smsQueue"
-	// ArchiveTriageInvites: invites Sent or Logged before T whose status
-	// change is over (StatusLeftUTC): an open invite is what stops a
-	// replayed or repeated event inviting the customer twice, so it stays.
+	// ArchiveTriageInvites: invites Sent or Logged, or Dismissed, before T
+	// whose status change is over (StatusLeftUTC): an open invite is what
+	// stops a replayed or repeated event inviting the customer twice, so it
+	// stays.
 	ArchiveTriageInvites ArchiveTable = "ethTriageInviteQueue"
 	// ArchiveEmailReceipts: receipts whose message was moved out of
 	// MAIL_FOLDER before T and that are done: Processed (and moved to the
