@@ -226,7 +226,7 @@ func orDefault(n, def int) int {
 func (b *Budget) Run(ctx context.Context) error {
 	tick := time.NewTicker(b.cfg.Lease / 3)
 	defer tick.Stop()
-	var w jetstream.KeyWatcher
+	var w *events.KeyWatch
 	defer func() {
 		if w != nil {
 			w.Stop()
@@ -234,24 +234,21 @@ func (b *Budget) Run(ctx context.Context) error {
 	}()
 	for {
 		if w == nil {
-			w = b.watch(ctx)
+			w = b.watch()
 		}
-		var updates <-chan jetstream.KeyValueEntry
+		var changed <-chan struct{}
 		if w != nil {
-			updates = w.Updates()
+			changed = w.C()
 		}
 		select {
 		case <-ctx.Done():
 			b.leave()
 			return nil
-		case e, ok := <-updates:
-			if !ok {
-				w = nil
-				continue
-			}
-			if e != nil {
-				b.remember(e.Value(), e.Revision(), e.Operation() == jetstream.KeyValuePut)
+		case <-changed:
+			if b.reread(ctx) {
 				b.signal()
+			} else {
+				w.Unchanged()
 			}
 		case <-tick.C:
 			b.beat(ctx)
@@ -261,17 +258,40 @@ func (b *Budget) Run(ctx context.Context) error {
 	}
 }
 
-// watch starts a watcher of the key, or returns nil while NATS does not
-// answer (the next beat tries again).
-func (b *Budget) watch(ctx context.Context) jetstream.KeyWatcher {
-	if !b.nc.IsConnected() {
-		return nil
-	}
-	w, err := b.kv.Watch(ctx, events.PrimeBudgetKey)
+// watch watches the key (events.WatchKey: a subscription to its subject,
+// no consumer), or returns nil when the connection is closed.
+func (b *Budget) watch() *events.KeyWatch {
+	w, err := events.WatchKey(b.nc, events.BucketPrimeBudget, events.PrimeBudgetKey)
 	if err != nil {
 		return nil
 	}
 	return w
+}
+
+// reread reads the key after a write to it was seen, and reports whether
+// it holds a revision newer than the one known (the write may not be
+// stored yet, or may have been refused). A heartbeat's write that
+// conflicts reads it too, so what a missed write changed is learnt within
+// a third of the lease.
+func (b *Budget) reread(ctx context.Context) bool {
+	if !b.nc.IsConnected() {
+		return false
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	e, err := b.kv.Get(ctx, events.PrimeBudgetKey)
+	b.mu.Lock()
+	known := b.rev
+	b.mu.Unlock()
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) && known > 0:
+		b.know(nil, 0, false) // deleted or purged: the budget starts afresh
+		return true
+	case err != nil || e.Revision() <= known:
+		return false
+	}
+	b.remember(e.Value(), e.Revision(), true)
+	return true
 }
 
 // beat writes the process's lease and what it owes the budget, and moves
