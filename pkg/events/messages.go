@@ -133,6 +133,12 @@ type Done struct {
 	Attempts     int     `json:"attempts,omitempty"`
 	RetryAfterMS int64   `json:"retryAfterMs,omitempty"`
 	Error        string  `json:"error,omitempty"`
+	// Wait says, for OutcomeWait, what the event waits for: rate_limited
+	// (Prime's 429), prime_unavailable (Prime answered 5xx or not at all),
+	// unavailable (a service the stage needs did not answer); the
+	// resolver's metrics label the wait by it (pipeline.WaitLabel). Empty
+	// from a stage of an earlier release: labelled by Outcome.
+	Wait string `json:"wait,omitempty"`
 }
 
 // JobFirstSeen, on SubjectJobFirstSeen, asks the new-job pipeline (§6) to
@@ -345,7 +351,7 @@ const SubjectSweepJobs = "primeflow.jobmirror.sweepjobs"
 
 // JobsSweepRequest asks job-mirror for a jobs-by-date sweep.
 type JobsSweepRequest struct {
-	// Source says who asked, for the logs.
+	// Source says who asked, for the logs ("request" when empty).
 	Source string `json:"source,omitempty"`
 }
 

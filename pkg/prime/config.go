@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 )
 
 // Config is the client's configuration, read from the environment with
@@ -22,6 +23,8 @@ import (
 // (pkg/primebudget), so each is given the whole account's.
 type Config struct {
 	// URL is Prime's API base, e.g. https://www.primeeco.tech/api.prime/v2.
+	// The token call posts the credentials there: https only, http to a
+	// loopback address alone (secureurl.Check).
 	URL string `env:"PRIME_API_URL"`
 	// ClientID, ClientSecret, Username and Password are the OAuth2
 	// password-grant credentials. Never log them.
@@ -151,14 +154,15 @@ func (c Config) withDefaults() (Config, error) {
 // default, a 0 is refused as any value out of range is.
 func (c Config) Validate() error {
 	var errs []error
-	u, err := url.Parse(c.URL)
-	switch {
+	u, _ := url.Parse(c.URL)
+	switch insecure := secureurl.Check(c.URL); {
 	case c.URL == "" && c.Given() != "":
 		errs = append(errs, config.Refuse("PRIME_API_URL", "is required: %s is set, so Prime is real", c.Given()))
 	case c.URL == "":
 		errs = append(errs, config.Refuse("PRIME_API_URL", "is required"))
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		errs = append(errs, config.Refuse("PRIME_API_URL", "is not an http(s) URL"))
+	case insecure != nil:
+		// The token call posts the client secret and the password there.
+		errs = append(errs, config.Refuse("PRIME_API_URL", "%v", insecure))
 	case u.User != nil || u.RawQuery != "":
 		errs = append(errs, config.Refuse("PRIME_API_URL", "must not carry credentials or a query"))
 	}

@@ -398,6 +398,36 @@ func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
 	is.Equal(order, []int64{first, first, first, first, second}) // the lane held the job's next event
 }
 
+// A wait is labelled by what it waits for: Prime's 429 (rate_limited) is
+// told from Prime not answering (prime_unavailable, pkg/prime/outage.go),
+// whether the stage's call met it or the resolver's own.
+func TestAWaitForPrimeSaysWhetherItWasARateLimitOrAnOutage(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	var calls atomic.Int32
+	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) {
+		switch calls.Add(1) {
+		case 1:
+			return pipeline.Finish{}, &prime.RateLimitedError{Wait: 30 * time.Millisecond, Endpoint: "jobs.get"}
+		case 2, 3:
+			return pipeline.Finish{}, &prime.UnavailableError{Wait: 30 * time.Millisecond, Endpoint: "jobs.get", Since: time.Now()}
+		}
+		return pipeline.Finish{}, nil
+	})
+	job := e.Sim.NewJob()
+	is.Equal(e.WaitProcessed(e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, job.Ref))).ProcessAttempts, 0)
+	is.Equal(e.outcomes("rate_limited"), 1.0)      // the stage's 429
+	is.Equal(e.outcomes("prime_unavailable"), 2.0) // and its outage, apart
+
+	// The resolver's own call: it looks the job's reference up (§4.1), and
+	// Prime answers 503, a first failure, Prime's: the event waits.
+	other := e.Sim.NewJob()
+	e.Sim.SetFaults(primesim.Faults{Path: fmt.Sprintf("/jobs/%d", other.Ref), FailNext: 1, FailStatus: http.StatusServiceUnavailable})
+	is.Equal(e.WaitProcessed(e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, other.Ref))).ProcessAttempts, 0)
+	is.Equal(e.outcomes("prime_unavailable"), 3.0) // the resolver's wait for Prime, as an outage
+	is.Equal(e.outcomes("rate_limited"), 1.0)      // not a rate limit
+}
+
 // TestAJetStreamFailoverIsWaitedOut: the cluster loses its quorum while
 // the resolver identifies an event (asking Prime, which answers slowly), so
 // the resolved event cannot be published. The event waits, no attempt
@@ -428,14 +458,15 @@ func TestAJetStreamFailoverIsWaitedOut(t *testing.T) {
 	flowtest.Eventually(t, "the resolver to ask Prime", func() bool { return e.Sim.Stats().ByEndpoint["GET /jobs/{id}"] > 0 })
 	c.Stop(1) // while Prime answers: no quorum when the resolver publishes
 	c.Stop(2)
-	flowtest.Eventually(t, "the publish to fail", func() bool { return e.outcomes("rate_limited") > 0 || e.Row(id).ProcessAttempts > 0 })
+	flowtest.Eventually(t, "the publish to fail", func() bool { return e.outcomes("unavailable") > 0 || e.Row(id).ProcessAttempts > 0 })
 	e.Sim.SetFaults(primesim.Faults{})
 	c.Restart(1)
 
 	row := e.WaitProcessed(id)
-	is.Equal(row.ProcessAttempts, 0)        // the failover burned no attempt
-	is.True(e.outcomes("rate_limited") > 0) // it was waited out
-	is.True(len(e.resolved(id)) >= 1)       // and the event reached its stage
+	is.Equal(row.ProcessAttempts, 0)          // the failover burned no attempt
+	is.True(e.outcomes("unavailable") > 0)    // it was waited out, as JetStream's wait
+	is.Equal(e.outcomes("rate_limited"), 0.0) // not Prime's rate limit
+	is.True(len(e.resolved(id)) >= 1)         // and the event reached its stage
 }
 
 // cliReplay publishes a row's id on its subject as docs/operations.md's nats CLI
