@@ -2,6 +2,8 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -139,6 +141,23 @@ type Done struct {
 	Wait string `json:"wait,omitempty"`
 }
 
+// DecodeDone reads an announcement on DoneSubject(logID): a stage's Done
+// for that row, of an outcome a stage announces. Anything else is not one
+// (ok false): a pub-ack or another JetStream answer a user had the server
+// publish on the subject, setting it as a request's reply subject, which
+// nats-server checks against no permission, would release the job's lane
+// with no outcome, and the row would be handed to its stage again.
+func DecodeDone(data []byte, logID int64) (d Done, ok bool) {
+	if json.Unmarshal(data, &d) != nil || d.LogID != logID {
+		return Done{}, false
+	}
+	switch d.Outcome {
+	case OutcomeProcessed, OutcomeFailed, OutcomeWait:
+		return d, true
+	}
+	return Done{}, false
+}
+
 // JobFirstSeen, on SubjectJobFirstSeen, asks the new-job pipeline (§6) to
 // run for a job seen for the first time. Its Nats-Msg-Id is FirstSeenMsgID.
 type JobFirstSeen struct {
@@ -210,6 +229,23 @@ type CreateRequested struct {
 // be sent now.
 type SMSSendRequested struct {
 	Source string `json:"source"`
+}
+
+// DecodeRunRequest reads a request for a run (PlanRequested,
+// CreateRequested, SMSSendRequested): JSON that names its source, as every
+// publisher's does. Anything else is an error, for the stage to drop: a
+// pub-ack or another JetStream answer a user had the server publish on the
+// subject, setting it as a request's reply subject (nats-server checks no
+// reply subject against permissions), is not a request.
+func DecodeRunRequest(data []byte) (source, reason string, err error) {
+	var r CreateRequested
+	if err := json.Unmarshal(data, &r); err != nil {
+		return "", "", fmt.Errorf("not a run request: %w", err)
+	}
+	if r.Source == "" {
+		return "", "", errors.New("not a run request: no source")
+	}
+	return r.Source, r.Reason, nil
 }
 
 // The ensure-job endpoints of job-mirror (a NATS micro service, see `nats

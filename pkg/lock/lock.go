@@ -573,10 +573,11 @@ type keyState struct {
 	expires time.Time
 }
 
-// read reads the lock's key. It asks the stream's leader: kv.Get is a
-// direct get, which any replica may answer, and one still catching up after
-// a failover says that nobody holds a lock the leader has just refused to
-// create.
+// read reads the lock's key, with its headers (the TTL's, the markers'),
+// from the stream's leader, as kv.Get does on a bucket that allows no
+// direct get (streams/KV_locks.json): a replica still catching up after a
+// failover would say that nobody holds a lock the leader has just refused
+// to create.
 func (l *Locker) read(ctx context.Context, key string) (keyState, error) {
 	req, err := json.Marshal(struct {
 		LastBySubject string `json:"last_by_subj"`

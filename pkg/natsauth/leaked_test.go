@@ -5,15 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsauth"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
@@ -35,13 +38,37 @@ func forgedJob(t *testing.T, id string) []byte {
 	return doc
 }
 
+// answerHashOf is the hash a request's answer is keyed on.
+func answerHashOf(request string) string {
+	sum := sha256.Sum256([]byte(request))
+	return hex.EncodeToString(sum[:])
+}
+
+// jobMirrorsClient is job-mirror's Prime client on the simulator at
+// simURL, taking the answers the roles share as its user reads them.
+func jobMirrorsClient(t *testing.T, url string, sim *primesim.Sim, simURL string) *prime.Client {
+	t.Helper()
+	v := connect(t, url, events.RoleJobMirror.Name, inbox(events.RoleJobMirror.Name))
+	answers, err := primebudget.NewAnswers(context.Background(), v.js, primebudget.Config{Timeout: 5 * time.Second}, slog.New(slog.DiscardHandler), events.RoleJobMirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.ClientConfig(simURL)
+	cfg.RatePerMinute, cfg.RateBurst = 6000, 100
+	cfg.CoalesceWindow, cfg.CoalesceKeep = 2*time.Second, 5*time.Minute
+	pc, err := prime.New(cfg, prime.WithSharedAnswers(answers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}
+
 // forge writes a stored answer to request under every key of the answers'
 // bucket a reader might look at — the request's hash alone, and under each
 // role's name — as the forger's user, and reports which writes NATS took.
 func forge(t *testing.T, c *conn, request string, page []byte, sent time.Time) (stored []string) {
 	t.Helper()
-	sum := sha256.Sum256([]byte(request))
-	hash := hex.EncodeToString(sum[:])
+	hash := answerHashOf(request)
 	endpoint, _, _ := strings.Cut(request, " ")
 	keys := []string{hash}
 	for _, r := range natsauth.Roles() {
@@ -103,15 +130,7 @@ func TestNoLeakedUserForgesPrimesAnswer(t *testing.T) {
 				}
 			}
 
-			victim := events.RoleJobMirror
-			v := connect(t, url, victim.Name, inbox(victim.Name))
-			answers, err := primebudget.NewAnswers(context.Background(), v.js, primebudget.Config{Timeout: 5 * time.Second}, slog.New(slog.DiscardHandler), victim)
-			is.NoErr(err)
-			cfg := sim.ClientConfig(hs.URL)
-			cfg.RatePerMinute, cfg.RateBurst = 6000, 100
-			cfg.CoalesceWindow, cfg.CoalesceKeep = 2*time.Second, 5*time.Minute
-			pc, err := prime.New(cfg, prime.WithSharedAnswers(answers))
-			is.NoErr(err)
+			pc := jobMirrorsClient(t, url, sim, hs.URL)
 			before := sim.Stats().ByEndpoint["GET /jobs/{id}"]
 			got, err := pc.GetJob(prime.WithEventTime(context.Background(), time.Now().Add(-time.Minute)), job.ID) // any answer since serves it
 			is.NoErr(err)
@@ -177,4 +196,179 @@ func TestNoLockOrBudgetUserRedirectsItsKey(t *testing.T) {
 			mu.Unlock()
 		})
 	}
+}
+
+// TestNoLeakedUserReflectsAStoredMessage is the review's attack on the
+// direct gets (issue 27): child-mirror's user wrote a forged jobs.get
+// answer under a key of its own, then asked JetStream for that key by
+// direct get with the reply subject set to job-mirror's answer key;
+// nats-server checks no reply subject against permissions, the server's
+// answer is the stored message itself, and the answers' bucket stored it
+// as job-mirror's: job-mirror mirrored jobNumber FORGED without asking
+// Prime. No stream allows direct gets and no role may send one; the
+// leader's message get, which a role reading its bucket still may, answers
+// with JSON wrapping the message, which no reader takes for an answer.
+func TestNoLeakedUserReflectsAStoredMessage(t *testing.T) {
+	is := is.New(t)
+	url, ops := server(t)
+	sim, err := primesim.New(primesim.Options{})
+	is.NoErr(err)
+	hs := httptest.NewServer(sim)
+	t.Cleanup(hs.Close)
+	job := sim.NewJob()
+	request := prime.EndpointJob + " /jobs/" + job.ID
+	hash := answerHashOf(request)
+	body, err := json.Marshal(map[string]any{"request": request, "answer": map[string]any{"sent": time.Now(), "pages": [][]byte{forgedJob(t, job.ID)}}})
+	is.NoErr(err)
+
+	f := connect(t, url, events.RoleChildMirror.Name, inbox(events.RoleChildMirror.Name))
+	own := "$KV." + events.BucketPrimeAnswers + "." + events.PrimeAnswerKey(events.RoleChildMirror.Name, "contacts.get", hash)
+	_, err = f.js.Publish(short(t), own, body)
+	is.NoErr(err) // its own key: allowed
+	victim := "$KV." + events.BucketPrimeAnswers + "." + events.PrimeAnswerKey(events.RoleJobMirror.Name, prime.EndpointJob, hash)
+	get, err := json.Marshal(map[string]string{"last_by_subj": own})
+	is.NoErr(err)
+	is.NoErr(f.nc.PublishMsg(&nats.Msg{Subject: "$JS.API.STREAM.MSG.GET." + events.StreamPrimeAnswers, Reply: victim, Data: get}))
+	kv, err := ops.js.KeyValue(short(t), events.BucketPrimeAnswers)
+	is.NoErr(err)
+	flowtest.Eventually(t, "the leader's get, which it may send, answered on job-mirror's key", func() bool {
+		_, err := kv.Get(short(t), strings.TrimPrefix(victim, "$KV."+events.BucketPrimeAnswers+"."))
+		return err == nil
+	})
+	direct := "$JS.API.DIRECT.GET." + events.StreamPrimeAnswers + "." + own
+	is.NoErr(f.nc.PublishMsg(&nats.Msg{Subject: direct, Reply: victim}))
+	f.refused(t, "a direct get", direct)
+
+	pc := jobMirrorsClient(t, url, sim, hs.URL)
+	before := sim.Stats().ByEndpoint["GET /jobs/{id}"]
+	got, err := pc.GetJob(prime.WithEventTime(context.Background(), time.Now().Add(-time.Minute)), job.ID)
+	is.NoErr(err)
+	is.Equal(got.JobNumber, job.JobNumber)                       // Prime's job, not the forger's
+	is.Equal(sim.Stats().ByEndpoint["GET /jobs/{id}"], before+1) // Prime was asked
+	is.Equal(pc.Stats().Coalesced["shared"], int64(0))           // the wrapper was not taken for an answer
+	_, err = ops.nc.Request(direct, nil, 2*time.Second)
+	is.True(errors.Is(err, nats.ErrNoResponders)) // no stream answers a direct get, the operators' either
+}
+
+// TestNoLeakedUserPreEmptsAWebhook is the review's third attack: a lock's
+// holder wrote its key with Nats-Msg-Id: ethPrimeWebhookLog:<the next log
+// id> and reflected it by direct get onto a webhook's subject, so ingest's
+// real publish of that row was answered duplicate and the webhook was
+// never worked. What a role can reflect now is a server's JSON answer,
+// which carries no header of the message it wraps.
+func TestNoLeakedUserPreEmptsAWebhook(t *testing.T) {
+	is := is.New(t)
+	url, _ := server(t)
+	const msgID = "ethPrimeWebhookLog:1001"
+	subject := events.WebhookSubject("job.updated")
+	f := connect(t, url, events.RoleOptimoCreate.Name, inbox(events.RoleOptimoCreate.Name))
+	key := "$KV." + events.BucketLocks + "." + events.LockOptimoCreate
+	m := nats.NewMsg(key)
+	m.Data = []byte(`{"forged":"webhook"}`)
+	m.Header.Set(jetstream.MsgIDHeader, msgID)
+	_, err := f.js.PublishMsg(short(t), m)
+	is.NoErr(err) // its lock's key: allowed
+	direct := "$JS.API.DIRECT.GET." + events.StreamLocks + "." + key
+	is.NoErr(f.nc.PublishMsg(&nats.Msg{Subject: direct, Reply: subject}))
+	f.refused(t, "a direct get", direct)
+	get, err := json.Marshal(map[string]string{"last_by_subj": key})
+	is.NoErr(err)
+	is.NoErr(f.nc.PublishMsg(&nats.Msg{Subject: "$JS.API.STREAM.MSG.GET." + events.StreamLocks, Reply: subject, Data: get}))
+	is.NoErr(f.nc.Flush())
+
+	in := connect(t, url, events.RoleIngest.Name, inbox(events.RoleIngest.Name))
+	flowtest.Eventually(t, "the get's answer stored on the webhook's subject", func() bool {
+		s, err := in.js.Stream(short(t), events.StreamWebhook)
+		return err == nil && s.CachedInfo().State.Msgs > 0
+	})
+	real := nats.NewMsg(subject)
+	real.Data = []byte(`{"logId":1001}`)
+	real.Header.Set(jetstream.MsgIDHeader, msgID)
+	ack, err := in.js.PublishMsg(short(t), real)
+	is.NoErr(err)
+	is.True(!ack.Duplicate) // ingest's real webhook is stored, not answered duplicate
+}
+
+// TestNoRoleRollsUpTheSharedBuckets is the review's fourth attack: the
+// answers' bucket allowed rollup headers, which nothing the project does
+// needs, so the resolver's user published to a key of its own with
+// Nats-Rollup: all and wiped every role's answers, job-mirror's among
+// them. The answers' and the Prime budget's buckets take no rollup.
+func TestNoRoleRollsUpTheSharedBuckets(t *testing.T) {
+	is := is.New(t)
+	url, ops := server(t)
+	victim := connect(t, url, events.RoleJobMirror.Name, inbox(events.RoleJobMirror.Name))
+	key := events.PrimeAnswerKey(events.RoleJobMirror.Name, events.RoleJobMirror.SharesAnswers[0], "h1")
+	_, err := victim.js.Publish(short(t), "$KV."+events.BucketPrimeAnswers+"."+key, []byte(`{"request":"r"}`))
+	is.NoErr(err) // job-mirror shares an answer
+	f := connect(t, url, events.RoleResolver.Name, inbox(events.RoleResolver.Name))
+	for _, subject := range []string{
+		"$KV." + events.BucketPrimeAnswers + "." + events.PrimeAnswerKey(events.RoleResolver.Name, events.RoleResolver.SharesAnswers[0], "h1"),
+		"$KV." + events.BucketPrimeBudget + "." + events.PrimeBudgetKey,
+	} {
+		m := nats.NewMsg(subject)
+		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupAll)
+		m.Header.Set("KV-Operation", "PURGE")
+		_, err := f.js.PublishMsg(short(t), m)
+		var apiErr *jetstream.APIError
+		is.True(errors.As(err, &apiErr))                       // the stream refuses the rollup
+		is.Equal(apiErr.ErrorCode, jetstream.ErrorCode(10111)) // "rollup not permitted"
+	}
+	kv, err := ops.js.KeyValue(short(t), events.BucketPrimeAnswers)
+	is.NoErr(err)
+	e, err := kv.Get(short(t), key)
+	is.NoErr(err)
+	is.Equal(string(e.Value()), `{"request":"r"}`) // job-mirror's answer is still there
+}
+
+// TestTheRolesThatReadWhatTheyWrite is the review's F3 (issue 27): a pull
+// request's reply subject is where the server delivers the consumer's
+// messages, and nats-server checks it against no permission, so a role
+// that may both publish into a stream and pull a consumer that reads what
+// it published can have any body and headers of its choosing published on
+// any subject (a forged Prime answer under job-mirror's key, a webhook's
+// Nats-Msg-Id taken ahead of ingest). A publish into a stream that takes
+// schedules may land on any subject of that stream (a schedule's target).
+// One role does, and no other may: makesafe, which schedules its rungs'
+// re-checks and reads them (the known limit docs/production.md names,
+// closed only by a consumer whose delivery makesafe does not choose, or
+// by NATS accounts).
+func TestTheRolesThatReadWhatTheyWrite(t *testing.T) {
+	is := is.New(t)
+	cfgs, err := events.StreamConfigs(0)
+	is.NoErr(err)
+	var found []string
+	for _, r := range natsauth.Roles() {
+		written := slices.Clone(r.Publishes)
+		for _, subject := range r.Publishes {
+			for _, c := range cfgs {
+				if c.AllowMsgSchedules && slices.ContainsFunc(c.Subjects, func(s string) bool { return overlap(subject, s) }) {
+					written = append(written, c.Subjects...)
+				}
+			}
+		}
+		for _, c := range r.Consumes {
+			if slices.ContainsFunc(c.Subjects, func(f string) bool {
+				return slices.ContainsFunc(written, func(w string) bool { return overlap(w, f) })
+			}) {
+				found = append(found, r.Name+" reads "+c.Stream+"/"+c.Durable)
+			}
+		}
+	}
+	is.Equal(found, []string{"makesafe reads MAKESAFE/makesafe"})
+}
+
+// overlap reports whether some subject matches both a and b (either may
+// hold wildcards).
+func overlap(a, b string) bool {
+	x, y := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(x) && i < len(y); i++ {
+		switch {
+		case x[i] == ">" || y[i] == ">":
+			return true
+		case x[i] != "*" && y[i] != "*" && x[i] != y[i]:
+			return false
+		}
+	}
+	return len(x) == len(y)
 }

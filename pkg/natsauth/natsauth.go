@@ -97,17 +97,17 @@ func For(r events.Role) (Permissions, error) {
 	for _, k := range r.Locks {
 		key := kvKey(events.BucketLocks, k)
 		pub(key)
-		pub(kvRead(events.StreamLocks, key)...)
+		pub(kvRead(events.StreamLocks))
 		sub(key)
 	}
 	if r.CallsPrime {
 		key := kvKey(events.BucketPrimeBudget, events.PrimeBudgetKey)
 		pub(key)
-		pub(kvRead(events.StreamPrimeBudget, key)...)
+		pub(kvRead(events.StreamPrimeBudget))
 		sub(key)
 		// A key a request, read and never watched: any role's answers read,
 		// its own written, for the calls it shares alone.
-		pub(kvRead(events.StreamPrimeAnswers, kvKey(events.BucketPrimeAnswers, ">"))...)
+		pub(kvRead(events.StreamPrimeAnswers))
 		for _, endpoint := range r.SharesAnswers {
 			pub(kvKey(events.BucketPrimeAnswers, events.PrimeAnswerKey(r.Name, endpoint, "*")))
 		}
@@ -144,7 +144,7 @@ func ForOperatorsReadOnly() Permissions {
 	p.Publish = []string{jsAPI + "INFO", jsAPI + "STREAM.NAMES", jsAPI + "STREAM.LIST", jsAPI + "STREAM.INFO.*",
 		jsAPI + "CONSUMER.NAMES.*", jsAPI + "CONSUMER.LIST.*", jsAPI + "CONSUMER.INFO.*.*"}
 	for _, stream := range []string{events.StreamLocks, events.StreamPrimeBudget} {
-		p.Publish = append(p.Publish, jsAPI+"DIRECT.GET."+stream+".>", jsAPI+"STREAM.MSG.GET."+stream)
+		p.Publish = append(p.Publish, jsAPI+"STREAM.MSG.GET."+stream)
 	}
 	for _, verb := range []string{"PING", "INFO", "STATS"} {
 		p.Publish = append(p.Publish, srv+verb, srv+verb+".>")
@@ -161,12 +161,17 @@ func ForOperatorsReadOnly() Permissions {
 // key's value, which it writes, to any subject.
 func kvKey(bucket, k string) string { return "$KV." + bucket + "." + k }
 
-// kvRead is what reading key (a subject of kvKey, or a wildcard of them)
-// from stream takes: a direct get, or the leader's (pkg/lock reads the
-// leader's after a failover).
-func kvRead(stream, key string) []string {
-	return []string{jsAPI + "DIRECT.GET." + stream + "." + key, jsAPI + "STREAM.MSG.GET." + stream}
-}
+// kvRead is what reading a key of stream's bucket takes: the leader's
+// message get (a KV Get on a bucket without allow_direct), which names no
+// key, so a role that may read one key may read any of the bucket. Never a
+// direct get: its answer is the stored message itself, body and headers,
+// published to the request's reply subject, which nats-server checks
+// against no permission, so a role that may write a key and direct-get it
+// writes any body onto any subject (issue 27's review: a forged Prime
+// answer under job-mirror's key); no stream allows them (streams/). A
+// message get's answer is JSON wrapping the message, with none of its
+// headers: what it reflects, its readers refuse as not their own.
+func kvRead(stream string) string { return jsAPI + "STREAM.MSG.GET." + stream }
 
 func dedupe(s []string) []string {
 	var out []string

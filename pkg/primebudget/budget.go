@@ -316,8 +316,7 @@ func (b *Budget) load(ctx context.Context, fresh bool) (state, uint64, error) {
 	raw, rev, have := b.raw, b.rev, b.rev > 0 || b.raw != nil
 	b.mu.Unlock()
 	if !fresh && have {
-		st, err := decode(raw)
-		return st, rev, err
+		return b.decode(raw), rev, nil
 	}
 	if !b.nc.IsConnected() {
 		return state{}, 0, errUnreachable
@@ -332,13 +331,30 @@ func (b *Budget) load(ctx context.Context, fresh bool) (state, uint64, error) {
 		return state{}, 0, err
 	}
 	b.know(e.Value(), e.Revision(), true)
-	st, err := decode(e.Value())
-	if err != nil {
-		// Not ours (someone put something there): start afresh over it.
-		b.log.Warn("prime budget: the key holds something else; writing it anew", "bucket", events.BucketPrimeBudget, "key", events.PrimeBudgetKey, "err", err)
-		st = state{}
+	return b.decode(e.Value()), e.Revision(), nil
+}
+
+// decode reads raw, the key's value as this process saw it. A value no
+// process wrote is never taken for a budget no one has spent, which would
+// give back every grant of the window and lift a 429's hold: a pub-ack or
+// another JetStream answer, published onto the key by a role's user that
+// set the key as its request's reply subject (nats-server checks no reply
+// subject against permissions; issue 27's review), did just that. It is
+// the last state this process knew with the whole window spent from now
+// (no call goes for a window, as if the calls Prime allows had just gone
+// out), which the process's next write puts over it.
+func (b *Budget) decode(raw []byte) state {
+	st, err := decode(raw)
+	if err == nil {
+		return st
 	}
-	return st, e.Revision(), nil
+	b.log.Warn("prime budget: the key holds something no process wrote; holding every call for a window, then writing it anew",
+		"bucket", events.BucketPrimeBudget, "key", events.PrimeBudgetKey, "err", err)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st = b.view.clone()
+	st.SpentUntil = max(st.SpentUntil, b.now()+b.window.Milliseconds())
+	return st
 }
 
 // store writes st over rev (0: the key is new). A write that is not
@@ -389,10 +405,7 @@ func (b *Budget) keep(raw []byte, rev uint64, put, current bool) {
 	if !put {
 		raw = nil // deleted or purged: the budget starts afresh
 	}
-	st, err := decode(raw)
-	if err != nil {
-		st = state{}
-	}
+	st := b.decode(raw)
 	now := b.now()
 	live := 0
 	for _, p := range st.Procs {

@@ -166,7 +166,7 @@ func (c Config) simulators(dry dryrun.Config) (simulators, error) {
 	}
 	switch {
 	case s.prime && realPrime:
-		errs = append(errs, both(SimulatePrime, "PRIME_API_URL"))
+		errs = append(errs, both(SimulatePrime, c.Prime.Given()))
 	case !s.prime && !realPrime:
 		errs = append(errs, config.Refuse("PRIME_API_URL", "is required: SIMULATE does not name prime"))
 	}

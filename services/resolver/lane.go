@@ -247,8 +247,7 @@ func (r *Resolver) dispatch(ctx context.Context, row store.WebhookLogRow, md *je
 		case <-deadline.C:
 			return events.Done{}, errLaneTimeout
 		case m := <-done:
-			var d events.Done
-			if json.Unmarshal(m.Data, &d) == nil {
+			if d, ok := events.DecodeDone(m.Data, row.ID); ok {
 				return d, nil
 			}
 		case <-check.C:

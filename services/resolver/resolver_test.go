@@ -86,6 +86,19 @@ func (f runner) Run(ctx context.Context) error { return f(ctx) }
 
 func (e *env) setWork(w pipeline.Work) { e.work.Store(&w) }
 
+// stuckOnFirst makes the stage stick on its first hand-over until release
+// is closed, and finish every hand-over; calls counts them.
+func (e *env) stuckOnFirst() (release chan struct{}, calls *atomic.Int32) {
+	release, calls = make(chan struct{}), &atomic.Int32{}
+	e.setWork(func(ctx context.Context, _ events.Resolved) (pipeline.Finish, error) {
+		if calls.Add(1) == 1 {
+			<-release
+		}
+		return pipeline.Finish{}, nil
+	})
+	return release, calls
+}
+
 // resolved returns what the stage was handed for a row.
 func (e *env) resolved(logID int64) []events.Resolved {
 	e.mu.Lock()
@@ -721,17 +734,34 @@ func (e *env) duplicateWindow(d time.Duration) {
 func TestLaneTimeoutHandsTheEventBackWithoutAnAttempt(t *testing.T) {
 	is := is.New(t)
 	e := start(t, func(c *resolver.Config) { c.LaneWait = 200 * time.Millisecond })
-	release := make(chan struct{})
-	var calls atomic.Int32
-	e.setWork(func(ctx context.Context, _ events.Resolved) (pipeline.Finish, error) {
-		if calls.Add(1) == 1 {
-			<-release // a stage stuck on its first try
-		}
-		return pipeline.Finish{}, nil
-	})
+	release, calls := e.stuckOnFirst()
 	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
 	flowtest.Eventually(t, "a second hand-over after the timeout", func() bool { return calls.Load() >= 2 })
 	close(release)
 	row := e.WaitProcessed(id)
 	is.Equal(row.ProcessAttempts, 0) // a slow stage is not the event's fault
+}
+
+// TestAnAnswerReflectedOntoTheDoneSubjectReleasesNoLane is the review's
+// attack on the lanes (issue 27): a user that may publish to a stream set
+// a row's done subject as its publish's reply subject, which nats-server
+// checks against no permission, and the resolver took JetStream's pub-ack
+// for the stage's announcement: a Done with no outcome, after which it
+// handed the row to its stage again while the first hand-over was still
+// in hand. Only a stage's Done for the row is one.
+func TestAnAnswerReflectedOntoTheDoneSubjectReleasesNoLane(t *testing.T) {
+	is := is.New(t)
+	e := start(t, func(c *resolver.Config) { c.LaneWait = 10 * time.Minute })
+	release, calls := e.stuckOnFirst() // the stage still works on its first hand-over
+	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+	flowtest.Eventually(t, "the row handed to its stage", func() bool { return calls.Load() == 1 })
+	seen, err := e.NC.SubscribeSync(events.DoneSubject(id))
+	is.NoErr(err)
+	is.NoErr(e.NC.PublishMsg(&nats.Msg{Subject: events.SubjectOptimoPlan, Reply: events.DoneSubject(id), Data: []byte(`{"source":"x"}`)}))
+	m, err := seen.NextMsg(10 * time.Second)
+	is.NoErr(err)
+	is.True(strings.Contains(string(m.Data), `"stream"`)) // JetStream's pub-ack, on the row's done subject
+	close(release)
+	e.WaitProcessed(id)
+	is.Equal(len(e.resolved(id)), 1) // handed to its stage once
 }
