@@ -119,7 +119,16 @@ func TestWaitingCallsGoOutByPriority(t *testing.T) {
 
 func TestCallsCountedByCallerAndPurpose(t *testing.T) {
 	is := is.New(t)
-	e := newEnv(t, primesim.Options{})
+	var mu sync.Mutex
+	var agents []string
+	e := newWrappedEnv(t, primesim.Options{}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			agents = append(agents, r.UserAgent())
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+	})
 	c := e.client(t, nil, prime.WithName("test"))
 	ctx := prime.WithCaller(prime.WithPriority(context.Background(), prime.PriorityMakesafe), "makesafe", "recheck")
 	_, err := c.ListJobAllocations(ctx, fixtureJob)
@@ -150,4 +159,8 @@ func TestCallsCountedByCallerAndPurpose(t *testing.T) {
 	is.Equal(calls["makesafe/recheck/makesafe"], float64(2)) // the token request and the list, for the caller that made them
 	is.Equal(calls["unnamed/unnamed/event"], float64(1))     // a context that names nothing
 	is.Equal(waits, uint64(3))                               // every call's wait for its turn is observed
+	mu.Lock()
+	defer mu.Unlock()
+	is.Equal(agents, []string{"primeflow (makesafe; recheck)", "primeflow (makesafe; recheck)", "primeflow (unnamed; unnamed)"}) // and Prime is told too
 }
+
