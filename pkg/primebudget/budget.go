@@ -17,6 +17,10 @@
 //   - a hold one process meets (a 429's Retry-After) holds every process,
 //     and a minute Prime says is spent (x-ratelimit-minute-remaining 0)
 //     keeps every process's calls back until its reset;
+//   - make-safe work spends PRIME_MINUTE_RESERVE calls of every window the
+//     other classes leave unspent, at once, beside the pace: a burst of it
+//     never queues behind itself at one call a second, and the window still
+//     holds every minute to PRIME_RATE_PER_MINUTE;
 //   - the day's budget is tracked from x-ratelimit-day-remaining where Prime
 //     sends it: sweeps and drains stop with 2 × PRIME_DAY_RESERVE left,
 //     events with PRIME_DAY_RESERVE left, and only make-safe work spends the
@@ -83,6 +87,12 @@ type Config struct {
 	// DayReserve is the day's calls kept for make-safe work (events keep
 	// off it, sweeps and drains off twice it).
 	DayReserve int `env:"PRIME_DAY_RESERVE" envDefault:"250"`
+	// MinuteReserve is the calls of every window (a minute and the margin)
+	// kept for make-safe work: the other classes leave them unspent, and
+	// make-safe calls take them at once, beside the pace, within
+	// PRIME_RATE_PER_MINUTE and PRIME_MAX_CONCURRENT. The others' pace is
+	// the rest of the minute.
+	MinuteReserve int `env:"PRIME_MINUTE_RESERVE" envDefault:"3"`
 	// Timeout bounds each request to NATS; a process that gets no answer
 	// spends its local share until NATS answers again.
 	Timeout time.Duration `env:"PRIME_BUDGET_TIMEOUT" envDefault:"5s"`
@@ -96,6 +106,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("prime budget: PRIME_BUDGET_MARGIN %s must be from 0 to under a minute", c.Margin)
 	case c.DayReserve < 0:
 		return fmt.Errorf("prime budget: PRIME_DAY_RESERVE %d must not be negative", c.DayReserve)
+	case c.MinuteReserve < 0:
+		return fmt.Errorf("prime budget: PRIME_MINUTE_RESERVE %d must not be negative", c.MinuteReserve)
 	case c.Timeout <= 0:
 		return fmt.Errorf("prime budget: PRIME_BUDGET_TIMEOUT %s must be above zero", c.Timeout)
 	}
@@ -164,6 +176,10 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	perMinute := orDefault(pc.RatePerMinute, 60)
+	if cfg.MinuteReserve >= perMinute {
+		return nil, fmt.Errorf("prime budget: PRIME_MINUTE_RESERVE %d must be below PRIME_RATE_PER_MINUTE %d: the other classes need a share of the minute", cfg.MinuteReserve, perMinute)
+	}
 	kv, err := bind(ctx, js, events.BucketPrimeBudget, log)
 	if err != nil {
 		return nil, err
@@ -175,7 +191,7 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 	b := &Budget{
 		kv: kv, nc: js.Conn(), cfg: cfg, log: log,
 		id: rand.Text()[:12], host: host, pid: os.Getpid(),
-		perMinute: orDefault(pc.RatePerMinute, 60), burst: orDefault(pc.RateBurst, 1), most: orDefault(pc.MaxConcurrent, 5),
+		perMinute: perMinute, burst: orDefault(pc.RateBurst, 1), most: orDefault(pc.MaxConcurrent, 5),
 		window:    time.Minute + cfg.Margin,
 		changed:   make(chan struct{}, 1),
 		kick:      make(chan struct{}, 1),
@@ -186,7 +202,7 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 		return nil, fmt.Errorf("prime budget: register in %s: %w", events.BucketPrimeBudget, err)
 	}
 	log.Info("spending the deployment's Prime budget", "process", b.id, "perMinute", b.perMinute, "maxConcurrent", b.most,
-		"lease", cfg.Lease, "dayReserve", cfg.DayReserve)
+		"lease", cfg.Lease, "dayReserve", cfg.DayReserve, "minuteReserve", cfg.MinuteReserve)
 	return b, nil
 }
 
@@ -540,12 +556,24 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 		}
 		return wait(prime.Wait{D: ms(max(until-now, 1)), Reason: prime.WaitConcurrency})
 	}
-	free := int64(0) // when the next call may go
-	if n := len(st.Grants); n >= b.perMinute {
-		free = st.Grants[n-b.perMinute] + b.window.Milliseconds()
+	// The window holds PRIME_RATE_PER_MINUTE calls; the other classes
+	// leave the minute's reserve of it to make-safe work, at an even pace
+	// over the rest, and a make-safe call takes what the window has left
+	// at once: it neither waits for nor moves the pace.
+	makesafe := t.Priority == prime.PriorityMakesafe
+	window, share := b.window.Milliseconds(), b.perMinute-b.cfg.MinuteReserve
+	interval := window / int64(share)
+	limit := share
+	if makesafe {
+		limit = b.perMinute
 	}
-	interval := b.window.Milliseconds() / int64(b.perMinute)
-	free = max(free, st.Pace-int64(max(b.burst, catchUp)-1)*interval)
+	free := int64(0) // when the next call may go
+	if n := len(st.Grants); n >= limit {
+		free = st.Grants[n-limit] + window
+	}
+	if !makesafe {
+		free = max(free, st.Pace-int64(max(b.burst, catchUp)-1)*interval)
+	}
 	if d := ms(free - now); d > 0 {
 		return await(d, prime.WaitRate)
 	}
@@ -555,7 +583,9 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 	if n := len(st.Grants); n > b.perMinute {
 		st.Grants = st.Grants[n-b.perMinute:]
 	}
-	st.Pace = max(st.Pace, now) + interval
+	if !makesafe {
+		st.Pace = max(st.Pace, now) + interval
+	}
 	st.Slots = append(st.Slots, slot{Proc: b.id, ID: id, At: now})
 	if st.Day != nil {
 		st.Day.Remaining--
