@@ -47,6 +47,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	_ "time/tzdata" // PRIME_DAY_ZONE resolves without the host's zoneinfo
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -87,6 +88,13 @@ type Config struct {
 	// DayReserve is the day's calls kept for make-safe work (events keep
 	// off it, sweeps and drains off twice it).
 	DayReserve int `env:"PRIME_DAY_RESERVE" envDefault:"250"`
+	// PerDay is the account's calls a day (Prime's 5,000; 0 takes it),
+	// for the forecast while Prime has not said how many are left.
+	PerDay int `env:"PRIME_RATE_PER_DAY" envDefault:"5000"`
+	// DayZone is the zone whose midnight ends Prime's day, for the
+	// forecast (assumed: Prime's timestamps are UTC, and it never says when
+	// its day ends).
+	DayZone string `env:"PRIME_DAY_ZONE" envDefault:"UTC"`
 	// MinuteReserve is the calls of every window (a minute and the margin)
 	// kept for make-safe work: the other classes leave them unspent, and
 	// make-safe calls take them at once, beside the pace, within
@@ -108,6 +116,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("prime budget: PRIME_DAY_RESERVE %d must not be negative", c.DayReserve)
 	case c.MinuteReserve < 0:
 		return fmt.Errorf("prime budget: PRIME_MINUTE_RESERVE %d must not be negative", c.MinuteReserve)
+	case c.PerDay != 0 && c.PerDay <= c.DayReserve:
+		return fmt.Errorf("prime budget: PRIME_RATE_PER_DAY %d must be above PRIME_DAY_RESERVE %d", c.PerDay, c.DayReserve)
 	case c.Timeout <= 0:
 		return fmt.Errorf("prime budget: PRIME_BUDGET_TIMEOUT %s must be above zero", c.Timeout)
 	}
@@ -126,7 +136,8 @@ type Budget struct {
 	pid  int
 
 	perMinute, burst, most int
-	window                 time.Duration // a minute and the margin
+	window                 time.Duration  // a minute and the margin
+	zone                   *time.Location // PRIME_DAY_ZONE's
 	changed                chan struct{}
 	kick                   chan struct{}
 
@@ -176,6 +187,11 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.PerDay = orDefault(cfg.PerDay, 5000)
+	zone, err := time.LoadLocation(cfg.DayZone) // "" is UTC
+	if err != nil {
+		return nil, fmt.Errorf("prime budget: PRIME_DAY_ZONE %q: %w", cfg.DayZone, err)
+	}
 	perMinute := orDefault(pc.RatePerMinute, 60)
 	if cfg.MinuteReserve >= perMinute {
 		return nil, fmt.Errorf("prime budget: PRIME_MINUTE_RESERVE %d must be below PRIME_RATE_PER_MINUTE %d: the other classes need a share of the minute", cfg.MinuteReserve, perMinute)
@@ -190,7 +206,7 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 	}
 	b := &Budget{
 		kv: kv, nc: js.Conn(), cfg: cfg, log: log,
-		id: rand.Text()[:12], host: host, pid: os.Getpid(),
+		id: rand.Text()[:12], host: host, pid: os.Getpid(), zone: zone,
 		perMinute: perMinute, burst: orDefault(pc.RateBurst, 1), most: orDefault(pc.MaxConcurrent, 5),
 		window:    time.Minute + cfg.Margin,
 		changed:   make(chan struct{}, 1),
@@ -590,8 +606,15 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 	if st.Day != nil {
 		st.Day.Remaining--
 	}
+	b.countDay(st, now, 1)
 	me.Waiting = nil
 	return decision{write: true, granted: true, id: id, at: now}
+}
+
+// countDay counts n calls let out at now into the day's forecast. b.mu is
+// held, or st is the process's own.
+func (b *Budget) countDay(st *state, now int64, n int) {
+	st.count(now, n, b.zone, b.cfg.PerDay, b.cfg.DayReserve)
 }
 
 // enrol makes sure st holds this process, with a lease that runs. b.mu is
@@ -673,6 +696,9 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 		if b.fallback != nil {
 			grants = b.fallback.grants
 			st.Grants = merged(st.Grants, grants, b.perMinute)
+			for _, g := range grants {
+				b.countDay(&st, g, 1)
+			}
 		}
 		b.mu.Unlock()
 		err = b.store(ctx, st, rev)

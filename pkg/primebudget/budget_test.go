@@ -682,8 +682,16 @@ func TestReadShowsTheBudgetWithoutSpendingIt(t *testing.T) {
 	is.Equal(s.Processes, 1)   // one process spending it
 	is.Equal(*s.DayLeft, 4209) // Prime's count, less the call it had not counted yet
 	is.Equal(s.Hold, time.Duration(0))
+	is.True(s.Forecast != nil)           // the day's forecast
+	is.Equal(s.Forecast.Calls, 2)        // the deployment's calls today
+	is.Equal(s.Forecast.Left, 4209)      // what Prime says is left
+	is.True(s.Forecast.ReserveAt != nil) // at the pace of two calls, the reserve is reached some day...
+	is.True(!s.Forecast.Short)           // but not today
 	second.Done(http.StatusOK, nil)
-	is.Equal(gauge(t, p, "prime_budget_remaining", "minute"), 58.0) // the metrics say the same
+	is.Equal(gauge(t, p, "prime_budget_remaining", "minute"), 58.0)                                     // the metrics say the same
+	is.Equal(gauge(t, p, "prime_budget_day_calls", ""), 2.0)                                            // the day's calls
+	is.Equal(gauge(t, p, "prime_budget_day_end_timestamp_seconds", ""), float64(s.Forecast.End.Unix())) // when it ends
+	is.True(gauge(t, p, "prime_budget_day_reserve_reached_timestamp_seconds", "") > float64(s.Forecast.End.Unix()))
 }
 
 // A process that starts while the cluster has no quorum waits for it to

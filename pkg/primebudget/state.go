@@ -29,6 +29,9 @@ type state struct {
 	SpentUntil int64 `json:"spentUntil,omitempty"`
 	// Day is the day's budget as Prime last told it.
 	Day *day `json:"day,omitempty"`
+	// Today is the deployment's own count of Prime's day, for the
+	// forecast (forecast.go).
+	Today *today `json:"today,omitempty"`
 	// PerMinute is PRIME_RATE_PER_MINUTE as the processes spend it, for
 	// those that only read the budget (Read).
 	PerMinute int `json:"perMinute,omitempty"`

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -139,6 +140,10 @@ type Budget struct {
 	InFlight    *int    `json:"inFlight,omitempty"`
 	Processes   *int    `json:"processes,omitempty"`
 	HoldSeconds float64 `json:"holdSeconds,omitempty"`
+	// Forecast is the day's: the deployment's calls in Prime's day, their
+	// pace, and when at that pace the day's budget is down to its reserve.
+	// Only from the shared budget, once a call went out today.
+	Forecast *primebudget.Forecast `json:"forecast,omitempty"`
 }
 
 // Sources are where Gather reads.
