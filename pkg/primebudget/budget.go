@@ -7,9 +7,11 @@
 // Across all the processes:
 //   - no more than PRIME_RATE_PER_MINUTE calls go out in any window of a
 //     minute and PRIME_BUDGET_MARGIN (the margin covers the time between a
-//     call's turn and its arrival at Prime), at an even pace that makes up
-//     for turns taken late with up to three calls back to back (more when
-//     PRIME_RATE_BURST allows bursts);
+//     call's turn and its arrival at Prime), each counted as late as Prime
+//     may have counted it (as now while in flight, then as when its answer
+//     came back), at an even pace that makes up for turns taken late with
+//     up to three calls back to back (more when PRIME_RATE_BURST allows
+//     bursts);
 //   - no more than PRIME_MAX_CONCURRENT are in flight. Each process holds a
 //     lease on its calls in flight, renewed every third of
 //     PRIME_BUDGET_LEASE; a process that dies (kill -9) gives its calls back
@@ -141,11 +143,14 @@ type Budget struct {
 	changed                chan struct{}
 	kick                   chan struct{}
 
-	mu      sync.Mutex
-	raw     []byte // the key's value as last seen, at rev
-	rev     uint64
-	view    state // raw, decoded, never changed: what Held reads
-	mine    map[uint64]int64
+	mu   sync.Mutex
+	raw  []byte // the key's value as last seen, at rev
+	rev  uint64
+	view state // raw, decoded, never changed: what Held reads
+	mine map[uint64]int64
+	// ended are this process's calls that have ended and whose grant the
+	// window does not yet hold at the time they ended.
+	ended   []ended
 	seq     uint64
 	waiting *turn // this process's first waiting call, to publish
 	// pendingHold, pendingSpent and pendingDay are what this process's
@@ -161,6 +166,9 @@ type Budget struct {
 	peak   int
 	peakAt int64
 }
+
+// ended is a call that has ended: granted at At, its answer back at Done.
+type ended struct{ at, done int64 }
 
 // fallback is the local share a process spends while NATS cannot be
 // reached.
@@ -584,8 +592,8 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 		limit = b.perMinute
 	}
 	free := int64(0) // when the next call may go
-	if n := len(st.Grants); n >= limit {
-		free = st.Grants[n-limit] + window
+	if eff := st.counted(now); len(eff) >= limit {
+		free = eff[len(eff)-limit] + window
 	}
 	if !makesafe {
 		free = max(free, st.Pace-int64(max(b.burst, catchUp)-1)*interval)
@@ -679,6 +687,10 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 			me.Waiting = &w
 		}
 		st.Slots = slices.DeleteFunc(st.Slots, func(s slot) bool { _, ok := b.mine[s.ID]; return s.Proc == b.id && !ok })
+		ends := b.ended
+		for _, e := range ends {
+			st.ended(e)
+		}
 		for id, at := range b.mine {
 			if !slices.ContainsFunc(st.Slots, func(s slot) bool { return s.Proc == b.id && s.ID == id }) {
 				st.Slots = append(st.Slots, slot{Proc: b.id, ID: id, At: at})
@@ -718,6 +730,7 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 		if b.pendingDay == dy {
 			b.pendingDay = nil
 		}
+		b.ended = b.ended[len(ends):]
 		if b.fallback != nil {
 			b.fallback.grants = b.fallback.grants[len(grants):]
 		}
@@ -841,6 +854,9 @@ func (p *permit) Done(status int, h http.Header) time.Duration {
 		now := b.now()
 		limits = prime.ReadLimits(status, h, time.UnixMilli(now))
 		b.mu.Lock()
+		if at, ok := b.mine[p.id]; ok && p.local == nil {
+			b.ended = append(b.ended, ended{at: at, done: now})
+		}
 		delete(b.mine, p.id)
 		if limits.Hold > 0 {
 			b.pendingHold = max(b.pendingHold, now+limits.Hold.Milliseconds())

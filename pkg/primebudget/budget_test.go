@@ -588,6 +588,34 @@ func TestMakesafeWorkGoesBesideThePace(t *testing.T) {
 	is.True(after.D <= behind.D) // nor move it: the next event's turn is no later for them
 }
 
+// A call counts in the window as late as Prime may have counted it: while
+// it is in flight, as now; once its answer is back, as then. A call that
+// reaches Prime late (its process stalled between its turn and the
+// request) never lets a window of Prime's hold more than the budget's.
+func TestACallInFlightHoldsItsPlaceInTheWindow(t *testing.T) {
+	is := is.New(t)
+	srv := natstest.Server(t)
+	const window = 300 * time.Millisecond
+	p := newProcess(t, srv, prime.Config{RatePerMinute: 1, MaxConcurrent: 5}, window) // one call a window
+	admit := admitter(t, p)
+	slow, _ := admit(prime.PriorityEvent)
+	is.True(slow != nil) // a call goes out, and is slow to come back
+	time.Sleep(2 * window)
+	permit, wait := admit(prime.PriorityEvent)
+	is.True(permit == nil)                // its window has passed, but it is still in flight: it counts as now...
+	is.Equal(wait.Reason, prime.WaitRate) // and the next call waits
+	back := time.Now().UnixMilli()
+	slow.Done(http.StatusOK, nil)
+	flowtest.Eventually(t, "the slow call counted as when it came back", func() bool {
+		return slices.ContainsFunc(stateOf(t, p.js).Grants, func(g int64) bool { return g >= back })
+	})
+	flowtest.Eventually(t, "the next call let out, a window after that", func() bool {
+		permit, _ = admit(prime.PriorityEvent)
+		return permit != nil
+	})
+	permit.Done(http.StatusOK, nil)
+}
+
 func TestNATSLossFallsBackToALocalShare(t *testing.T) {
 	is := is.New(t)
 	dir, addr := t.TempDir(), flowtest.FreeAddr(t)
