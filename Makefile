@@ -32,7 +32,7 @@ LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMI
 # What bin/primeflow keeps (make clean-data removes it).
 DATA_DIR ?= data
 
-.PHONY: build run test race bench chaos fuzz vet fmt tidy tools rules clean clean-data
+.PHONY: build run test race bench chaos fuzz vet fmt tidy tools rules docs clean clean-data
 
 ## build: one binary per service in bin/, plus bin/primeflow (all-in-one) and bin/primectl,
 ## each stamped with the version, commit and build date (--version)
@@ -68,6 +68,11 @@ test: tools
 	$(TEST_TOOLS) $(GO) test -count=1 -timeout 20m $(PKGS)
 	@[ -n "$$MSSQL_DSN" ] || echo "NOTE: the SQL Server contract tests were SKIPPED: set MSSQL_DSN=sqlserver://… to run them."
 
+## docs: write docs/configuration.md anew from the Config structs' tags, keeping the meanings
+## written there (make test fails while it is stale, or a variable has no meaning)
+docs:
+	$(GO) test -count=1 -run '^TestConfigurationDoc$$' ./services/primeflow -update
+
 ## race: the tests under the race detector
 race: tools
 	$(TEST_TOOLS) $(GO) test -race -count=1 -timeout 30m $(PKGS)
@@ -76,7 +81,7 @@ race: tools
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
 
-## chaos: the fault-injection harness, full profile (README, "Proving it under faults"); a scenario alone with CHAOS_FLAGS=-scenario=cluster
+## chaos: the fault-injection harness, full profile (DEVELOPMENT.md, "Proving it under faults"); a scenario alone with CHAOS_FLAGS=-scenario=cluster
 chaos: build tools
 	$(GO) run ./chaos/cmd/chaos -bin $(BIN) -nats-server $(NATS_SERVER) $(CHAOS_FLAGS)
 

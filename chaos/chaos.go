@@ -116,7 +116,7 @@ type Summary struct {
 	Exits int
 	// Resent are posts the SMS gateway or the triage invite endpoint
 	// received more than once under the same Idempotency-Key: at-least-once
-	// delivery, not a duplicate (README).
+	// delivery, not a duplicate (docs/architecture.md, "What happens exactly once").
 	Resent int
 	// Violations say which invariant failed and how; none is a pass.
 	Violations []string

@@ -29,7 +29,7 @@ type report struct {
 	phoneCallMissing []string // after-hours make-safe jobs without their call or SMS
 	phoneCallWrong   []string // calls raised for jobs that must not have one
 	inviteMissing    []string // jobs in Initial Contact Made whose triage invite was not sent to the endpoint
-	inviteTwice      []string // invites queued while one of the job's was pending
+	inviteTwice      []string // invites queued for a status change another invite of the job answers
 	orderMissing     []string // appointments without their order at their date
 	orderExtra       []string // orders no appointment accounts for
 	dateUnplanned    []string // dates not planned after their last order write
@@ -79,7 +79,7 @@ func (r report) violations() []string {
 	add("an after-hours make-safe job has its phone call and its SMS", r.phoneCallMissing)
 	add("no other job has a phone call", r.phoneCallWrong)
 	add("every job in Initial Contact Made has its triage invite sent", r.inviteMissing)
-	add("no triage invite is queued while one of its job's is pending", r.inviteTwice)
+	add("one triage invite a status change", r.inviteTwice)
 	add("every appointment has its order, at its date", r.orderMissing)
 	add("one order an appointment", r.orderExtra)
 	add("every date is planned after its last order write", r.dateUnplanned)
@@ -253,25 +253,24 @@ func checkMakesafe(ctx context.Context, db *sql.DB, posts map[string]int, jobs [
 
 // checkInvites: each job whose webhooks were all accepted ended in the
 // Initial-Contact-Made status, so it has a triage invite, Sent, which
-// reached the endpoint (§3.1), and every invite of it did. A job may have
-// more than one: §5.1 step 6 skips a job only while an invite is pending,
-// so a change-job-status event handled after the job's invite went (an
-// earlier status change whose handling was held up by a kill) queues
-// another, as the spec's procedure does. What must hold is that no invite
-// was queued while another of the job's was pending, and that each reached
-// the endpoint; a post repeated under one key (a sender killed before it
-// recorded the answer) is counted as resent, as the SMS are.
+// reached the endpoint (§3.1), and every invite of it did. An invite answers
+// one arrival in the status (§10.4): a change-job-status event handled
+// after the job's invite went (Prime's resend, or an earlier status change
+// whose handling a kill held up) queues no second one, so a job has a later
+// invite only after the mirror saw it leave the status of the one before. A
+// post repeated under one key (a sender killed before it recorded the
+// answer) is counted as resent, as the SMS are.
 func checkInvites(ctx context.Context, db *sql.DB, posts map[string]int, jobs []jobState, r *report) error {
 	type invite struct {
-		id           int64
-		state        string
-		queued, sent string // as the store writes them: they sort as times
+		id                 int64
+		state              string
+		queued, sent, left string // as the store writes them: they sort as times
 	}
 	invites := map[string][]invite{}
-	err := query(ctx, db, `SELECT jobId, id, state, queuedUTC, COALESCE(sentUTC, '') FROM ethTriageInviteQueue ORDER BY jobId, id`, func(sc *sql.Rows) error {
+	err := query(ctx, db, `SELECT jobId, id, state, queuedUTC, COALESCE(sentUTC, ''), COALESCE(statusLeftUTC, '') FROM ethTriageInviteQueue ORDER BY jobId, id`, func(sc *sql.Rows) error {
 		var job string
 		var in invite
-		if err := sc.Scan(&job, &in.id, &in.state, &in.queued, &in.sent); err != nil {
+		if err := sc.Scan(&job, &in.id, &in.state, &in.queued, &in.sent, &in.left); err != nil {
 			return err
 		}
 		invites[job] = append(invites[job], in)
@@ -296,8 +295,8 @@ func checkInvites(ctx context.Context, db *sql.DB, posts map[string]int, jobs []
 				r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d is %q", j.id, in.id, in.state))
 			case n == 0:
 				r.inviteMissing = append(r.inviteMissing, fmt.Sprintf("%s: invite %d sent, but not to the endpoint", j.id, in.id))
-			case k > 0 && in.queued < ins[k-1].sent:
-				r.inviteTwice = append(r.inviteTwice, fmt.Sprintf("%s: invite %d queued while invite %d was pending", j.id, in.id, ins[k-1].id))
+			case k > 0 && (ins[k-1].left == "" || in.queued < ins[k-1].left):
+				r.inviteTwice = append(r.inviteTwice, fmt.Sprintf("%s: invite %d queued for the status change invite %d answers", j.id, in.id, ins[k-1].id))
 			}
 			r.resent += max(n-1, 0)
 		}

@@ -36,7 +36,7 @@ type faults struct {
 // run deals sc's kills every KillEvery, and its other faults at fixed
 // points of the phase: OptimoRoute's errors at 25% and 45% (while
 // appointments still arrive: a run that fails on OptimoRoute's own trouble
-// leaves its work to the next run, README), the database lock a third of
+// leaves its work to the next run, docs/operations.md), the database lock a third of
 // the way through, Prime's 5xx storm at half way and its 429 storm at 65%.
 // It returns once the last killed process is back.
 func (f *faults) run(ctx context.Context, sc Scenario, phase time.Duration) {

@@ -229,8 +229,11 @@ func TestAppServices(t *testing.T) {
 			is.Equal(cfg.Host, "mssql")                                        // the mssql service
 			is.Equal(cfg.Database, "primeflow")                                // the database db-init creates
 			login := "primeflow_pipeline"
-			if name == "ingest" {
+			switch name {
+			case "ingest":
 				login = "primeflow_ingest"
+			case "mail-intake":
+				login = "primeflow_mailintake"
 			}
 			is.Equal(cfg.User, login)                                                                      // its role's login, not sa
 			is.Equal(cfg.Password, "")                                                                     // the password not in the URL
@@ -338,7 +341,7 @@ func TestMigrate(t *testing.T) {
 	is.NoErr(err) // init.sql reads
 	sql := string(b)
 	is.True(env(dbInit, "SQLCMDPASSWORD") != "") // sqlcmd takes sa's password from the environment
-	for _, login := range []string{"primeflow_migrate", "primeflow_ingest", "primeflow_pipeline", "primeflow_operators"} {
+	for _, login := range []string{"primeflow_migrate", "primeflow_ingest", "primeflow_mailintake", "primeflow_pipeline", "primeflow_operators"} {
 		v := strings.ToUpper(login) + "_PASSWORD"
 		is.True(strings.Contains(sql, "CREATE LOGIN "+login+" WITH PASSWORD = N'$("+v+")'")) // init.sql makes each login the DSNs use
 		is.True(env(dbInit, v) != "")                                                        // from the variable
@@ -355,9 +358,62 @@ func TestMigrate(t *testing.T) {
 	granted := regexp.MustCompile(`GRANT (\w+) ON (OBJECT|TYPE)::dbo\.(\w+) TO (\w+);`).FindAllStringSubmatch(string(b), -1)
 	is.True(len(granted) >= 5) // ingest's procedures, one by one
 	for _, g := range granted {
-		is.Equal(g[4], "primeflow_ingest")                                                // only ingest's login is granted object by object
+		is.True(g[4] == "primeflow_ingest" || g[4] == "primeflow_mailintake")             // only the narrow logins are granted object by object
 		is.True(strings.Contains(strings.ToLower(scripts), "dbo."+strings.ToLower(g[3]))) // an object sql/mssql or the migration table makes
 	}
+}
+
+// What each narrow login of grants.sql may do is what its service calls,
+// and nothing else: ingest's the webhook log's procedures, and the mail
+// intake's — the service that parses mail anyone can send — the email
+// receipts' alone, with no role and no grant on the schema, so that its
+// credential cannot write smsQueue (whose texts makesafe sends to any
+// number) or read the mirror, as the pipeline's login it had could
+// (issue 27 §4).
+func TestNarrowLoginsAreGrantedWhatTheirServiceCalls(t *testing.T) {
+	root := repoRoot(t)
+	read := func(parts ...string) string {
+		b, err := os.ReadFile(filepath.Join(append([]string{root}, parts...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	grants := map[string][]string{}
+	for _, g := range regexp.MustCompile(`GRANT (\w+) ON (?:OBJECT|TYPE)::dbo\.(\w+) TO (\w+);`).FindAllStringSubmatch(read("compose", "mssql", "grants.sql"), -1) {
+		grants[g[3]] = append(grants[g[3]], g[1]+" "+g[2])
+	}
+	procs := func(file string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(`"dbo\.(sp\w+)"`).FindAllStringSubmatch(read("pkg", "store", "mssql", file), -1) {
+			out = append(out, "EXECUTE "+m[1])
+		}
+		return out
+	}
+	for login, want := range map[string][]string{
+		// The mail intake's store is store.EmailReceipts (below), whose
+		// procedures emailjobs.go names; and the applied scripts, read at start.
+		"primeflow_mailintake": append(procs("emailjobs.go"), "SELECT primeflowSchemaMigrations"),
+		"primeflow_ingest": {"EXECUTE spPrimeInsertWebhookLog", "EXECUTE spPrimeflowGetWebhookLogUnpublished", "EXECUTE spPrimeflowSetWebhookLogPublished",
+			"EXECUTE spPrimeflowCountWebhookLog", "EXECUTE primeflowIdList", "SELECT primeflowSchemaMigrations"},
+	} {
+		t.Run(login, func(t *testing.T) {
+			is := is.New(t)
+			got := slices.Sorted(slices.Values(grants[login]))
+			slices.Sort(want)
+			is.Equal(got, want) // granted exactly what the service calls
+			for _, line := range strings.Split(read("compose", "mssql", "init.sql"), "\n") {
+				if strings.Contains(line, login) && (strings.Contains(line, "ALTER ROLE") || strings.Contains(line, "IS_ROLEMEMBER") || strings.Contains(line, "SCHEMA::")) {
+					t.Errorf("init.sql gives %s more than its objects: %s", login, strings.TrimSpace(line))
+				}
+			}
+		})
+	}
+	// The mail intake calls no store method but the receipts' (what it is
+	// granted): its store is a store.EmailReceipts.
+	is := is.New(t)
+	is.True(regexp.MustCompile(`(?m)^\s+store\s+store\.EmailReceipts$`).MatchString(read("services", "mail-intake", "mailintake.go")))
+	is.Equal(len(procs("emailjobs.go")), 3) // RegisterEmail, UpdateEmailReceipt, GetEmailReceipt
 }
 
 // mssqlScripts is every script of sql/mssql and the migration code, which

@@ -49,6 +49,8 @@ const (
 	liveAPIKey   = "5b0e1f6c-2a7d-4c1e-9f3b-8d6a4e2c1b70"
 	liveAdmin    = "ops"
 	livePassword = "s3cret-admin"
+	// liveSimToken is the simulators' control token (SIM_TOKEN).
+	liveSimToken = "live-test-sim-control-token"
 	// The Prime simulator's fixture (pkg/primesim): a job, and the Make
 	// Safe allocation of a job created out of hours.
 	fixtureJob        = "0f8e3c1a-5b7d-4e2f-9a6c-1d3e5f7a9b01"
@@ -291,7 +293,7 @@ func (pf *livePrimeflow) start(t *testing.T, bin string, env []string) {
 	cmd := exec.Command(bin)
 	cmd.Env = append(env, "HTTP_ADDR="+pf.http, "SIM_ADDR="+pf.sim, "NATS_MONITOR_LISTEN="+pf.monitor,
 		"PRIME_WEBHOOK_API_KEY="+liveAPIKey, "ADMIN_USER="+liveAdmin, "ADMIN_PASSWORD="+livePassword,
-		"PATH="+os.Getenv("PATH"))
+		"SIM_TOKEN="+liveSimToken, "PATH="+os.Getenv("PATH"))
 	cmd.Stdout = io.Discard
 	proc := startProcess(t, "bin/primeflow", cmd)
 	waitFor(t, 60*time.Second, "bin/primeflow's /healthz 200", func() bool {
@@ -354,13 +356,17 @@ func (pf *livePrimeflow) traffic(t *testing.T) {
 	}
 }
 
-// do sends body and returns the answer's, failing the test on a non-2xx.
+// do sends body and returns the answer's, failing the test on a non-2xx;
+// a simulator's control request goes with the control token.
 func (pf *livePrimeflow) do(t *testing.T, method, url, body, apiKey string) []byte {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if apiKey != "" {
 		req.Header.Set("API-Key", apiKey)
+	}
+	if strings.Contains(url, "/_sim/") {
+		req.Header.Set("Authorization", "Bearer "+liveSimToken)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

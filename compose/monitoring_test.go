@@ -486,8 +486,8 @@ func TestWebhooksDashboardShowsTheIngestPath(t *testing.T) {
 
 // TestFailureCountersAreOnADashboard: every counter of failures the Go code
 // declares (a name with "fail" in it, or a payload shape change) is queried
-// by a dashboard, and so are the SMS sends: these are what the README's
-// "Lag and dashboards" serves at 0 from the start for an operator to watch.
+// by a dashboard, and so are the SMS sends: these are what docs/monitoring.md,
+// "Metrics", says are served at 0 from the start for an operator to watch.
 func TestFailureCountersAreOnADashboard(t *testing.T) {
 	root := repoRoot(t)
 	metrics := codeMetrics(t, goDirs(t, filepath.Join(root, "pkg"), filepath.Join(root, "services")))
@@ -521,13 +521,16 @@ func familyOf(series string, metrics map[string]metricFamily) string {
 	return series
 }
 
-// leftOffHeading starts the README's list of metric families left off the
+// monitoringDoc is where the metrics are documented (docs/monitoring.md).
+var monitoringDoc = filepath.Join("docs", "monitoring.md")
+
+// leftOffHeading starts monitoringDoc's list of metric families left off the
 // dashboards on purpose: a line "- `family`: why" each, up to a blank line.
 const leftOffHeading = "Left off the dashboards on purpose:"
 
 // TestEveryFamilyIsOnADashboard: every metric family the Go code declares
 // (primeflow_*, and the Prime and OptimoRoute clients') is queried by a
-// dashboard, or named in the README's list of the families left off them on
+// dashboard, or named in docs/monitoring.md's list of the families left off them on
 // purpose, with the reason: a family added later fails here until it has a
 // panel or a reason.
 func TestEveryFamilyIsOnADashboard(t *testing.T) {
@@ -540,20 +543,20 @@ func TestEveryFamilyIsOnADashboard(t *testing.T) {
 			shown[family(n)] = true
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, monitoringDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, list, found := strings.Cut(string(readme), leftOffHeading)
+	_, list, found := strings.Cut(string(doc), leftOffHeading)
 	if !found {
-		t.Fatalf("README.md has no %q", leftOffHeading)
+		t.Fatalf("%s has no %q", monitoringDoc, leftOffHeading)
 	}
 	list, _, _ = strings.Cut(strings.TrimLeft(list, "\n"), "\n\n")
 	leftOff := make(map[string]bool)
 	for _, line := range strings.Split(list, "\n") {
 		name, reason, ok := strings.Cut(strings.TrimPrefix(line, "- `"), "`: ")
 		if !strings.HasPrefix(line, "- `") || !ok || reason == "" {
-			t.Fatalf("README.md, %s: %q is not \"- `family`: why\"", leftOffHeading, line)
+			t.Fatalf("%s, %s: %q is not \"- `family`: why\"", monitoringDoc, leftOffHeading, line)
 		}
 		leftOff[name] = true
 	}
@@ -563,14 +566,14 @@ func TestEveryFamilyIsOnADashboard(t *testing.T) {
 	}
 	for name := range leftOff {
 		if !families[name] {
-			t.Errorf("README.md leaves %s off the dashboards, but the code declares no such family", name)
+			t.Errorf("%s leaves %s off the dashboards, but the code declares no such family", monitoringDoc, name)
 		}
 	}
 	for name := range families {
 		t.Run(name, func(t *testing.T) {
 			is := is.New(t)
-			is.True(shown[name] || leftOff[name])    // on a dashboard, or left off on purpose (README.md: "Left off the dashboards on purpose")
-			is.True(!(shown[name] && leftOff[name])) // not both: the README's list would be stale
+			is.True(shown[name] || leftOff[name])    // on a dashboard, or left off on purpose (docs/monitoring.md: "Left off the dashboards on purpose")
+			is.True(!(shown[name] && leftOff[name])) // not both: docs/monitoring.md's list would be stale
 		})
 	}
 }

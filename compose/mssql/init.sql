@@ -1,7 +1,8 @@
 -- compose's db-init: the primeflow database and its logins, before
 -- `primectl migrate` runs. Run by sqlcmd as sa, which takes the scripting
 -- variables PRIMEFLOW_MIGRATE_PASSWORD, PRIMEFLOW_INGEST_PASSWORD,
--- PRIMEFLOW_PIPELINE_PASSWORD and PRIMEFLOW_OPERATORS_PASSWORD from the
+-- PRIMEFLOW_MAILINTAKE_PASSWORD, PRIMEFLOW_PIPELINE_PASSWORD and
+-- PRIMEFLOW_OPERATORS_PASSWORD from the
 -- environment (compose/.env). Every batch can run again: a restart of the
 -- stack re-applies the passwords and changes nothing else.
 --
@@ -10,6 +11,9 @@
 --   primeflow_ingest     ingest: the procedures that store and publish
 --                        webhooks, granted one by one once they exist
 --                        (compose/mssql/grants.sql, run after migrate).
+--   primeflow_mailintake mail-intake, which parses mail anyone can send: the
+--                        email receipts' procedures only, granted one by one
+--                        once they exist (grants.sql); no role, no table.
 --   primeflow_pipeline   the other services: EXECUTE on the procedures and
 --                        table types of dbo (granted on the schema, so
 --                        procedures added by later migrations are covered),
@@ -34,6 +38,12 @@ ELSE
     ALTER LOGIN primeflow_ingest WITH PASSWORD = N'$(PRIMEFLOW_INGEST_PASSWORD)';
 GO
 
+IF SUSER_ID(N'primeflow_mailintake') IS NULL
+    CREATE LOGIN primeflow_mailintake WITH PASSWORD = N'$(PRIMEFLOW_MAILINTAKE_PASSWORD)', DEFAULT_DATABASE = primeflow;
+ELSE
+    ALTER LOGIN primeflow_mailintake WITH PASSWORD = N'$(PRIMEFLOW_MAILINTAKE_PASSWORD)';
+GO
+
 IF SUSER_ID(N'primeflow_pipeline') IS NULL
     CREATE LOGIN primeflow_pipeline WITH PASSWORD = N'$(PRIMEFLOW_PIPELINE_PASSWORD)', DEFAULT_DATABASE = primeflow;
 ELSE
@@ -53,6 +63,8 @@ IF USER_ID(N'primeflow_migrate') IS NULL
     CREATE USER primeflow_migrate FOR LOGIN primeflow_migrate;
 IF USER_ID(N'primeflow_ingest') IS NULL
     CREATE USER primeflow_ingest FOR LOGIN primeflow_ingest;
+IF USER_ID(N'primeflow_mailintake') IS NULL
+    CREATE USER primeflow_mailintake FOR LOGIN primeflow_mailintake;
 IF USER_ID(N'primeflow_pipeline') IS NULL
     CREATE USER primeflow_pipeline FOR LOGIN primeflow_pipeline;
 IF USER_ID(N'primeflow_operators') IS NULL

@@ -34,7 +34,7 @@ func Open(ctx context.Context, url, dataDir string) (store.Store, error) {
 	if strings.HasPrefix(url, "sqlserver://") {
 		return mssql.Open(ctx, url)
 	}
-	return nil, fmt.Errorf("DATABASE_URL: want sqlite:<path> or sqlserver://…, got a URL starting %q", scheme(url))
+	return nil, fmt.Errorf("DATABASE_URL: want sqlite:<path> or sqlserver://…, got %s", described(url))
 }
 
 // WithPassword is url with password as its user's password, for a
@@ -42,18 +42,25 @@ func Open(ctx context.Context, url, dataDir string) (store.Store, error) {
 // DATABASE_PASSWORD_FILE from a mounted secret); a blank password leaves url
 // as it is.
 func WithPassword(url, password string) (string, error) {
+	return WithPasswordOf("DATABASE_URL", "DATABASE_PASSWORD", url, password)
+}
+
+// WithPasswordOf is WithPassword for a URL and a password given as urlVar
+// and passwordVar (primectl compare's live database: LIVE_DATABASE_URL,
+// LIVE_DATABASE_PASSWORD), which its errors name.
+func WithPasswordOf(urlVar, passwordVar, url, password string) (string, error) {
 	if password == "" {
 		return url, nil
 	}
 	if !strings.HasPrefix(url, "sqlserver://") {
-		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL is not a sqlserver:// URL: SQLite has no password")
+		return "", fmt.Errorf("%s is set but %s is not a sqlserver:// URL: SQLite has no password", passwordVar, urlVar)
 	}
 	u, err := neturl.Parse(url)
 	if err != nil || u.User == nil || u.User.Username() == "" {
-		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL names no user (sqlserver://user@host…)")
+		return "", fmt.Errorf("%s is set but %s names no user (sqlserver://user@host…)", passwordVar, urlVar)
 	}
 	if _, has := u.User.Password(); has {
-		return "", errors.New("DATABASE_PASSWORD is set but DATABASE_URL holds a password too: give it one way")
+		return "", fmt.Errorf("%s is set but %s holds a password too: give it one way", passwordVar, urlVar)
 	}
 	u.User = neturl.UserPassword(u.User.Username(), password)
 	return u.String(), nil
@@ -104,10 +111,29 @@ func SQLitePath(url, dataDir string) (path string, ok bool) {
 	return "", false
 }
 
-// scheme is the part of a URL before "://" or ":", which holds no secret.
-func scheme(url string) string {
-	if i := strings.Index(url, ":"); i >= 0 {
-		return url[:i]
+// described says what url is without what it holds: its scheme, quoted.
+func described(url string) string {
+	if s := scheme(url); s != "" {
+		return fmt.Sprintf("a URL starting %q", s)
 	}
-	return "?"
+	return "a value that is not a URL (not echoed: it may hold a password)"
+}
+
+// scheme is the scheme of a URL (what comes before its first ":", when
+// that is a scheme: a letter, then letters, digits, "+", "-" or "."), which
+// holds no secret; anything else, such as a connection string of
+// Key=Value; pairs whose first colon comes after "Password=…", is not
+// echoed at all.
+func scheme(url string) string {
+	i := strings.Index(url, ":")
+	if i <= 0 {
+		return ""
+	}
+	for j, r := range url[:i] {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (j == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return ""
+		}
+	}
+	return url[:i]
 }

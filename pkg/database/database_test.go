@@ -54,6 +54,14 @@ func TestOpen(t *testing.T) {
 		is.True(!strings.Contains(err.Error(), "secret"))    // without echoing the password
 		is.True(strings.Contains(err.Error(), `"postgres"`)) // naming the scheme
 	})
+	t.Run("a connection string of Key=Value pairs", func(t *testing.T) {
+		is := is.New(t)
+		_, err := database.Open(ctx, "Server=mssql;User Id=primeflow;Password=s3cret:x;Database=primeflow;", "")
+		is.True(err != nil)                               // refused
+		is.True(!strings.Contains(err.Error(), "s3cret")) // without echoing the password, which comes before its first colon
+		is.True(!strings.Contains(err.Error(), "Password"))
+		is.True(strings.Contains(err.Error(), "not a URL"))
+	})
 	t.Run("sqlite: without a path", func(t *testing.T) {
 		is := is.New(t)
 		_, err := database.Open(ctx, "sqlite:", "")
@@ -69,6 +77,7 @@ func TestWithPassword(t *testing.T) {
 		{"sqlserver://u:old@mssql", "new", "", "holds a password too"},
 		{"sqlserver://mssql", "new", "", "names no user"},
 		{"sqlite:/tmp/x.db", "new", "", "not a sqlserver:// URL"},
+		{"sqlserver://u:old@mssql", "new", "", "DATABASE_PASSWORD is set but DATABASE_URL holds a password too"},
 	} {
 		t.Run(tc.url+" "+tc.password, func(t *testing.T) {
 			is := is.New(t)
@@ -82,6 +91,16 @@ func TestWithPassword(t *testing.T) {
 			is.Equal(got, tc.want) // the password in the URL, escaped
 		})
 	}
+}
+
+// WithPasswordOf names the variables it is given.
+func TestWithPasswordOf(t *testing.T) {
+	is := is.New(t)
+	got, err := database.WithPasswordOf("LIVE_DATABASE_URL", "LIVE_DATABASE_PASSWORD", "sqlserver://reader@live:1433?database=prod", "pw")
+	is.NoErr(err)
+	is.Equal(got, "sqlserver://reader:pw@live:1433?database=prod")
+	_, err = database.WithPasswordOf("LIVE_DATABASE_URL", "LIVE_DATABASE_PASSWORD", "sqlite:/x.db", "pw")
+	is.True(err != nil && strings.Contains(err.Error(), "LIVE_DATABASE_PASSWORD is set but LIVE_DATABASE_URL is not a sqlserver:// URL"))
 }
 
 // TestTransient: what a service waits out at start (a database another

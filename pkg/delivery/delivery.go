@@ -7,12 +7,15 @@
 //     is recorded against that claim (the row's id and the attempt the claim
 //     made it), so two drainers never send one row at once and a late sender
 //     whose claim lapsed cannot undo a later claim's work;
-//   - a send that fails is retried with backoff (Config.Backoff) until its
-//     last attempt, then the row stays Failed, visibly, for a person;
+//   - a send that fails is retried with backoff (Config.Backoff, or longer
+//     when the endpoint's Retry-After asks) until its last attempt, then the
+//     row stays Failed, visibly, for a person; a message that cannot be sent
+//     yet waits without using an attempt (Deferrer);
 //   - a row is sent again only when its sender cannot know the endpoint took
 //     it (no answer, an error answer, a process that died before it
 //     recorded the outcome), and every post carries the row's idempotency key
-//     so the endpoint can drop the repeat;
+//     so the endpoint can drop the repeat, and the same body (the attempt
+//     goes in a header, AttemptHeader);
 //   - a shutdown lets a post in flight finish and be recorded, and gives back
 //     the claims not yet posted, their attempts uncounted.
 //
@@ -80,17 +83,27 @@ type Queue[M any] interface {
 	Count(ctx context.Context) (map[store.SendState]int, error)
 }
 
+// Deferrer is a Queue that can hold a row back without counting the
+// attempt: Defer gives the claim back, the row Queued and due at until,
+// cause its LastError. A Sender's retry.Waiter (the message cannot be sent
+// yet: something it needs is not there) is deferred on such a queue; on
+// another it counts as a failed attempt, retried at until.
+type Deferrer interface {
+	Defer(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error
+}
+
 // Sender sends one message. A nil error means the endpoint accepted it; an
-// error matching ErrPermanent means sending it again cannot help; any other
-// error is worth a retry. The drainer does not cancel a send it has
-// started, even to shut down: a Sender bounds its own time (Poster:
+// error matching ErrPermanent means sending it again cannot help; a
+// retry.Waiter means it cannot be sent yet, and is no attempt (Deferrer);
+// any other error is worth a retry. The drainer does not cancel a send it
+// has started, even to shut down: a Sender bounds its own time (Poster:
 // HTTPConfig.Timeout).
 type Sender[M any] interface {
 	Send(ctx context.Context, m M) error
 }
 
-// ErrPermanent marks a refusal that a retry cannot fix (a 4xx other than 408
-// and 429, a message with nobody to send it to).
+// ErrPermanent marks a refusal that a retry cannot fix (a 4xx other than
+// 408, 409 and 429, a message with nobody to send it to).
 var ErrPermanent = errors.New("refused for good")
 
 // permanent wraps err so that it matches ErrPermanent.

@@ -49,16 +49,16 @@ func (c Config) Validate(prefix string) error {
 	return nil
 }
 
-// ValidateWith is Validate for a drainer that posts with send, and refuses
-// a lease that a post can outlast: a claim that lapses during a post lets
-// the row be posted again.
+// ValidateWith is Validate for a drainer that posts with send, with
+// send.Validate, and refuses a lease that a post can outlast: a claim that
+// lapses during a post lets the row be posted again.
 func (c Config) ValidateWith(prefix string, send HTTPConfig) error {
 	var lease error
 	if t := send.SendTimeout(); c.Lease <= t {
 		lease = fmt.Errorf("%sCLAIM_LEASE (%s) must be longer than %sSEND_TIMEOUT (%s): a claim that lapses during a post lets it be posted again",
 			prefix, c.Lease, prefix, t)
 	}
-	return errors.Join(lease, c.Validate(prefix))
+	return errors.Join(lease, c.Validate(prefix), send.Validate(prefix))
 }
 
 // Drainer sends a queue's rows: when kicked, when a retry falls due, and at
@@ -190,13 +190,18 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 		}
 		return
 	}
-	if c.Attempt == 1 {
-		d.m.Handoff.Observe(time.Since(c.QueuedUTC).Seconds())
-	}
 	// A post that has started finishes whatever ctx does: cut short, the
 	// endpoint may have acted on it all the same. The Sender bounds it.
+	handed := time.Now()
 	err := d.s.Send(context.WithoutCancel(ctx), c.Msg)
 	now := time.Now()
+	if wait := retry.Delay(err); wait > 0 {
+		d.wait(rctx, log, c, err, now.Add(wait), now)
+		return
+	}
+	if c.Attempt == 1 {
+		d.m.Handoff.Observe(handed.Sub(c.QueuedUTC).Seconds())
+	}
 	if err == nil {
 		d.sent(rctx, log, c, now)
 		return
@@ -204,7 +209,9 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 	final := errors.Is(err, ErrPermanent) || c.Attempt >= d.cfg.MaxAttempts
 	var retryAt time.Time
 	if !final {
-		retryAt = now.Add(d.cfg.Backoff.After(c.Attempt))
+		// The endpoint's Retry-After, when it asks for longer than the
+		// backoff (and no more than maxRetryAfter).
+		retryAt = now.Add(max(d.cfg.Backoff.After(c.Attempt), min(RetryAfter(err), maxRetryAfter)))
 	}
 	if rerr := d.q.SetFailed(rctx, c.ID, c.Attempt, err.Error(), retryAt, now); rerr != nil {
 		if errors.Is(rerr, store.ErrClaimLost) {
@@ -224,6 +231,27 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 	// failed, why, and when the next comes.
 	log.Warn(d.kind.Name+" not sent; it is retried", "of", d.cfg.MaxAttempts, "err", err,
 		"next", retryAt.Sub(now).Round(time.Millisecond), "nextAt", retryAt.UTC().Format(time.RFC3339))
+}
+
+// maxRetryAfter is the longest an endpoint's Retry-After holds a retry.
+const maxRetryAfter = time.Hour
+
+// wait records a row that could not be sent yet (a retry.Waiter: something
+// it needs is not there) as due again at until, its attempt not counted,
+// when the queue can (a Deferrer); else as a failed attempt retried then.
+func (d *Drainer[M]) wait(ctx context.Context, log *slog.Logger, c Claim[M], cause error, until, at time.Time) {
+	df, ok := d.q.(Deferrer)
+	if !ok {
+		if err := d.q.SetFailed(ctx, c.ID, c.Attempt, cause.Error(), until, at); err != nil {
+			log.Error(d.kind.Name+" wait not recorded: it is tried again when its claim lapses", "err", err, "cause", cause)
+		}
+		return
+	}
+	if err := df.Defer(ctx, c.ID, c.Attempt, cause.Error(), until, at); err != nil {
+		log.Error(d.kind.Name+" wait not recorded: it is tried again when its claim lapses", "err", err, "cause", cause)
+		return
+	}
+	log.Info(d.kind.Name+" waits; no attempt counted", "why", cause, "next", until.Sub(at).Round(time.Millisecond))
 }
 
 // sent records a row the sender accepted.

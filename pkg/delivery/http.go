@@ -3,15 +3,19 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
 // HTTPConfig is where a kind's rows are posted as JSON, read with
@@ -27,6 +31,57 @@ type HTTPConfig struct {
 	AuthValue string `env:"SEND_AUTH" secret:"true"`
 	// Timeout bounds one post (SendTimeout).
 	Timeout time.Duration `env:"SEND_TIMEOUT" envDefault:"15s"`
+	// AlreadyDone are the statuses (409, 422) by which the endpoint says,
+	// as its own contract documents, that it has already done the request
+	// of this Idempotency-Key: such an answer is a send. Empty (the
+	// default) reads them as the IETF idempotency-key draft does: 409 the
+	// key's first request still in progress (retried), 422 the key reused
+	// for another request (refused for good).
+	AlreadyDone []int `env:"SEND_ALREADY_DONE_STATUSES"`
+}
+
+// Validate reports a setting a Poster cannot work with, naming its
+// variable under prefix ("SMS_"): a URL that is not https (http only to a
+// loopback address: a post carries a customer's name and number, and the
+// auth header), or an AlreadyDone status other than 409 and 422. A blank URL
+// passes: the kind then only logs (its service decides whether it may).
+func (c HTTPConfig) Validate(prefix string) error {
+	if c.URL != "" {
+		if err := checkURL(c.URL); err != nil {
+			return fmt.Errorf("%sSEND_URL %q %w", prefix, redactURL(c.URL), err)
+		}
+	}
+	for _, st := range c.AlreadyDone {
+		if st != http.StatusConflict && st != http.StatusUnprocessableEntity {
+			return fmt.Errorf("%sSEND_ALREADY_DONE_STATUSES: %d is not 409 or 422, the statuses an endpoint answers a repeated Idempotency-Key with", prefix, st)
+		}
+	}
+	return nil
+}
+
+// checkURL refuses a URL that is not https, or http to a loopback address.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "":
+		return errors.New("is not an http(s) URL")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme != "http":
+		return errors.New("is not an http(s) URL")
+	case !loopback(u.Hostname()):
+		return errors.New("must be https: plain http is allowed only to a loopback address (localhost, 127.0.0.0/8, ::1)")
+	}
+	return nil
+}
+
+// loopback reports whether host names this machine.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // SendTimeout is how long a Poster gives one post: Timeout, or 15s when it
@@ -46,60 +101,86 @@ func (c HTTPConfig) LogValue() slog.Value {
 		slog.String("auth_header", c.AuthHeader),
 		slog.Bool("auth_set", c.AuthValue != ""),
 		slog.Duration("timeout", c.Timeout),
+		slog.Any("already_done", c.AlreadyDone),
 	)
 }
 
 // String prints the configuration without its secrets.
 func (c HTTPConfig) String() string {
-	return fmt.Sprintf("delivery.HTTPConfig{URL:%s AuthHeader:%s AuthSet:%t Timeout:%s}",
-		redactURL(c.URL), c.AuthHeader, c.AuthValue != "", c.Timeout)
+	return fmt.Sprintf("delivery.HTTPConfig{URL:%s AuthHeader:%s AuthSet:%t Timeout:%s AlreadyDone:%v}",
+		redactURL(c.URL), c.AuthHeader, c.AuthValue != "", c.Timeout, c.AlreadyDone)
 }
 
 // IdempotencyKeyHeader carries a row's reference on every post, the same on
 // each attempt, so the receiving end can drop a resend.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
-// Poster posts JSON to one URL: 2xx is accepted; 408, 429 and 5xx, and any
-// failure to get an answer, are worth a retry; any other status is
-// ErrPermanent.
+// AttemptHeader carries the attempt a post is (1 for the first). It is a
+// header, not part of the body, so that every attempt under one
+// Idempotency-Key sends the same body byte for byte: an endpoint that
+// follows the IETF idempotency-key draft refuses a key reused with another
+// body (422).
+const AttemptHeader = "Primeflow-Attempt"
+
+// Poster posts JSON to one URL: 2xx is accepted, and so is an AlreadyDone
+// status; 408, 409, 429, 5xx and 3xx, and any failure to get an answer, are
+// worth a retry (an *AnswerError says when the endpoint asked for it); any
+// other status is ErrPermanent. It never follows a redirect: a 3xx would
+// carry the body and its auth header to another URL (a 307), or turn the
+// post into a GET whose 2xx says nothing of it (a 302).
 type Poster struct {
-	url        string
-	redacted   string
-	authHeader string
-	authValue  string
-	hc         *http.Client
+	url         string
+	redacted    string
+	authHeader  string
+	authValue   string
+	alreadyDone []int
+	hc          *http.Client
 }
 
-// NewPoster makes a poster for cfg; urlVar names the URL's variable
-// ("SMS_SEND_URL") in the error for one that is not http(s). hc nil is a
-// client with cfg's timeout.
-func NewPoster(cfg HTTPConfig, urlVar string, hc *http.Client) (*Poster, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s %q is not an http(s) URL", urlVar, redactURL(cfg.URL))
+// NewPoster makes a poster for cfg, refusing what cfg.Validate refuses, and
+// a blank URL; prefix ("SMS_") names the variables in the error. hc nil is a
+// client with cfg's timeout; a client given is used as a copy that follows
+// no redirect.
+func NewPoster(cfg HTTPConfig, prefix string, hc *http.Client) (*Poster, error) {
+	if cfg.URL == "" {
+		return nil, fmt.Errorf("%sSEND_URL is not set", prefix)
+	}
+	if err := cfg.Validate(prefix); err != nil {
+		return nil, err
 	}
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.SendTimeout()}
 	}
+	c := *hc
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	header := cfg.AuthHeader
 	if header == "" {
 		header = "Authorization"
 	}
-	return &Poster{url: cfg.URL, redacted: redactURL(cfg.URL), authHeader: header, authValue: cfg.AuthValue, hc: hc}, nil
+	return &Poster{url: cfg.URL, redacted: redactURL(cfg.URL), authHeader: header, authValue: cfg.AuthValue,
+		alreadyDone: slices.Clone(cfg.AlreadyDone), hc: &c}, nil
 }
 
-// Post posts body as JSON with key as its Idempotency-Key.
-func (p *Poster) Post(ctx context.Context, key string, body any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return Permanent(err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(b))
+// AnswerError is an answer the endpoint gave that is not a send: its status,
+// and the wait its Retry-After asked for (0 when none).
+type AnswerError struct {
+	Status     int
+	RetryAfter time.Duration
+	msg        string
+}
+
+func (e *AnswerError) Error() string { return e.msg }
+
+// Post posts body, JSON, as the attempt-th attempt under key, its
+// Idempotency-Key. The caller sends the same body on every attempt.
+func (p *Poster) Post(ctx context.Context, key string, attempt int, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
 	if err != nil {
 		return Permanent(fmt.Errorf("post to %s: request: %w", p.redacted, unwrapURLError(err)))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(IdempotencyKeyHeader, key)
+	req.Header.Set(AttemptHeader, strconv.Itoa(attempt))
 	if p.authValue != "" {
 		req.Header.Set(p.authHeader, p.authValue)
 	}
@@ -111,16 +192,33 @@ func (p *Poster) Post(ctx context.Context, key string, body any) error {
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInError+1))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	status := resp.StatusCode
+	if status >= 200 && status < 300 || slices.Contains(p.alreadyDone, status) {
 		return nil
 	}
-	err = fmt.Errorf("post to %s: HTTP %d: %s", p.redacted, resp.StatusCode, bodyInError(head))
+	err = &AnswerError{Status: status, RetryAfter: retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
+		msg: fmt.Sprintf("post to %s: HTTP %d: %s", p.redacted, status, bodyInError(head))}
+	if status >= 300 && status < 400 {
+		err = &AnswerError{Status: status, msg: fmt.Sprintf("post to %s: HTTP %d redirect to %s not followed: the URL must name the endpoint itself",
+			p.redacted, status, redactURL(resp.Header.Get("Location")))}
+	}
 	switch {
-	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
+	case status < 400, status == http.StatusRequestTimeout, status == http.StatusConflict,
+		status == http.StatusTooManyRequests, status >= 500:
 		return err
 	default:
 		return Permanent(err)
 	}
+}
+
+// RetryAfter is the wait the endpoint's answer in err asked for (its
+// Retry-After), 0 when it asked for none.
+func RetryAfter(err error) time.Duration {
+	var a *AnswerError
+	if errors.As(err, &a) {
+		return a.RetryAfter
+	}
+	return 0
 }
 
 // maxBodyInError is how much of an error answer's body its error keeps: what

@@ -43,42 +43,34 @@ const (
 // service names job-mirror in a *pipeline.UnavailableError.
 const service = "job-mirror"
 
-// Ensure asks job-mirror (events.SubjectEnsureJob) to make sure a job is
-// mirrored and returns its reply. A request that names no Priority asks in
-// the class of ctx (prime.PriorityOf). Errors:
+// Ensure asks job-mirror to make sure a job is mirrored, on subject (one
+// of events.SubjectEnsureJob…: the path the caller's role asks by), and
+// returns its reply. Errors:
 //   - a *prime.RateLimitedError when Prime's rate limit stopped job-mirror,
 //     and a *pipeline.UnavailableError (waiting MinWait) when job-mirror
 //     did not answer — no responders, the request's deadline, the
 //     connection closed or draining: either way the caller's event waits
 //     and no attempt is counted (pipeline.Stage treats them so);
 //   - one matching prime.ErrNotFound when Prime has no such job;
-//   - any other error when job-mirror answered that it failed, or the
-//     request was not sent: the caller's event fails an attempt.
-func Ensure(ctx context.Context, nc *nats.Conn, req events.EnsureJobRequest) (events.EnsureJobReply, error) {
-	reply, _, err := ask(ctx, nc, req)
+//   - any other error when job-mirror answered that it failed or refused
+//     the request, or the request was not sent: the caller's event fails
+//     an attempt.
+func Ensure(ctx context.Context, nc *nats.Conn, subject string, req events.EnsureJobRequest) (events.EnsureJobReply, error) {
+	reply, _, err := ask(ctx, nc, subject, req)
 	return reply, err
 }
 
 // ask is Ensure, and also reports whether job-mirror answered.
-func ask(ctx context.Context, nc *nats.Conn, req events.EnsureJobRequest) (events.EnsureJobReply, bool, error) {
+func ask(ctx context.Context, nc *nats.Conn, subject string, req events.EnsureJobRequest) (events.EnsureJobReply, bool, error) {
 	if req.JobID == "" && req.NumericRef <= 0 {
 		return events.EnsureJobReply{}, false, errors.New("ensure job: no job id and no numeric reference")
-	}
-	if req.Priority == "" {
-		// job-mirror's call to Prime, if it makes one, goes in the class
-		// of the caller's own calls (prime.WithPriority), for the same
-		// event (prime.WithEventTime).
-		req.Priority = prime.PriorityOf(ctx).String()
-	}
-	if req.EventUTC.IsZero() {
-		req.EventUTC = prime.EventTimeOf(ctx)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
-	reply, err := events.Request[events.EnsureJobReply](ctx, nc, events.SubjectEnsureJob, req)
+	reply, err := events.Request[events.EnsureJobReply](ctx, nc, subject, req)
 	if err != nil {
 		err = fmt.Errorf("ensure job %s: %w", describe(req), err)
 		if unanswered(err) {
@@ -125,10 +117,10 @@ type Caller struct {
 // Ensure is the package's Ensure within c.Timeout. A request cut short by
 // ctx itself (a shutdown, the caller's own deadline) is not an outage of
 // job-mirror: its error is not a *pipeline.UnavailableError.
-func (c *Caller) Ensure(ctx context.Context, req events.EnsureJobRequest) (events.EnsureJobReply, error) {
+func (c *Caller) Ensure(ctx context.Context, subject string, req events.EnsureJobRequest) (events.EnsureJobReply, error) {
 	rctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	reply, answered, err := ask(rctx, c.NC, req)
+	reply, answered, err := ask(rctx, c.NC, subject, req)
 	var unavailable *pipeline.UnavailableError
 	switch {
 	case ctx.Err() != nil:

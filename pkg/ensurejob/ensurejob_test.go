@@ -44,12 +44,12 @@ func TestReplyError(t *testing.T) {
 func TestEnsureWithNoJobMirror(t *testing.T) {
 	is := is.New(t)
 	nc, _ := natstest.Connect(t, natstest.Server(t))
-	_, err := ensurejob.Ensure(context.Background(), nc, events.EnsureJobRequest{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"})
+	_, err := ensurejob.Ensure(context.Background(), nc, events.SubjectEnsureJobEvent, events.EnsureJobRequest{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"})
 	is.True(errors.Is(err, nats.ErrNoResponders))    // nobody answers
 	is.True(errors.Is(err, pipeline.ErrUnavailable)) // which makes the event wait (§9)
 	is.Equal(retry.Delay(err), ensurejob.MinWait)    // a while
 	is.True(!errors.Is(err, prime.ErrRateLimited))   // not Prime's rate limit
-	_, err = ensurejob.Ensure(context.Background(), nc, events.EnsureJobRequest{})
+	_, err = ensurejob.Ensure(context.Background(), nc, events.SubjectEnsureJobEvent, events.EnsureJobRequest{})
 	is.True(err != nil && !errors.Is(err, pipeline.ErrUnavailable)) // a request must name a job
 }
 
@@ -63,7 +63,7 @@ func TestCaller(t *testing.T) {
 	// answer plays job-mirror's endpoint: it answers reply, or nothing when
 	// reply is nil.
 	answer := func(t *testing.T, c *ensurejob.Caller, reply *events.EnsureJobReply) {
-		sub, err := c.NC.Subscribe(events.SubjectEnsureJob, func(m *nats.Msg) {
+		sub, err := c.NC.Subscribe(events.SubjectEnsureJobEvent, func(m *nats.Msg) {
 			if reply != nil {
 				b, _ := json.Marshal(reply)
 				m.Respond(b)
@@ -78,11 +78,11 @@ func TestCaller(t *testing.T) {
 	t.Run("no responders: the wait grows with the outage", func(t *testing.T) {
 		is := is.New(t)
 		c := caller(t)
-		_, err := c.Ensure(context.Background(), req)
+		_, err := c.Ensure(context.Background(), events.SubjectEnsureJobEvent, req)
 		is.True(errors.Is(err, nats.ErrNoResponders)) // nobody answers
 		is.Equal(retry.Delay(err), ensurejob.MinWait) // at first the event waits the least
 		time.Sleep(ensurejob.MinWait + 100*time.Millisecond)
-		_, err = c.Ensure(context.Background(), req)
+		_, err = c.Ensure(context.Background(), events.SubjectEnsureJobEvent, req)
 		is.True(retry.Delay(err) > ensurejob.MinWait)  // then as long as job-mirror has not answered
 		is.True(retry.Delay(err) <= ensurejob.MaxWait) // within the bound
 		is.True(c.Unanswered() > ensurejob.MinWait)    // the outage, seen
@@ -91,7 +91,7 @@ func TestCaller(t *testing.T) {
 		is := is.New(t)
 		c := caller(t)
 		answer(t, c, nil)
-		_, err := c.Ensure(context.Background(), req)
+		_, err := c.Ensure(context.Background(), events.SubjectEnsureJobEvent, req)
 		is.True(errors.Is(err, context.DeadlineExceeded)) // job-mirror did not answer in time
 		is.True(errors.Is(err, pipeline.ErrUnavailable))  // the event waits
 		is.True(c.Unanswered() > 0)                       // and the outage is seen
@@ -102,7 +102,7 @@ func TestCaller(t *testing.T) {
 		answer(t, c, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		_, err := c.Ensure(ctx, req)
+		_, err := c.Ensure(ctx, events.SubjectEnsureJobEvent, req)
 		is.True(errors.Is(err, context.DeadlineExceeded)) // the caller's own deadline (a shutdown's cancel alike)
 		is.True(!errors.Is(err, pipeline.ErrUnavailable)) // is no outage of job-mirror
 		is.Equal(c.Unanswered(), time.Duration(0))        // nor seen as one
@@ -110,36 +110,36 @@ func TestCaller(t *testing.T) {
 	t.Run("an answer that is an error ends the outage", func(t *testing.T) {
 		is := is.New(t)
 		c := caller(t)
-		_, err := c.Ensure(context.Background(), req)
+		_, err := c.Ensure(context.Background(), events.SubjectEnsureJobEvent, req)
 		is.True(errors.Is(err, pipeline.ErrUnavailable)) // job-mirror down
 		answer(t, c, &events.EnsureJobReply{Error: "database is locked"})
-		_, err = c.Ensure(context.Background(), req)
+		_, err = c.Ensure(context.Background(), events.SubjectEnsureJobEvent, req)
 		is.True(err != nil && !errors.Is(err, pipeline.ErrUnavailable)) // job-mirror's failure: an attempt, as before
 		is.Equal(c.Unanswered(), time.Duration(0))                      // job-mirror answers again
 	})
 }
 
-func TestEnsureAsksInTheCallersClass(t *testing.T) {
+// A request goes on the subject of the caller's path and names the job,
+// nothing more: the class of job-mirror's Prime call and the path it
+// records are job-mirror's to derive from the subject, not the caller's to
+// say, whatever the caller's context holds.
+func TestEnsureNamesTheJobOnly(t *testing.T) {
 	is := is.New(t)
 	nc, _ := natstest.Connect(t, natstest.Server(t))
-	asked := make(chan events.EnsureJobRequest, 2)
-	sub, err := nc.Subscribe(events.SubjectEnsureJob, func(m *nats.Msg) {
-		var r events.EnsureJobRequest
-		_ = json.Unmarshal(m.Data, &r)
-		asked <- r
+	asked := make(chan *nats.Msg, 1)
+	sub, err := nc.Subscribe(events.SubjectEnsureJobEmail, func(m *nats.Msg) {
+		asked <- m
 		m.Respond([]byte(`{"wasMirrored":true}`))
 	})
 	is.NoErr(err)
 	t.Cleanup(func() { sub.Unsubscribe() })
-	req := events.EnsureJobRequest{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"}
-	received := time.Date(2025, 2, 7, 4, 14, 33, 0, time.UTC)
-	ctx := prime.WithEventTime(prime.WithPriority(context.Background(), prime.PriorityMakesafe), received)
-	_, err = ensurejob.Ensure(ctx, nc, req)
+	req := events.EnsureJobRequest{JobID: "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", NumericRef: 2410965}
+	ctx := prime.WithEventTime(prime.WithPriority(context.Background(), prime.PriorityMakesafe), time.Now())
+	_, err = ensurejob.Ensure(ctx, nc, events.SubjectEnsureJobEmail, req)
 	is.NoErr(err)
 	got := <-asked
-	is.Equal(got.Priority, "makesafe")    // the class of the caller's context
-	is.True(got.EventUTC.Equal(received)) // and its event's time: job-mirror may reuse an answer Prime gave since
-	_, err = ensurejob.Ensure(context.Background(), nc, req)
-	is.NoErr(err)
-	is.Equal((<-asked).Priority, "event") // the default class
+	is.Equal(got.Subject, events.SubjectEnsureJobEmail) // on the path's subject
+	var body map[string]any
+	is.NoErr(json.Unmarshal(got.Data, &body))
+	is.Equal(body, map[string]any{"jobId": req.JobID, "numericRef": 2410965.0}) // the job, and nothing about it
 }

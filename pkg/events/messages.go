@@ -201,31 +201,38 @@ type SMSSendRequested struct {
 	Source string `json:"source"`
 }
 
-// SubjectEnsureJob is the request/reply endpoint of job-mirror (a NATS micro
-// service, see `nats micro ls`): make sure a job is mirrored before a child
-// row is written (§4.3). Request EnsureJobRequest, reply EnsureJobReply.
-const SubjectEnsureJob = "primeflow.jobmirror.ensure"
+// The ensure-job endpoints of job-mirror (a NATS micro service, see `nats
+// micro ls`): make sure a job is mirrored before a child row is written
+// (§4.3), or because a new-job email named it (§7). One subject a path a
+// job comes by, and each published by one role alone (Role.Requests, which
+// pkg/natsauth makes the users' permissions): the subject is what job-mirror
+// believes of a request, so the path its first-sight record names (via), the
+// class of its Prime call and the log row it records come from the subject,
+// and for a child event from the webhook log, never from the body. Request
+// EnsureJobRequest, reply EnsureJobReply.
+const (
+	// SubjectEnsureJobEvent is child-mirror's, for a webhook's child event:
+	// the request names the event's log row, which job-mirror reads.
+	SubjectEnsureJobEvent = "primeflow.jobmirror.ensure.event"
+	// SubjectEnsureJobSweep is child-mirror's appointment sweep's (§8.1).
+	SubjectEnsureJobSweep = "primeflow.jobmirror.ensure.sweep"
+	// SubjectEnsureJobDrain is child-mirror's ethSyncQueue drains', for an
+	// item whose job the mirror lacks (§6).
+	SubjectEnsureJobDrain = "primeflow.jobmirror.ensure.drain"
+	// SubjectEnsureJobEmail is mail-intake's, for a new-job email's JobID (§7).
+	SubjectEnsureJobEmail = "primeflow.jobmirror.ensure.email"
+)
 
-// EnsureJobRequest asks job-mirror to make sure a job is in primeJobs.
+// EnsureJobRequest asks job-mirror to make sure a job is in primeJobs. It
+// names the job and says nothing about it: job-mirror asks Prime for a job
+// the mirror lacks, whoever asks.
 type EnsureJobRequest struct {
 	// JobID is the job's GUID, or empty when only NumericRef is known.
 	JobID      string `json:"jobId,omitempty"`
 	NumericRef int64  `json:"numericRef,omitempty"`
-	// LogID is the event on whose behalf it is asked (for the first-sight record).
+	// LogID is the log row of the child event the request is made for:
+	// required on SubjectEnsureJobEvent, refused on the others.
 	LogID int64 `json:"logId,omitempty"`
-	// Via is the path the job came by, for the first-sight record and the
-	// coverage report (§7.1): one of store's Via… values ("webhook",
-	// "email", "appointment-sweep" …). Empty is a webhook's when LogID is
-	// set (an older caller), and unsaid otherwise.
-	Via string `json:"via,omitempty"`
-	// Fetched is the job as the caller already fetched it from Prime, if it did.
-	Fetched *Resource `json:"fetched,omitempty"`
-	// Priority is the class of job-mirror's Prime call, as prime.Priority
-	// names it ("makesafe", "event", "drain", "sweep"); empty is "event".
-	Priority string `json:"priority,omitempty"`
-	// EventUTC is when the event the request is made for reached us:
-	// job-mirror may reuse an answer Prime gave since (prime.WithEventTime).
-	EventUTC time.Time `json:"eventUTC,omitzero"`
 }
 
 // EnsureJobReply says what job-mirror did. Error is set when it failed;

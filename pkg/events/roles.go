@@ -29,6 +29,12 @@ type Consumer struct {
 	Subjects []string
 }
 
+// Takes reports whether the consumer's subjects take the resolved events of
+// action.
+func (c Consumer) Takes(action string) bool {
+	return slices.ContainsFunc(c.Subjects, func(f string) bool { return SubjectWithin(ResolvedSubject(action), f) })
+}
+
 // Every durable consumer.
 var (
 	ConsumerResolver       = Consumer{StreamWebhook, DurableResolver, []string{SubjectWebhookAll}}
@@ -111,13 +117,14 @@ var (
 	RoleResolver = Role{Name: "resolver", Consumes: []Consumer{ConsumerResolver},
 		Publishes: []string{SubjectResolvedAll, SubjectDoneAll}, Subscribes: []string{SubjectDoneAll}, CallsPrime: true}
 	RoleJobMirror = Role{Name: "job-mirror", Consumes: []Consumer{ConsumerJobMirror},
-		Publishes:  []string{SubjectDoneAll, SubjectJobFirstSeen, SubjectSyncQueued},
-		Serves:     []Endpoint{{"job-mirror", SubjectEnsureJob}, {"job-mirror", SubjectSweepJobs}},
+		Publishes: []string{SubjectDoneAll, SubjectJobFirstSeen, SubjectSyncQueued},
+		Serves: []Endpoint{{"job-mirror", SubjectEnsureJobEvent}, {"job-mirror", SubjectEnsureJobSweep},
+			{"job-mirror", SubjectEnsureJobDrain}, {"job-mirror", SubjectEnsureJobEmail}, {"job-mirror", SubjectSweepJobs}},
 		CallsPrime: true}
 	RoleChildMirror = Role{Name: "child-mirror", Consumes: []Consumer{ConsumerChildMirror, ConsumerSyncDrain},
 		Publishes:  []string{SubjectDoneAll, SubjectOptimoCreate, SubjectMakesafeDetect},
 		Serves:     []Endpoint{{"child-mirror", SubjectSweepAppointments}},
-		Requests:   []string{SubjectEnsureJob},
+		Requests:   []string{SubjectEnsureJobEvent, SubjectEnsureJobSweep, SubjectEnsureJobDrain},
 		CallsPrime: true}
 	RoleNewJobPipeline = Role{Name: "newjob-pipeline", Consumes: []Consumer{ConsumerNewJobPipeline},
 		Publishes: []string{SubjectMakesafeDetect, SubjectSyncQueued}}
@@ -129,8 +136,9 @@ var (
 	RoleOptimoPlan = Role{Name: "optimo-plan", Consumes: []Consumer{ConsumerOptimoPlan},
 		Publishes: []string{SubjectSMSSend}, Locks: []string{LockOptimoPlan}}
 	// The mail intake (§7) asks job-mirror to make sure of each emailed
-	// job; it publishes nothing of its own.
-	RoleMailIntake = Role{Name: "mail-intake", Requests: []string{SubjectEnsureJob}}
+	// job, on its own subject, which says to job-mirror that the email path
+	// asks; it publishes nothing of its own.
+	RoleMailIntake = Role{Name: "mail-intake", Requests: []string{SubjectEnsureJobEmail}}
 	// RolePortals is the admin and customer portals, which ask for
 	// planning after an order write (§10.7). Theirs is not our code: their
 	// JetStream acks come to nats.go's default inbox.

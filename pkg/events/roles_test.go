@@ -64,3 +64,28 @@ func TestRolesCoverTheStreams(t *testing.T) {
 		is.True(applied[c.Name]) // every stream is applied by a service that uses it
 	}
 }
+
+// Every endpoint a service asks is one a service answers, and each of
+// job-mirror's ensure-job subjects is asked by one role alone: the subject
+// is what job-mirror believes of a request (who asks, by which path), so
+// two roles on one subject could pass for each other.
+func TestEachRequestSubjectIsOneRoles(t *testing.T) {
+	is := is.New(t)
+	askers := map[string][]string{}
+	for _, r := range events.ServiceRoles {
+		for _, s := range r.Requests {
+			askers[s] = append(askers[s], r.Name)
+			served := slices.ContainsFunc(events.ServiceRoles, func(o events.Role) bool {
+				return slices.ContainsFunc(o.Serves, func(e events.Endpoint) bool { return e.Subject == s })
+			})
+			is.True(served) // someone answers it
+		}
+	}
+	for _, s := range []string{events.SubjectEnsureJobEvent, events.SubjectEnsureJobSweep, events.SubjectEnsureJobDrain, events.SubjectEnsureJobEmail} {
+		is.Equal(len(askers[s]), 1) // asked by one role
+	}
+	is.Equal(askers[events.SubjectEnsureJobEmail], []string{events.RoleMailIntake.Name}) // the email path is mail-intake's
+	is.Equal(events.RoleMailIntake.Requests, []string{events.SubjectEnsureJobEmail})     // and mail-intake asks nothing else
+	is.True(events.ConsumerChildMirror.Takes(events.ActionCreateAllocation))             // child-mirror's events
+	is.True(!events.ConsumerChildMirror.Takes(events.ActionChangeJobStatus))             // not job-mirror's
+}

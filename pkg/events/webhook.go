@@ -73,17 +73,20 @@ func LogID(h nats.Header) (int64, error) {
 	return id, nil
 }
 
+// IsGUID reports whether s is a GUID in its 36-character form, as Prime's
+// ids are.
+func IsGUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
+}
+
 // PayloadGUID is the lower-case canonical GUID a webhook payload property
 // holds as a JSON string, or "" when it holds anything else: jobId carries a
 // GUID or Prime's numeric reference (§4.1), and only a GUID is one.
 func PayloadGUID(raw json.RawMessage) string {
 	var s string
-	if raw == nil || json.Unmarshal(raw, &s) != nil || len(s) != 36 {
+	if raw == nil || json.Unmarshal(raw, &s) != nil || !IsGUID(s) {
 		return ""
 	}
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return ""
-	}
-	return id.String()
+	return strings.ToLower(s)
 }

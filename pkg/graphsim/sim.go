@@ -16,7 +16,8 @@
 //	GET  /v1.0/users/{user}/mailFolders/{id}/messages?$select=…&$orderby=receivedDateTime&$top=50
 //	POST /v1.0/users/{user}/messages/{id}/move           {"destinationId":"…"} → 201, a new id
 //
-// The control API (JSON, no authentication: never expose a simulator):
+// The control API (JSON only, with the control token as "Authorization:
+// Bearer <token>", pkg/simcontrol; still, never expose a simulator):
 //
 //	POST   /_sim/messages   {"folder":"Inbox/Prime Jobs","subject","body","contentType":"html"|"text",
 //	                         "internetMessageId","receivedDateTime"}: drop a message in (all optional)
@@ -42,6 +43,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/graph"
 	"github.com/ethosbuilding/primeflow/pkg/jobemail"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 )
 
 // The defaults of Options.
@@ -69,6 +71,10 @@ type Options struct {
 	TokenTTL time.Duration
 	// Now is the simulator's clock (default time.Now).
 	Now func() time.Time
+	// ControlToken is what the control API takes, as "Authorization:
+	// Bearer <token>", with JSON bodies only (pkg/simcontrol); default a
+	// random token, which ControlToken returns.
+	ControlToken string
 }
 
 // Message is a message as the simulator holds it.
@@ -95,6 +101,8 @@ type Sim struct {
 	opts Options
 	now  func() time.Time
 	mux  *http.ServeMux
+	// handler is mux behind the control API's guard.
+	handler http.Handler
 
 	mu      sync.Mutex
 	folders map[string]*folder // by id
@@ -127,14 +135,22 @@ func New(opts Options) *Sim {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ControlToken == "" {
+		opts.ControlToken = simcontrol.NewToken()
+	}
 	s := &Sim{opts: opts, now: opts.Now}
 	s.Reset()
 	s.mux = s.routes()
+	s.handler = simcontrol.Guard(opts.ControlToken, s.mux)
 	return s
 }
 
-// ServeHTTP serves Graph's API and the control API.
-func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves Graph's API and the control API, the latter only to a
+// request with the control token (pkg/simcontrol).
+func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// ControlToken is the token the control API takes (Options.ControlToken).
+func (s *Sim) ControlToken() string { return s.opts.ControlToken }
 
 // ClientConfig is a pkg/graph configuration for this simulator mounted at
 // baseURL.

@@ -8,12 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/matryer/is"
 )
 
-func post(t *testing.T, url, body string) *http.Response {
+// send makes a control request of sim's, with its token and a JSON body.
+func send(t *testing.T, sim *Sim, method, url, body string) *http.Response {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	simcontrol.Authorize(req, sim.ControlToken())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +33,7 @@ func TestControlAPI(t *testing.T) {
 	sim := New(Options{})
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
+	post := func(t *testing.T, url, body string) *http.Response { return send(t, sim, http.MethodPost, url, body) }
 
 	resp := post(t, srv.URL+"/_sim/messages", `{"subject":"New job","body":"<p>{ &quot;JobID&quot;: &#39;2262480&#39; }</p>"}`)
 	is.Equal(resp.StatusCode, http.StatusCreated)
@@ -38,9 +46,7 @@ func TestControlAPI(t *testing.T) {
 	is.Equal(post(t, srv.URL+"/_sim/folders", `{"path":"Inbox/Other"}`).StatusCode, http.StatusNoContent)
 	is.Equal(post(t, srv.URL+"/_sim/messages", `{"folder":"inbox/other","contentType":"text"}`).StatusCode, http.StatusCreated)
 
-	get, err := http.Get(srv.URL + "/_sim/messages?folder=Inbox/Other")
-	is.NoErr(err)
-	defer get.Body.Close()
+	get := send(t, sim, http.MethodGet, srv.URL+"/_sim/messages?folder=Inbox/Other", "")
 	var ms []Message
 	is.NoErr(json.NewDecoder(get.Body).Decode(&ms))
 	is.Equal(len(ms), 1)
@@ -50,6 +56,25 @@ func TestControlAPI(t *testing.T) {
 	f := sim.faults
 	sim.mu.Unlock()
 	is.Equal(f, Faults{ThrottleNext: 2, RetryAfter: Duration(3 * time.Second), Path: "/messages"}) // read as given
+}
+
+// A page on another origin cannot drop an email into the mailbox: the
+// text/plain POST a browser sends without asking (once used to have
+// job-mirror ask the real Prime about a GUID of the sender's choosing), and
+// any other request without the simulator's token, is refused (issue 27 §6).
+func TestControlAPINeedsTheTokenAndJSON(t *testing.T) {
+	is := is.New(t)
+	sim := New(Options{ControlToken: "graphsim-test-token"})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	body := `{"subject":"New job","body":"JobID: 0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"}`
+	for _, req := range simcontrol.Forged(http.MethodPost, srv.URL+"/_sim/messages", body, "graphsim-test-token") {
+		resp, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		resp.Body.Close()
+		is.True(resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusUnsupportedMediaType) // refused
+	}
+	is.Equal(len(sim.Messages(DefaultFolders[0])), 0) // nothing delivered
 }
 
 func TestSelectIsHonoured(t *testing.T) {

@@ -18,7 +18,7 @@
 // for a reader); export the label values an alert watches at 0 on the
 // registered collector, so the alert reads 0, not "no data"; bound a label
 // that comes from input (an eventAction: events.ActionLabel), so it cannot
-// add a series a value; list it in the README's metrics table, and put a
+// add a series a value; list it in docs/monitoring.md's metrics table, and put a
 // failure counter on a Grafana dashboard (compose's tests check that every
 // one is).
 package metrics

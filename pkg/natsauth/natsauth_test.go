@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -242,4 +243,42 @@ func TestPrimeBudgetUnderTheRolesThatCallPrime(t *testing.T) {
 	defer stop()
 	_, err = primebudget.New(short, plan.js, prime.Config{}, cfg, log)
 	is.True(err != nil) // a role that does not call Prime may not touch the budget
+}
+
+// Each ensure-job subject is its caller's: job-mirror derives from the
+// subject which path asks (the first sight it records, the class of its
+// Prime call), so mail-intake's user, which parses hostile mail, may ask
+// on the email path alone and cannot pass for child-mirror's webhook
+// events, nor child-mirror's for the email (issue 27 §2).
+func TestEnsureSubjectsUnderTheirRoles(t *testing.T) {
+	url := natstest.ServerWithUsers(t).ClientURL()
+	for _, tc := range []struct {
+		role        events.Role
+		may, mayNot []string
+	}{
+		{events.RoleMailIntake, []string{events.SubjectEnsureJobEmail},
+			[]string{events.SubjectEnsureJobEvent, events.SubjectEnsureJobSweep, events.SubjectEnsureJobDrain}},
+		{events.RoleChildMirror, []string{events.SubjectEnsureJobEvent, events.SubjectEnsureJobSweep, events.SubjectEnsureJobDrain},
+			[]string{events.SubjectEnsureJobEmail}},
+	} {
+		t.Run(tc.role.Name, func(t *testing.T) {
+			is := is.New(t)
+			c := connect(t, url, tc.role.Name, nats.CustomInboxPrefix(tc.role.InboxPrefix()))
+			for _, s := range append(slices.Clone(tc.may), tc.mayNot...) {
+				is.NoErr(c.nc.PublishRequest(s, tc.role.InboxPrefix()+".x", []byte(`{"jobId":"0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10"}`)))
+			}
+			is.NoErr(c.nc.Flush())
+			for _, s := range tc.mayNot {
+				c.refused(t, "ask on "+s, s)
+			}
+			is.NoErr(c.nc.Flush()) // a round trip after the refusals: every error the server sent has arrived
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, s := range tc.may {
+				for _, e := range c.errs {
+					is.True(!strings.Contains(e, `"`+s+`"`)) // its own path is allowed
+				}
+			}
+		})
+	}
 }

@@ -8,7 +8,9 @@
 // in a state file too, across restarts), plans a date
 // N → R → F over Options.PlanningDuration of Options.Now's time, and builds
 // routes that carry every order of the date. Faults, latency and planning
-// outcomes are injected through the Go API or the control endpoints:
+// outcomes are injected through the Go API or the control endpoints (JSON
+// only, with the control token as "Authorization: Bearer <token>",
+// pkg/simcontrol):
 //
 //	GET  /_sim/stats   calls per operation, in flight, most in flight
 //	POST /_sim/faults  a Control as JSON
@@ -26,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 )
 
 // DefaultAPIKey is the key a Sim accepts when Options.APIKey is empty.
@@ -49,6 +52,10 @@ type Options struct {
 	MaxConcurrent int
 	// Now is the clock planning runs on; default time.Now. See Clock.
 	Now func() time.Time
+	// ControlToken is what the control endpoints take, as "Authorization:
+	// Bearer <token>", with JSON bodies only (pkg/simcontrol); default a
+	// random token, which ControlToken returns.
+	ControlToken string
 }
 
 // Driver is a driver of the simulated account.
@@ -127,6 +134,8 @@ type Event struct {
 type Sim struct {
 	opts Options
 	mux  *http.ServeMux
+	// handler is mux behind the control endpoints' guard.
+	handler http.Handler
 
 	mu           sync.Mutex
 	orders       map[string]*order
@@ -167,9 +176,13 @@ func New(opts Options) *Sim {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ControlToken == "" {
+		opts.ControlToken = simcontrol.NewToken()
+	}
 	s := &Sim{opts: opts, mux: http.NewServeMux(), changed: make(chan struct{})}
 	s.resetLocked()
 	s.routes()
+	s.handler = simcontrol.Guard(opts.ControlToken, s.mux)
 	return s
 }
 
@@ -180,10 +193,14 @@ func (s *Sim) ClientConfig(apiURL string) optimoroute.Config {
 	return optimoroute.Config{APIURL: apiURL, APIKey: s.opts.APIKey, Timeout: 10 * time.Second, MaxConcurrent: s.opts.MaxConcurrent}
 }
 
-// ServeHTTP serves the API and the control endpoints.
+// ServeHTTP serves the API and the control endpoints, the latter only to a
+// request with the control token (pkg/simcontrol).
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	s.handler.ServeHTTP(w, r)
 }
+
+// ControlToken is the token the control endpoints take (Options.ControlToken).
+func (s *Sim) ControlToken() string { return s.opts.ControlToken }
 
 // InjectFault queues f.
 func (s *Sim) InjectFault(f Fault) {

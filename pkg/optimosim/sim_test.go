@@ -13,6 +13,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/optimoroute"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/matryer/is"
 )
 
@@ -32,6 +33,9 @@ func call(t *testing.T, srv *httptest.Server, method, path string, body any) (in
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.HasPrefix(path, simcontrol.Prefix) {
+		simcontrol.Authorize(req, controlToken)
+	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +48,15 @@ func call(t *testing.T, srv *httptest.Server, method, path string, body any) (in
 	return resp.StatusCode, out
 }
 
+// controlToken is the control endpoints' token of the simulators start
+// runs, which call sends with every control request.
+const controlToken = "optimosim-test-control-token"
+
 func start(t *testing.T, opts optimosim.Options) (*optimosim.Sim, *httptest.Server) {
 	t.Helper()
+	if opts.ControlToken == "" {
+		opts.ControlToken = controlToken
+	}
 	sim := optimosim.New(opts)
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
@@ -175,18 +186,15 @@ func TestControlEndpoints(t *testing.T) {
 		PlanningMode: optimosim.PlanningNeverCompletes,
 		FailOrders:   map[string]string{"BAD": "ERR_LOC_GEOCODING"},
 	}
-	b, _ := json.Marshal(ctl)
-	resp, err := http.Post(srv.URL+"/_sim/faults", "application/json", bytes.NewReader(b))
-	is.NoErr(err)                                   // posted
-	is.Equal(resp.StatusCode, http.StatusNoContent) // accepted
-	resp.Body.Close()
+	status, _ := call(t, srv, http.MethodPost, "/_sim/faults", ctl)
+	is.Equal(status, http.StatusNoContent) // accepted
 
 	for range 2 {
 		status, out := call(t, srv, http.MethodGet, "/get_routes"+key+"&date=2026-03-02", nil)
 		is.Equal(status, 503)                 // the injected status
 		is.Equal(out["code"], "ERR_INTERNAL") // and code
 	}
-	status, _ := call(t, srv, http.MethodGet, "/get_routes"+key+"&date=2026-03-02", nil)
+	status, _ = call(t, srv, http.MethodGet, "/get_routes"+key+"&date=2026-03-02", nil)
 	is.Equal(status, http.StatusOK) // only twice
 
 	_, out := call(t, srv, http.MethodPost, "/create_or_update_orders"+key, map[string]any{"orders": []any{anOrder("BAD", "2026-03-02")}})
@@ -196,18 +204,38 @@ func TestControlEndpoints(t *testing.T) {
 	is.Equal(stats["calls"].(map[string]any)["get_routes"], 3.0) // calls counted, failures included
 	is.Equal(stats["maxInFlight"], 1.0)                          // one at a time here
 
-	resp, err = http.Post(srv.URL+"/_sim/reset", "", nil)
-	is.NoErr(err)                                   // posted
-	is.Equal(resp.StatusCode, http.StatusNoContent) // reset
-	resp.Body.Close()
+	status, _ = call(t, srv, http.MethodPost, "/_sim/reset", nil)
+	is.Equal(status, http.StatusNoContent)       // reset
 	is.Equal(sim.Stats().Calls["get_routes"], 0) // counters cleared
 	is.Equal(len(sim.Events()), 0)               // log cleared
 
 	bad, _ := json.Marshal(optimosim.Control{PlanningMode: "sometimes"})
-	resp, err = http.Post(srv.URL+"/_sim/faults", "application/json", bytes.NewReader(bad))
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/_sim/faults", bytes.NewReader(bad))
+	is.NoErr(err)
+	simcontrol.Authorize(req, controlToken)
+	resp, err := srv.Client().Do(req)
 	is.NoErr(err)                                    // posted
 	is.Equal(resp.StatusCode, http.StatusBadRequest) // an unknown mode is refused
 	resp.Body.Close()
+}
+
+// The control endpoints serve only a request with the simulator's token and
+// a JSON body: a page on another origin cannot make the simulator forget
+// its orders with the text/plain POST a browser sends without asking
+// (issue 27 §6).
+func TestControlNeedsTheTokenAndJSON(t *testing.T) {
+	is := is.New(t)
+	sim, srv := start(t, optimosim.Options{})
+	status, _ := call(t, srv, http.MethodPost, "/create_or_update_orders"+key, map[string]any{"orders": []any{anOrder("A1", "2026-03-02")}})
+	is.Equal(status, http.StatusOK)
+	for _, req := range simcontrol.Forged(http.MethodPost, srv.URL+"/_sim/reset", `{}`, controlToken) {
+		resp, err := srv.Client().Do(req)
+		is.NoErr(err)
+		resp.Body.Close()
+		is.True(resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusUnsupportedMediaType) // refused
+	}
+	_, kept := sim.Order("A1")
+	is.True(kept) // the order is still there
 }
 
 func TestProxyPageFault(t *testing.T) {

@@ -19,7 +19,7 @@ func TestStateFileKeepsOrdersAndNeverReusesIds(t *testing.T) {
 	is := is.New(t)
 	state := filepath.Join(t.TempDir(), "simulators", "optimoroute.json")
 	open := func() *httptest.Server {
-		sim, err := optimosim.Open(optimosim.Options{}, state)
+		sim, err := optimosim.Open(optimosim.Options{ControlToken: controlToken}, state)
 		is.NoErr(err)
 		srv := httptest.NewServer(sim)
 		t.Cleanup(srv.Close)
@@ -48,7 +48,8 @@ func TestStateFileKeepsOrdersAndNeverReusesIds(t *testing.T) {
 	_, out = call(t, srv, http.MethodPost, "/create_order"+key, anOrder("A2", "2026-12-02"))
 	is.True(out["id"] != firstOrder) // a new order gets a new id
 
-	_, _ = call(t, srv, http.MethodPost, "/_sim/reset", nil)
+	status, _ = call(t, srv, http.MethodPost, "/_sim/reset", nil)
+	is.Equal(status, http.StatusNoContent) // reset
 	_, out = call(t, srv, http.MethodPost, "/create_order"+key, anOrder("A3", "2026-12-03"))
 	is.True(out["id"] != firstOrder) // a Reset does not rewind the order ids
 	_, out = call(t, srv, http.MethodPost, "/start_planning"+key, map[string]any{"date": "2026-12-03"})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/matryer/is"
 )
 
@@ -186,4 +187,24 @@ func TestPutKeepsUnknownAttributes(t *testing.T) {
 	is.Equal(attrs["jobNumber"], "J000009")                             // typed fields win
 	is.Equal(attrs["claimNumber"], "C-9")                               // attributes the type does not know survive
 	is.True(sim.PutJob(primesim.Job{Job: prime.Job{ID: "j10"}}) != nil) // a new job needs a reference
+}
+
+// The control API serves only a request with the simulator's token and a
+// JSON body: a page on another origin, whose text/plain POST a browser
+// sends without asking, stores no record (issue 27 §6).
+func TestControlAPINeedsTheTokenAndJSON(t *testing.T) {
+	is := is.New(t)
+	sim, base := serve(t, primesim.Options{})
+	for _, req := range simcontrol.Forged(http.MethodPut, base+"/_sim/jobs/job-x", `{"numericReference":555,"attributes":{}}`, controlToken) {
+		res, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		res.Body.Close()
+		is.True(res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusUnsupportedMediaType) // refused
+		_, stored := sim.Job("job-x")
+		is.True(!stored) // and nothing stored
+	}
+	is.Equal(sim.ControlToken(), controlToken) // the token the options gave
+	other, err := primesim.New(primesim.Options{})
+	is.NoErr(err)
+	is.True(len(other.ControlToken()) >= 50) // and, without one, one of its own that nobody guesses
 }

@@ -21,7 +21,8 @@
 //	                                       which is time order for Prime's timestamps);
 //	                                       order: field|ASC or field|DESC, by the same text
 //
-// The control API (JSON; no authentication, so never expose a simulator
+// The control API (JSON only, with the control token as "Authorization:
+// Bearer <token>", pkg/simcontrol; still, never expose a simulator
 // publicly):
 //
 //	GET    /_sim/stats                 calls by endpoint and status, tokens, max in flight
@@ -50,6 +51,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 )
 
 // Options configure a Sim. Zero fields take the defaults given.
@@ -84,6 +86,10 @@ type Options struct {
 	// makes an id, a reference or a job number twice. Faults, rate limits,
 	// tokens and stats are not kept.
 	StateFile string
+	// ControlToken is what the control API takes, as "Authorization:
+	// Bearer <token>", with JSON bodies only (pkg/simcontrol); default a
+	// random token, which ControlToken returns.
+	ControlToken string
 }
 
 // Sim is a simulated Prime. It is safe for concurrent use.
@@ -93,6 +99,8 @@ type Sim struct {
 	log  *slog.Logger
 	hc   *http.Client
 	mux  *http.ServeMux
+	// handler is mux behind the control API's guard.
+	handler http.Handler
 
 	mu       sync.RWMutex // guards the records
 	store    *store
@@ -141,6 +149,9 @@ func New(opts Options) (*Sim, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.ControlToken == "" {
+		opts.ControlToken = simcontrol.NewToken()
+	}
 	s := &Sim{opts: opts, now: opts.Now, log: opts.Logger, hc: opts.HTTPClient, stats: newStats()}
 	if err := s.Reset(); err != nil {
 		return nil, err
@@ -157,11 +168,16 @@ func New(opts Options) (*Sim, error) {
 		}
 	}
 	s.mux = s.routes()
+	s.handler = simcontrol.Guard(opts.ControlToken, s.mux)
 	return s, nil
 }
 
-// ServeHTTP serves Prime's API and the control API.
-func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves Prime's API and the control API, the latter only to a
+// request with the control token (pkg/simcontrol).
+func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// ControlToken is the token the control API takes (Options.ControlToken).
+func (s *Sim) ControlToken() string { return s.opts.ControlToken }
 
 // Reset puts the simulator back as New left it: the fixture's records only,
 // no faults, the configured rate limit, no tokens, zero stats. With a state

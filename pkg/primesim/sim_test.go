@@ -16,6 +16,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/matryer/is"
 )
 
@@ -55,6 +56,9 @@ func serve(t *testing.T, opts primesim.Options) (*primesim.Sim, string) {
 		t.Fatalf("default fixture: %v", err)
 	}
 	opts.Fixture = f
+	if opts.ControlToken == "" {
+		opts.ControlToken = controlToken
+	}
 	sim, err := primesim.New(opts)
 	if err != nil {
 		t.Fatalf("new: %v", err)
@@ -63,6 +67,10 @@ func serve(t *testing.T, opts primesim.Options) (*primesim.Sim, string) {
 	t.Cleanup(srv.Close)
 	return sim, srv.URL
 }
+
+// controlToken is the control API's token of the simulators serve runs,
+// which do sends with every control request.
+const controlToken = "primesim-test-control-token"
 
 type call struct {
 	method, path, body, token string
@@ -94,6 +102,9 @@ func do(t *testing.T, base string, c call) result {
 	}
 	if c.method == http.MethodPost && strings.HasPrefix(c.path, "/oauth/") {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if strings.HasPrefix(c.path, simcontrol.Prefix) {
+		simcontrol.Authorize(req, controlToken)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -20,8 +20,10 @@ type Help struct {
 	// `env` tags: --help lists their variables and defaults from the same
 	// tags config.Parse reads.
 	Configs []any
-	// README names the sections of README.md that tell how to run it.
-	README []string
+	// Docs name the documents that tell how to run it, relative to the
+	// repository's root (docs/production.md, README.md#a-tour-with-make-run);
+	// the docs tests check that each resolves.
+	Docs []string
 }
 
 // Variables are the environment variables the binary reads.
@@ -38,9 +40,9 @@ func (h Help) Write(w io.Writer) error {
 	if err := config.WriteVariables(w, vars); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nWhat each variable means: README.md, section \"Configuration\".\n")
-	if len(h.README) > 0 {
-		fmt.Fprintf(w, "How to run it: README.md, %s.\n", quoteList(h.README))
+	fmt.Fprintf(w, "\nWhat each variable means: %s.\n", ConfigurationDoc)
+	if len(h.Docs) > 0 {
+		fmt.Fprintf(w, "How to run it: %s.\n", strings.Join(h.Docs, ", "))
 	}
 	fmt.Fprintf(w, "\n%s\n", version.String(h.Name))
 	return nil
@@ -67,13 +69,9 @@ func wrap(s string, width int) string {
 	return b.String()
 }
 
-func quoteList(s []string) string {
-	q := make([]string, len(s))
-	for i, v := range s {
-		q[i] = `"` + v + `"`
-	}
-	return strings.Join(q, ", ")
-}
+// ConfigurationDoc is where every variable is described (generated from
+// the same tags as --help: services/primeflow's TestConfigurationDoc).
+const ConfigurationDoc = "docs/configuration.md"
 
 // Command reads a service binary's command line before it starts anything:
 // --help (-h, help) writes h on stdout, --version (version) the version,

@@ -125,7 +125,7 @@ func TestCommand(t *testing.T) {
 		Addr   string `env:"X_ADDR" envDefault:":9"`
 		Secret string `env:"X_SECRET" secret:"true"`
 	}
-	h := service.Help{Name: "thing", Summary: "does a thing.", Configs: []any{cfg{}}, README: []string{"Production"}}
+	h := service.Help{Name: "thing", Summary: "does a thing.", Configs: []any{cfg{}}, Docs: []string{"docs/production.md"}}
 	for _, tc := range []struct {
 		args []string
 		done bool
@@ -134,7 +134,7 @@ func TestCommand(t *testing.T) {
 		err  string
 	}{
 		{nil, false, 0, nil, ""},
-		{[]string{"--help"}, true, 0, []string{"thing — does a thing.", "X_ADDR", ":9", "X_SECRET", "X_SECRET_FILE", `"Production"`, version.String("thing")}, ""},
+		{[]string{"--help"}, true, 0, []string{"thing — does a thing.", "X_ADDR", ":9", "X_SECRET", "X_SECRET_FILE", "docs/configuration.md", "docs/production.md", version.String("thing")}, ""},
 		{[]string{"-h"}, true, 0, []string{"X_ADDR"}, ""},
 		{[]string{"--version"}, true, 0, []string{version.String("thing")}, ""},
 		{[]string{"--port", "1"}, true, 2, nil, `unexpected argument "--port"`},

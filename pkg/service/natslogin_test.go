@@ -38,3 +38,25 @@ func TestARefusedNATSLoginStopsNamingTheVariables(t *testing.T) {
 		})
 	}
 }
+
+// A NATS_URL nats.go cannot read — an unescaped % in its password — is
+// refused without its password, or a piece of it, in the error (issue 27
+// §8); so is each URL of a list.
+func TestANATSURLItCannotReadIsNotEchoed(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, url := range []string{
+		"nats://primeflow:s3%cret@127.0.0.1:4222",
+		"nats://primeflow:ok@127.0.0.1:4222,nats://primeflow:s3%cret@127.0.0.1:4223",
+		"primeflow:s3%cret@127.0.0.1:4222",
+	} {
+		t.Run(url, func(t *testing.T) {
+			is := is.New(t)
+			_, _, err := service.Connect(context.Background(), service.NATS{URL: url}, log)
+			is.True(err != nil)                                 // refused
+			is.True(!strings.Contains(err.Error(), "s3%cret"))  // without the password
+			is.True(!strings.Contains(err.Error(), "%cr"))      // or the escape that gives it away
+			is.True(strings.Contains(err.Error(), "127.0.0.1")) // naming the server
+			is.True(strings.Contains(err.Error(), "%25"))       // and how to write a %
+		})
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -195,7 +197,7 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 	}
 	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("nats connect: %w", err)
+		return nil, nil, connectError(err, c.URL)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -230,6 +232,46 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// connectError is nats.Connect's error without a password: a URL nats.go
+// cannot read comes back whole in it (Go's url.Error quotes it, password and
+// all), and a bad escape quotes a piece of the password. Neither is echoed.
+func connectError(err error, urls string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		why := ue.Err.Error()
+		var esc url.EscapeError
+		if errors.As(ue.Err, &esc) {
+			why = "a % not followed by two hex digits (a % in a password is written %25)"
+		}
+		return fmt.Errorf("nats connect: NATS_URL %s cannot be read: %s", redactURL(ue.URL), why)
+	}
+	msg := err.Error()
+	for _, raw := range strings.Split(urls, ",") {
+		if raw = strings.TrimSpace(raw); raw != "" {
+			msg = strings.ReplaceAll(msg, raw, redactURL(raw))
+		}
+	}
+	return fmt.Errorf("nats connect: %s", msg)
+}
+
+// redactURL is raw without its user and password: as url.URL.Redacted
+// writes it when it parses, and otherwise with everything before its last
+// "@" (the user information, where a password is) written "***".
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
+		return raw
+	}
+	scheme := ""
+	if i := strings.Index(raw, "://"); i >= 0 && i < at {
+		scheme = raw[:i+3]
+	}
+	return scheme + "***" + raw[at:]
 }
 
 // refused is the error of a connection NATS closed: for a refused login,

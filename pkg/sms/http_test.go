@@ -91,10 +91,11 @@ func TestHTTPSenderPostsJSON(t *testing.T) {
 	posts := ep.got()
 	is.Equal(len(posts), 1) // one post
 	p := posts[0]
-	is.Equal(p.payload, sms.Payload{ID: 42, Reference: "primeflow-sms-42", To: "+61400000000", Message: "MAKE SAFE", Source: "makesafe", Attempt: 2}) // the message as JSON
-	is.Equal(p.header.Get("Content-Type"), "application/json")                                                                                        // labelled JSON
-	is.Equal(p.header.Get(delivery.IdempotencyKeyHeader), "primeflow-sms-42")                                                                         // the same key on every attempt
-	is.Equal(p.header.Get("X-Api-Key"), "s3cret")                                                                                                     // with the configured auth header
+	is.Equal(p.payload, sms.Payload{ID: 42, Reference: "primeflow-sms-42", To: "+61400000000", Message: "MAKE SAFE", Source: "makesafe"}) // the message as JSON
+	is.Equal(p.header.Get("Content-Type"), "application/json")                                                                            // labelled JSON
+	is.Equal(p.header.Get(delivery.IdempotencyKeyHeader), "primeflow-sms-42")                                                             // the same key on every attempt
+	is.Equal(p.header.Get("X-Api-Key"), "s3cret")                                                                                         // with the configured auth header
+	is.Equal(p.header.Get(delivery.AttemptHeader), "2")                                                                                   // and the attempt beside the body
 }
 
 func TestHTTPSenderStatuses(t *testing.T) {
@@ -113,6 +114,9 @@ func TestHTTPSenderStatuses(t *testing.T) {
 		{http.StatusUnauthorized, false, true},
 		{http.StatusNotFound, false, true},
 		{http.StatusUnprocessableEntity, false, true},
+		{http.StatusConflict, false, false}, // the key's first request still in progress (IETF idempotency-key draft)
+		{http.StatusTemporaryRedirect, false, false},
+		{http.StatusFound, false, false},
 	} {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
 			is := is.New(t)
@@ -190,4 +194,101 @@ func TestHTTPSenderNeverLeaksItsSecrets(t *testing.T) {
 	is.True(!strings.Contains(err.Error(), "k3y")) // and the refusal shows no key either
 	err = s.Send(context.Background(), sms.Message{ID: 8, Body: "x"})
 	is.True(errors.Is(err, delivery.ErrPermanent)) // no recipient: refused for good without a post
+}
+
+// A redirect is never followed (issue 27: a 307 forwarded the SMS body and
+// its custom auth header to another host; a 302 turned the post into a GET
+// whose 200 was recorded sent): the other host gets nothing, and the post is
+// a failure.
+func TestHTTPSenderFollowsNoRedirect(t *testing.T) {
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound, http.StatusMovedPermanently, http.StatusSeeOther} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			is := is.New(t)
+			var reached []string
+			var mu sync.Mutex
+			elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				reached = append(reached, r.Method+" "+r.Header.Get("X-Api-Key"))
+				mu.Unlock()
+				w.WriteHeader(http.StatusOK) // a GET's 200 says nothing of the SMS
+			}))
+			defer elsewhere.Close()
+			redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, elsewhere.URL+"/collect?token=t0ken", status)
+			}))
+			defer redirecting.Close()
+			s, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: redirecting.URL + "/sms", AuthHeader: "X-Api-Key", AuthValue: "s3cret"}, nil)
+			is.NoErr(err)
+			err = s.Send(context.Background(), sms.Message{ID: 3, To: "+61400000000", Body: "MAKE SAFE"})
+			is.True(err != nil) // not sent
+			mu.Lock()
+			is.Equal(len(reached), 0) // the other host got nothing: no body, no auth header
+			mu.Unlock()
+			is.True(strings.Contains(err.Error(), fmt.Sprintf("HTTP %d redirect", status))) // saying why
+			is.True(!strings.Contains(err.Error(), "t0ken"))                                // the Location's query redacted
+		})
+	}
+}
+
+// A post carries a customer's number and the endpoint's credentials: the
+// URL must be https, or http to this machine alone; the refusal names the
+// variable.
+func TestHTTPSenderNeedsHTTPS(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://sms.example.com/send", true},
+		{"http://127.0.0.1:8080/sms", true},
+		{"http://127.5.6.7/sms", true},
+		{"http://localhost:8080/sms", true},
+		{"http://[::1]:8080/sms", true},
+		{"http://sms.example.com/send", false},
+		{"http://10.0.0.8/send", false},
+		{"http://localhost.example.com/send", false},
+		{"ftp://127.0.0.1/send", false},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			is := is.New(t)
+			_, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: tc.url}, nil)
+			is.Equal(err == nil, tc.ok)
+			err = delivery.HTTPConfig{URL: tc.url}.Validate("SMS_")
+			is.Equal(err == nil, tc.ok) // what the services check at start
+			if err != nil {
+				is.True(strings.Contains(err.Error(), "SMS_SEND_URL")) // naming the variable
+			}
+		})
+	}
+}
+
+// 409 and 422 with the key are "already done" only where the endpoint's
+// contract says so (SMS_SEND_ALREADY_DONE_STATUSES); otherwise they are read
+// as the IETF idempotency-key draft has them.
+func TestHTTPSenderAlreadyDone(t *testing.T) {
+	for _, tc := range []struct {
+		status      int
+		alreadyDone []int
+		ok, final   bool
+	}{
+		{http.StatusConflict, nil, false, false},
+		{http.StatusUnprocessableEntity, nil, false, true},
+		{http.StatusConflict, []int{409}, true, false},
+		{http.StatusUnprocessableEntity, []int{409, 422}, true, false},
+		{http.StatusUnprocessableEntity, []int{409}, false, true},
+	} {
+		t.Run(fmt.Sprint(tc.status, tc.alreadyDone), func(t *testing.T) {
+			is := is.New(t)
+			ep := &endpoint{statuses: []int{tc.status}}
+			srv := httptest.NewServer(ep)
+			defer srv.Close()
+			s, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: srv.URL, AlreadyDone: tc.alreadyDone}, nil)
+			is.NoErr(err)
+			err = s.Send(context.Background(), sms.Message{ID: 1, To: "+61400000000", Body: "x"})
+			is.Equal(err == nil, tc.ok)
+			is.Equal(errors.Is(err, delivery.ErrPermanent), tc.final)
+		})
+	}
+	is := is.New(t)
+	err := delivery.HTTPConfig{URL: "https://sms.example.com", AlreadyDone: []int{200}}.Validate("SMS_")
+	is.True(err != nil && strings.Contains(err.Error(), "SMS_SEND_ALREADY_DONE_STATUSES")) // only 409 and 422
 }

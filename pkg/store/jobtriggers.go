@@ -41,19 +41,30 @@ func ClientWIPSource(logID int64) string {
 // TriageInvite is a row of ethTriageInviteQueue: an invite to the customer's
 // triage (§3.1, §5.1 step 6) and how its sending went, a send queue's row
 // (SendState) that job-mirror's invite sender claims, posts and records as
-// smsQueue's are. The table is not given by the spec; sql/README.md writes
-// down the reading.
+// smsQueue's are. An invite answers one status change: the job's arrival in
+// the status, as the mirror saw it, until the mirror sees the job in
+// another status (StatusLeftUTC); a job has one such open invite at most,
+// so the same change never invites twice, and a return to the status later
+// may. The table is not given by the spec; sql/README.md writes down the
+// reading.
 type TriageInvite struct {
 	ID    int64
 	JobID string
 	// StatusID is the job's mirrored status when the invite was queued.
-	StatusID  string
-	QueuedUTC time.Time
+	StatusID string
+	// JobVersion is the mirrored job's version when the invite was queued:
+	// the status change it answers was seen at that version or before.
+	JobVersion int64
+	QueuedUTC  time.Time
+	// StatusLeftUTC is when the mirror first saw the job in another status
+	// than StatusID after the invite was queued: the change it answers is
+	// over. Zero while the job is still in it.
+	StatusLeftUTC time.Time
 	// SentUTC is when the endpoint accepted it; zero while it is not sent.
 	SentUTC time.Time
 	State   SendState
 	// Attempts counts the claims made to send it (a claim given back
-	// unused does not count).
+	// unused, or deferred, does not count).
 	Attempts int
 	// NextAttemptUTC is when a Queued invite is due.
 	NextAttemptUTC time.Time
@@ -62,10 +73,13 @@ type TriageInvite struct {
 	LastError       string
 	FailedUTC       time.Time
 	UpdatedUTC      time.Time
+	// Payload is the body posted for it, JSON, fixed by the first claim that
+	// could build it and posted as it is on every attempt; empty until then.
+	Payload string
 }
 
 // Pending reports whether the invite has still to be sent: Queued or
-// Sending, or Failed and waiting for a person. A job has one at most.
+// Sending, or Failed and waiting for a person.
 func (t TriageInvite) Pending() bool { return t.SentUTC.IsZero() }
 
 // InviteListState selects the invites ListTriageInviteQueue returns.
@@ -89,8 +103,12 @@ type TriageInvites interface {
 	// QueueTriageInvite is ITaskData.QueueTriageInvite(jobId,
 	// InitialContactMadeStatusId): it reads the job's status from primeJobs
 	// and queues an invite when that status is initialContactMadeStatusID
-	// and the job has no invite pending. It reports whether it queued one.
-	// An empty status id queues nothing.
+	// and the job has no open invite (one whose status change is not over:
+	// sent, pending or Failed, it answered this change), so a replayed or
+	// repeated event invites nobody twice. A job it finds in another status
+	// than its open invite's closes that invite (StatusLeftUTC): the job's
+	// next arrival in the status is a change of its own. It reports whether
+	// it queued one. An empty status id queues nothing.
 	QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (queued bool, err error)
 	// ListTriageInvites returns a job's invites, oldest first.
 	ListTriageInvites(ctx context.Context, jobID string) ([]TriageInvite, error)
@@ -113,6 +131,14 @@ type TriageInvites interface {
 	SetTriageInviteFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error
 	// ReleaseTriageInvite gives back, unused, a claim that posted nothing.
 	ReleaseTriageInvite(ctx context.Context, id int64, attempt int, at time.Time) error
+	// DeferTriageInvite gives back a claim that posted nothing because the
+	// invite cannot be sent yet: Queued, due at until, the attempt not
+	// counted, cause (cut to MaxStatusLen) its LastError.
+	DeferTriageInvite(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error
+	// SetTriageInvitePayload fixes the body to post for an invite, if the
+	// claim attempt names still holds it and none is fixed yet (else
+	// ErrClaimLost).
+	SetTriageInvitePayload(ctx context.Context, id int64, attempt int, payload string) error
 	// GetTriageInvite returns one invite, or ErrNotFound.
 	GetTriageInvite(ctx context.Context, id int64) (TriageInvite, error)
 	// NextTriageInviteDue returns when the next Queued invite is due or the

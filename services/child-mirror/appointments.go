@@ -118,9 +118,9 @@ func (c *ChildMirror) getAppointment(ctx context.Context, ev events.Resolved) (p
 // 2: ResolveJobIdAsync with forceSync false): the reference map, or Prime
 // through job-mirror.
 func (c *ChildMirror) childJob(ctx context.Context, ev events.Resolved, recordJob string) (string, error) {
-	req := events.EnsureJobRequest{JobID: recordJob, LogID: ev.LogID, Via: store.ViaWebhook}
+	subject, req := events.SubjectEnsureJobEvent, events.EnsureJobRequest{JobID: recordJob, LogID: ev.LogID}
 	if ev.Action == sweepAction {
-		req.Via = store.ViaAppointmentSweep
+		subject, req.LogID = events.SubjectEnsureJobSweep, 0
 	}
 	if req.JobID == "" {
 		if ev.NumericRef <= 0 {
@@ -136,7 +136,7 @@ func (c *ChildMirror) childJob(ctx context.Context, ev events.Resolved, recordJo
 			req.NumericRef = ev.NumericRef
 		}
 	}
-	return c.ensureJob(ctx, req)
+	return c.ensureJob(ctx, subject, req)
 }
 
 // syncContacts is SyncAppointmentContactsAsync (§5.2 step 4): the job's

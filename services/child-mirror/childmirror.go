@@ -5,7 +5,8 @@
 // log rows, and it serves the appointment sweep of the parent OptimoRoute
 // flow (§8.1, events.SubjectSweepAppointments) as the NATS micro service
 // "child-mirror". The job comes first (§4.3): before any child row is written,
-// job-mirror is asked to make sure the job is mirrored (events.SubjectEnsureJob),
+// job-mirror is asked to make sure the job is mirrored (events.SubjectEnsureJobEvent,
+// and the sweep's and the drains' subjects),
 // which also puts a job seen for the first time through the new-job
 // pipeline. Then come each action's follow-ups, each of which either fails
 // the event or is logged and swallowed, as §10.5 decides:
@@ -227,8 +228,8 @@ func (c *ChildMirror) work(ctx context.Context, ev events.Resolved) (pipeline.Fi
 // rate-limited answer is a *prime.RateLimitedError, and no answer a
 // *pipeline.UnavailableError: either way the event waits, no attempt
 // counted (§9).
-func (c *ChildMirror) ensureJob(ctx context.Context, req events.EnsureJobRequest) (string, error) {
-	reply, err := c.ensure.Ensure(ctx, req)
+func (c *ChildMirror) ensureJob(ctx context.Context, subject string, req events.EnsureJobRequest) (string, error) {
+	reply, err := c.ensure.Ensure(ctx, subject, req)
 	if err != nil {
 		return "", err
 	}
@@ -274,7 +275,7 @@ func message(subject, msgID string, body any) (store.OutboxMessage, error) {
 // Help is what bin/child-mirror --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "child-mirror", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
+	return service.Help{Name: "child-mirror", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
 		Summary: "mirrors the records that hang off a Prime job (appointments, site forms, estimates, allocations, contacts: §5.2–§5.5) and serves the appointment sweep (§8.1, NATS micro \"child-mirror\")."}
 }
 

@@ -293,6 +293,24 @@ func TestRenamedPropertyStillWorks(t *testing.T) {
 	is.True(strings.Contains(e.Logs.String(), "payload shape has changed")) // with the warning
 }
 
+// A site form's event for a job the mirror lacks, by a reference not
+// mapped yet, costs Prime one job call: job-mirror asks Prime itself (it
+// takes no caller's copy of a job, issue 27 §2), by the reference as the
+// resolver did, and the resolver's answer serves it (PRIME_COALESCE_WINDOW,
+// on by default; the harness's client has it off).
+func TestFormEventOfANewJobAsksForTheJobOnce(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: func(c *prime.Config) { c.CoalesceWindow, c.CoalesceKeep = 2*time.Second, 5*time.Minute }}) // the defaults
+	job := e.Sim.NewJob()
+	form := e.Sim.NewSiteForm(job.ID)
+	before := e.Sim.Stats().ByEndpoint["GET /jobs/{id}"]
+	row := e.WaitProcessed(e.Fire(events.ActionChangeCustomFormStatus, form.ID))
+	is.Equal(row.ProcessStatus, "Processed")
+	is.True(e.mirrored(job.ID))                                           // the job mirrored
+	is.Equal(e.firstSeen(job.ID), 1)                                      // seen first, once
+	is.Equal(e.Sim.Stats().ByEndpoint["GET /jobs/{id}"]-before, int64(1)) // with one call for it
+}
+
 // §5.3: the job's site forms mirrored, the form confirmed, the job's AI
 // summary due now, and the generator nudged with the job.
 func TestCustomFormStatus(t *testing.T) {

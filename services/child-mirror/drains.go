@@ -15,7 +15,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -240,7 +239,7 @@ func (c *ChildMirror) drainJob(ctx context.Context, jobID string) (store.Job, er
 	if err != nil || found {
 		return job, err
 	}
-	if _, err := c.ensureJob(ctx, events.EnsureJobRequest{JobID: jobID}); err != nil {
+	if _, err := c.ensureJob(ctx, events.SubjectEnsureJobDrain, events.EnsureJobRequest{JobID: jobID}); err != nil {
 		return store.Job{}, err
 	}
 	job, found, err = c.store.GetJob(ctx, jobID)
@@ -255,7 +254,7 @@ func (c *ChildMirror) drainJob(ctx context.Context, jobID string) (store.Job, er
 // waiting for Prime) brings the message back when it is due.
 func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error {
 	var sq events.SyncQueued
-	if err := json.Unmarshal(msg.Data(), &sq); err != nil || !isGUID(sq.JobID) {
+	if err := json.Unmarshal(msg.Data(), &sq); err != nil || !events.IsGUID(sq.JobID) {
 		return consume.Drop(fmt.Errorf("%s: not a sync hand-off of a job: %v", msg.Subject(), err))
 	}
 	jobID := strings.ToLower(sq.JobID)
@@ -394,13 +393,6 @@ func (c *ChildMirror) giveBack(ctx context.Context, items []store.SyncQueueItem)
 			c.log.Warn("sync queue item not given back: it is drained once its claim lapses", "object", it.Object, "jobId", it.JobID, "item", it.ID, "err", err)
 		}
 	}
-}
-
-// isGUID reports whether s is a GUID in its 36-character form, as Prime's
-// ids are.
-func isGUID(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil && len(s) == 36
 }
 
 // afterTimeout bounds a write that a shutdown does not cut short.

@@ -60,20 +60,19 @@ func (c *ChildMirror) customFormStatus(ctx context.Context, ev events.Resolved) 
 // referencedJob is the job of §5.3 and §5.4 step 1, ResolveJobIdAsync
 // (forceSync: false), which the resolver ran: the GUID from the reference
 // map, or the job it fetched from Prime. No job is MissingIdentifier,
-// thrown. The job is then made sure of in the mirror (step 2, §4.3).
+// thrown. The job is then made sure of in the mirror (step 2, §4.3), by
+// its numeric reference too: job-mirror then asks Prime by the reference as
+// the resolver did, and the resolver's answer serves it (pkg/prime's
+// coalescing) instead of a second call.
 func (c *ChildMirror) referencedJob(ctx context.Context, ev events.Resolved) (string, error) {
-	var job *events.Resource // handed to job-mirror, so it does not fetch the job again
-	if r, ok := ev.FetchedJob(); ok {
-		job = &r
-	}
 	jobID := ev.JobID
-	if jobID == "" && job != nil {
-		jobID = job.ID
+	if r, ok := ev.FetchedJob(); ok && jobID == "" {
+		jobID = r.ID
 	}
 	if jobID == "" {
 		return "", pipeline.Fault(pipeline.MissingIdentifier, ev.Action, "no job reference in the payload")
 	}
-	return c.ensureJob(ctx, events.EnsureJobRequest{JobID: strings.ToLower(jobID), LogID: ev.LogID, Via: store.ViaWebhook, Fetched: job})
+	return c.ensureJob(ctx, events.SubjectEnsureJobEvent, events.EnsureJobRequest{JobID: strings.ToLower(jobID), NumericRef: ev.NumericRef, LogID: ev.LogID})
 }
 
 // confirm checks, after the sync, that the event's id is now in its mirror

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -43,11 +44,13 @@ type options struct {
 	noNudge bool
 	// noJobMirror starts without job-mirror (startJobMirror starts it).
 	noJobMirror bool
+	// prime adjusts the Prime client's configuration.
+	prime func(*prime.Config)
 }
 
 func start(t *testing.T, o options) *env {
 	t.Helper()
-	e := &env{Env: flowtest.New(t, flowtest.Options{})}
+	e := &env{Env: flowtest.New(t, flowtest.Options{PrimeConfig: o.prime})}
 	e.store = &recordingStore{Store: e.Env.Store, shared: &shared{}}
 	d := e.Deps
 	d.Store = e.store

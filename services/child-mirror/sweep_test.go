@@ -191,7 +191,7 @@ func TestSweepDoesNotWaitOutAHold(t *testing.T) {
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_sweeps_total", map[string]string{"result": "rate_limited"}), 1.0)
 }
 
-// The README's command line sweeps: `nats req primeflow.childmirror.sweep
+// docs/operations.md's command line sweeps: `nats req primeflow.childmirror.sweep
 // '{"fromUTC":…,"toUTC":…}'`. The Makefile builds the nats CLI and sets
 // NATS_CLI.
 func TestSweepCommandLine(t *testing.T) {
@@ -201,7 +201,7 @@ func TestSweepCommandLine(t *testing.T) {
 	missed := e.Sim.NewAppointment(e.Sim.NewJob().ID)
 	from := time.Now().UTC().Truncate(time.Hour)
 	body := fmt.Sprintf(`{"fromUTC":%q,"toUTC":%q,"source":"ops"}`, from.Format(time.RFC3339), from.Add(8*24*time.Hour).Format(time.RFC3339))
-	out, err := exec.Command(cli, "--server", e.NATS.ClientURL(), "req", "--timeout", "6m", events.SubjectSweepAppointments, body).CombinedOutput() // as the README asks
+	out, err := exec.Command(cli, "--server", e.NATS.ClientURL(), "req", "--timeout", "6m", events.SubjectSweepAppointments, body).CombinedOutput() // as docs/operations.md asks
 	is.NoErr(err)                                                                                                                                   // the CLI asked and child-mirror answered
 	is.True(strings.Contains(string(out), `"saved":1`))                                                                                             // with what the sweep did
 	is.Equal(e.appointment(missed.ID).Version, missed.Version)                                                                                      // the appointment is mirrored

@@ -127,7 +127,7 @@ func (in *Ingest) Run(ctx context.Context) error {
 // Help is what bin/ingest --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "ingest", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}},
+	return service.Help{Name: "ingest", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}},
 		Summary: "Prime's webhook receiver (§2, §3): it stores every webhook in ethPrimeWebhookLog, answers 200 once the row is committed, and publishes it on prime.webhook.<eventAction>; a relay publishes the rows left unpublished or reset for replay."}
 }
 

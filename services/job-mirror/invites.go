@@ -15,6 +15,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -31,20 +32,19 @@ import (
 // looks at the queue when it starts, and at least every
 // TRIAGE_INVITE_SWEEP_INTERVAL.
 
-// Invite is one triage invite handed to an InviteSender: the job, its
-// primary contact as the mirror holds it, and the status it was queued in.
+// Invite is one triage invite handed to an InviteSender: its row, its job,
+// the attempt, and the body to post.
 type Invite struct {
 	// ID is the ethTriageInviteQueue row, passed on so the endpoint can
 	// tell a resend.
-	ID        int64
-	JobID     string
-	JobNumber string
-	// StatusID is the job's status when the invite was queued (the
-	// Initial-Contact-Made status).
-	StatusID string
-	Contact  InviteContact
+	ID    int64
+	JobID string
 	// Attempt counts from 1.
 	Attempt int
+	// Payload is the body posted (InvitePayload, JSON): built from the
+	// mirror by the first claim that could, kept on the row, and posted
+	// byte for byte on every attempt after.
+	Payload json.RawMessage
 	// unready says why the invite cannot be sent yet (readiness).
 	unready error
 }
@@ -61,19 +61,21 @@ type InviteContact struct {
 // errors mean).
 type InviteSender = delivery.Sender[Invite]
 
-// InvitePayload is the JSON body HTTPInvites posts. The TriageInvite spec's
-// endpoint was not available: this is the reading, kept in one place to
-// correct (sql/README.md, "Triage invites").
+// InvitePayload is the JSON body HTTPInvites posts, the same on every
+// attempt (the attempt goes in delivery.AttemptHeader). The TriageInvite
+// spec's endpoint was not available: this is the reading, kept in one place
+// to correct (sql/README.md, "Triage invites").
 type InvitePayload struct {
 	// ID is the ethTriageInviteQueue row; Reference is
 	// "primeflow-triage-invite-<id>", also the Idempotency-Key.
-	ID        int64         `json:"id"`
-	Reference string        `json:"reference"`
-	JobID     string        `json:"jobId"`
-	JobNumber string        `json:"jobNumber"`
-	StatusID  string        `json:"statusId"`
-	Contact   InviteContact `json:"contact"`
-	Attempt   int           `json:"attempt"`
+	ID        int64  `json:"id"`
+	Reference string `json:"reference"`
+	JobID     string `json:"jobId"`
+	JobNumber string `json:"jobNumber"`
+	// StatusID is the job's status when the invite was queued (the
+	// Initial-Contact-Made status).
+	StatusID string        `json:"statusId"`
+	Contact  InviteContact `json:"contact"`
 }
 
 // InviteReference is the reference and idempotency key of an invite.
@@ -85,7 +87,7 @@ type HTTPInvites struct{ p *delivery.Poster }
 // NewHTTPInvites makes a sender for cfg (TRIAGE_INVITE_SEND_*). hc nil is a
 // client with cfg's timeout.
 func NewHTTPInvites(cfg delivery.HTTPConfig, hc *http.Client) (*HTTPInvites, error) {
-	p, err := delivery.NewPoster(cfg, "TRIAGE_INVITE_SEND_URL", hc)
+	p, err := delivery.NewPoster(cfg, inviteKind.Prefix, hc)
 	if err != nil {
 		return nil, fmt.Errorf("job-mirror: %w", err)
 	}
@@ -94,9 +96,7 @@ func NewHTTPInvites(cfg delivery.HTTPConfig, hc *http.Client) (*HTTPInvites, err
 
 // Send posts one invite.
 func (s *HTTPInvites) Send(ctx context.Context, inv Invite) error {
-	err := s.p.Post(ctx, InviteReference(inv.ID), InvitePayload{ID: inv.ID, Reference: InviteReference(inv.ID), JobID: inv.JobID,
-		JobNumber: inv.JobNumber, StatusID: inv.StatusID, Contact: inv.Contact, Attempt: inv.Attempt})
-	if err != nil {
+	if err := s.p.Post(ctx, InviteReference(inv.ID), inv.Attempt, inv.Payload); err != nil {
 		return fmt.Errorf("triage invite %d: %w", inv.ID, err)
 	}
 	return nil
@@ -132,15 +132,17 @@ func InviteSenderFor(cfg delivery.HTTPConfig, dry dryrun.Config, log *slog.Logge
 // inviteKind is ethTriageInviteQueue as package delivery names it.
 var inviteKind = delivery.Kind{Name: "triage invite", LogKey: "invite", Prefix: "TRIAGE_INVITE_", Table: "ethTriageInviteQueue"}
 
-// newInviteDrainer is the invite drainer over st, sending with s.
-func newInviteDrainer(cfg delivery.Config, st store.Store, pub *outbox.Publisher, s InviteSender, log *slog.Logger, reg prometheus.Registerer) (*delivery.Drainer[Invite], error) {
+// newInviteDrainer is the invite drainer over st, sending with s; an invite
+// waits for its primary contact at most contactWait.
+func newInviteDrainer(cfg delivery.Config, contactWait time.Duration, st store.Store, pub *outbox.Publisher, s InviteSender, log *slog.Logger, reg prometheus.Registerer) (*delivery.Drainer[Invite], error) {
 	_, logOnly := s.(LogInvites)
-	return delivery.NewDrainer(cfg, delivery.Options[Invite]{Kind: inviteKind, Queue: inviteQueue{st: st, pub: pub, log: log},
+	q := inviteQueue{st: st, pub: pub, backoff: cfg.Backoff, contactWait: contactWait}
+	return delivery.NewDrainer(cfg, delivery.Options[Invite]{Kind: inviteKind, Queue: q,
 		Sender: readiness{s}, LogOnly: logOnly, Log: log, Collectors: inviteCollectors(), Registry: reg})
 }
 
 // readiness refuses an invite that cannot be sent yet before its sender
-// sees it: it names nobody the mirror holds.
+// sees it: it names nobody the mirror holds, or not yet.
 type readiness struct{ next InviteSender }
 
 func (r readiness) Send(ctx context.Context, inv Invite) error {
@@ -154,15 +156,20 @@ func (r readiness) Send(ctx context.Context, inv Invite) error {
 // invite (refused for good: it waits, Failed, for a person).
 var errNoPrimaryContact = errors.New("the job has no primary contact in the mirror: nobody to invite")
 
-// inviteQueue is ethTriageInviteQueue as a delivery.Queue. A claimed
-// invite is completed from the mirror: the job's number and its primary
-// contact's name, phone (mobile first) and email. A primary contact the
-// mirror does not hold yet is queued for the contacts drain (ethSyncQueue,
-// handed on at once), and the attempt fails to be retried with backoff.
+// inviteQueue is ethTriageInviteQueue as a delivery.Queue (and a
+// delivery.Deferrer). A claimed invite with no body yet is completed from
+// the mirror — the job's number and its primary contact's name, phone
+// (mobile first) and email — and its body fixed on the row, so that every
+// attempt posts the same bytes. A primary contact the mirror does not hold
+// yet is a wait, no attempt (contactWaiting): the job's contacts are queued
+// for the contacts drain (ethSyncQueue, handed on at once) unless they are
+// queued already, and the invite is looked at again later, for up to
+// TRIAGE_INVITE_CONTACT_WAIT.
 type inviteQueue struct {
-	st  store.Store
-	pub *outbox.Publisher
-	log *slog.Logger
+	st          store.Store
+	pub         *outbox.Publisher
+	backoff     retry.Backoff
+	contactWait time.Duration
 }
 
 func (q inviteQueue) Claim(ctx context.Context, now time.Time, lease time.Duration, maxAttempts, limit int) ([]delivery.Claim[Invite], error) {
@@ -172,59 +179,113 @@ func (q inviteQueue) Claim(ctx context.Context, now time.Time, lease time.Durati
 	}
 	out := make([]delivery.Claim[Invite], len(rows))
 	for i, r := range rows {
-		inv := Invite{ID: r.ID, JobID: r.JobID, StatusID: r.StatusID, Attempt: r.Attempts}
-		inv.unready = q.complete(ctx, &inv)
+		inv := Invite{ID: r.ID, JobID: r.JobID, Attempt: r.Attempts}
+		if r.Payload != "" {
+			inv.Payload = json.RawMessage(r.Payload)
+		} else {
+			inv.unready = q.build(ctx, r, &inv, now)
+		}
 		out[i] = delivery.Claim[Invite]{ID: r.ID, Attempt: r.Attempts, QueuedUTC: r.QueuedUTC, Msg: inv, Log: []any{"jobId", r.JobID}}
 	}
 	return out, nil
 }
 
+// build makes the invite's body from the mirror and fixes it on the row, or
+// says why it cannot yet.
+func (q inviteQueue) build(ctx context.Context, r store.TriageInvite, inv *Invite, now time.Time) error {
+	p := InvitePayload{ID: r.ID, Reference: InviteReference(r.ID), JobID: r.JobID, StatusID: r.StatusID}
+	if err := q.complete(ctx, r, &p, now); err != nil {
+		return err
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return delivery.Permanent(fmt.Errorf("triage invite %d: %w", r.ID, err))
+	}
+	if err := q.st.SetTriageInvitePayload(ctx, r.ID, r.Attempts, string(body)); err != nil {
+		return fmt.Errorf("triage invite %d: keep its body: %w", r.ID, err)
+	}
+	inv.Payload = body
+	return nil
+}
+
 // complete fills in the job's number and its primary contact, or says why
 // it cannot.
-func (q inviteQueue) complete(ctx context.Context, inv *Invite) error {
-	job, found, err := q.st.GetJob(ctx, inv.JobID)
+func (q inviteQueue) complete(ctx context.Context, r store.TriageInvite, p *InvitePayload, now time.Time) error {
+	job, found, err := q.st.GetJob(ctx, r.JobID)
 	switch {
 	case err != nil:
-		return fmt.Errorf("triage invite %d: read the job: %w", inv.ID, err)
+		return fmt.Errorf("triage invite %d: read the job: %w", r.ID, err)
 	case !found:
-		return delivery.Permanent(fmt.Errorf("triage invite %d: job %s is not in the mirror", inv.ID, inv.JobID))
+		return delivery.Permanent(fmt.Errorf("triage invite %d: job %s is not in the mirror", r.ID, r.JobID))
 	case job.PrimaryContactID == "":
-		return delivery.Permanent(fmt.Errorf("triage invite %d: %w", inv.ID, errNoPrimaryContact))
+		return delivery.Permanent(fmt.Errorf("triage invite %d: %w", r.ID, errNoPrimaryContact))
 	}
-	inv.JobNumber = job.JobNumber
+	p.JobNumber = job.JobNumber
 	c, found, err := q.st.GetContact(ctx, job.PrimaryContactID)
 	if err != nil {
-		return fmt.Errorf("triage invite %d: read the primary contact: %w", inv.ID, err)
+		return fmt.Errorf("triage invite %d: read the primary contact: %w", r.ID, err)
 	}
 	if !found {
-		if err := q.syncContacts(ctx, inv); err != nil {
-			return fmt.Errorf("triage invite %d: the primary contact %s is not mirrored, and its sync could not be queued: %w", inv.ID, job.PrimaryContactID, err)
-		}
-		return fmt.Errorf("triage invite %d: the primary contact %s is not mirrored yet: the job's contacts are queued for a sync", inv.ID, job.PrimaryContactID)
+		return q.waitForContact(ctx, r, job.PrimaryContactID, now)
 	}
 	phone := c.Mobile
 	if strings.TrimSpace(phone) == "" {
 		phone = c.Phone
 	}
-	inv.Contact = InviteContact{Name: c.Name, Phone: phone, Email: c.Email}
-	if inv.Contact.Name == "" {
-		inv.Contact.Name = strings.TrimSpace(c.FirstName + " " + c.LastName)
+	p.Contact = InviteContact{Name: c.Name, Phone: phone, Email: c.Email}
+	if p.Contact.Name == "" {
+		p.Contact.Name = strings.TrimSpace(c.FirstName + " " + c.LastName)
 	}
 	return nil
 }
 
+// waitForContact is an invite whose primary contact is not mirrored yet: a
+// wait, as long as the invite has waited so far (between the first and the
+// last TRIAGE_INVITE_RETRY_BACKOFF), with the job's contacts queued for
+// their drain; past TRIAGE_INVITE_CONTACT_WAIT since it was queued, a
+// failure for good, for a person.
+func (q inviteQueue) waitForContact(ctx context.Context, r store.TriageInvite, contactID string, now time.Time) error {
+	waited := now.Sub(r.QueuedUTC)
+	if waited >= q.contactWait {
+		return delivery.Permanent(fmt.Errorf("triage invite %d: the primary contact %s was not mirrored within TRIAGE_INVITE_CONTACT_WAIT (%s)",
+			r.ID, contactID, q.contactWait))
+	}
+	if err := q.syncContacts(ctx, r, now); err != nil {
+		return fmt.Errorf("triage invite %d: the primary contact %s is not mirrored, and its sync could not be queued: %w", r.ID, contactID, err)
+	}
+	return contactWaiting{
+		msg:   fmt.Sprintf("triage invite %d: waiting for the primary contact %s to be mirrored (the job's contacts are queued for a sync)", r.ID, contactID),
+		after: min(max(waited, q.backoff.After(1)), q.backoff.After(len(q.backoff))),
+	}
+}
+
+// contactWaiting is a retry.Waiter: the invite waits, no attempt counted.
+type contactWaiting struct {
+	msg   string
+	after time.Duration
+}
+
+func (w contactWaiting) Error() string             { return w.msg }
+func (w contactWaiting) RetryAfter() time.Duration { return w.after }
+
 // syncContacts queues the job's contacts for the contacts drain and hands
-// them on (§6: the drain the pipeline's items go to).
-func (q inviteQueue) syncContacts(ctx context.Context, inv *Invite) error {
-	body, err := json.Marshal(events.SyncQueued{JobID: inv.JobID, Objects: []string{store.TableContacts}, Source: inviteSource})
+// them on (§6: the drain the pipeline's items go to), unless they are queued
+// already: the drain has them, and queueing them again would only make it
+// fetch them again.
+func (q inviteQueue) syncContacts(ctx context.Context, r store.TriageInvite, now time.Time) error {
+	queued, err := q.st.ListSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableContacts, JobID: r.JobID, Limit: 1})
+	if err != nil || len(queued) > 0 {
+		return err
+	}
+	body, err := json.Marshal(events.SyncQueued{JobID: r.JobID, Objects: []string{store.TableContacts}, Source: inviteSource})
 	if err != nil {
 		return err
 	}
-	_, err = q.pub.With("invite", inv.ID, "jobId", inv.JobID).InTx(ctx, q.st, "contacts sync hand-off", func(tx store.Store) error {
-		if err := tx.UpsertSyncQueue(ctx, store.TableContacts, inv.JobID); err != nil {
+	_, err = q.pub.With("invite", r.ID, "jobId", r.JobID).InTx(ctx, q.st, "contacts sync hand-off", func(tx store.Store) error {
+		if err := tx.UpsertSyncQueue(ctx, store.TableContacts, r.JobID); err != nil {
 			return err
 		}
-		key := fmt.Sprintf("%d:%d", inv.ID, inv.Attempt)
+		key := fmt.Sprintf("%d:%d", r.ID, now.UnixNano())
 		_, err := tx.InsertOutbox(ctx, []store.OutboxMessage{outbox.Message(events.SubjectSyncQueued, events.SyncQueuedMsgID(inviteSource, key), body)})
 		return err
 	})
@@ -250,6 +311,10 @@ func (q inviteQueue) Release(ctx context.Context, id int64, attempt int, at time
 	return q.st.ReleaseTriageInvite(ctx, id, attempt, at)
 }
 
+func (q inviteQueue) Defer(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error {
+	return q.st.DeferTriageInvite(ctx, id, attempt, cause, until, at)
+}
+
 func (q inviteQueue) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return q.st.NextTriageInviteDue(ctx)
 }
@@ -271,11 +336,11 @@ func inviteCollectors() delivery.Collectors {
 		}),
 		Failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_triage_invites_failed_total",
-			Help: "Triage invites given up on (attempts used up, refused for good, or nobody to invite); they stay Failed in ethTriageInviteQueue for a person.",
+			Help: "Triage invites given up on (attempts used up, refused for good, nobody to invite, or a primary contact not mirrored within TRIAGE_INVITE_CONTACT_WAIT); they stay Failed in ethTriageInviteQueue for a person.",
 		}),
 		Retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_triage_invites_send_retries_total",
-			Help: "Failed triage invite sends that will be tried again (the endpoint's errors, a primary contact not mirrored yet).",
+			Help: "Failed triage invite sends that will be tried again (the endpoint's errors; an invite waiting for its primary contact to be mirrored is no failure).",
 		}),
 		Handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_triage_invites_handoff_seconds",

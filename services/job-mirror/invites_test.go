@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -36,13 +37,16 @@ type inviteEndpoint struct {
 
 type invitePost struct {
 	payload jobmirror.InvitePayload
+	body    []byte
+	header  http.Header
 	key     string
 	status  int
 }
 
 func (ep *inviteEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var p jobmirror.InvitePayload
-	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err != nil || json.Unmarshal(body, &p) != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
@@ -61,7 +65,7 @@ func (ep *inviteEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(ep.statuses) > 0 {
 		status = ep.statuses[min(len(ep.posts), len(ep.statuses)-1)]
 	}
-	ep.posts = append(ep.posts, invitePost{payload: p, key: r.Header.Get(delivery.IdempotencyKeyHeader), status: status})
+	ep.posts = append(ep.posts, invitePost{payload: p, body: body, header: r.Header.Clone(), key: r.Header.Get(delivery.IdempotencyKeyHeader), status: status})
 	ep.mu.Unlock()
 	w.WriteHeader(status)
 }
@@ -149,7 +153,7 @@ func TestAQueuedInviteIsSentOnceToAFailingThenRecoveringEndpoint(t *testing.T) {
 	sent := ep.accepted()
 	is.Equal(len(sent), 1) // accepted once
 	want := jobmirror.InvitePayload{ID: inv.ID, Reference: fmt.Sprintf("primeflow-triage-invite-%d", inv.ID), JobID: j.ID,
-		JobNumber: j.JobNumber, StatusID: statusICM, Attempt: 3,
+		JobNumber: j.JobNumber, StatusID: statusICM,
 		Contact: jobmirror.InviteContact{Name: c.Name, Phone: "0412 345 678", Email: "olivia@example.com.au"}}
 	is.Equal(sent[0].payload, want)              // the job, its primary contact and the status
 	is.Equal(sent[0].key, want.Reference)        // the same idempotency key on every attempt
@@ -226,8 +230,8 @@ func TestAnInviteIsSentOnceAcrossARestart(t *testing.T) {
 }
 
 // A primary contact the mirror does not hold yet is queued for the contacts
-// drain (handed on at once); the invite is retried and goes out once the
-// contact is mirrored.
+// drain (handed on at once); the invite waits and goes out once the contact
+// is mirrored.
 func TestAnInviteWaitsForItsContact(t *testing.T) {
 	is := is.New(t)
 	ep := &inviteEndpoint{}
@@ -249,8 +253,8 @@ func TestAnInviteWaitsForItsContact(t *testing.T) {
 	})
 	is.Equal(len(ep.got()), 0) // nothing posted without the contact
 	is.NoErr(e.Store.SaveContact(context.Background(), store.Contact{ContactID: c.ID, Name: c.Name, Mobile: c.Mobile, Email: c.Email}))
-	inv := e.invite(j.ID, store.SendSent) // the drain mirrored it: the retry sends it
-	is.True(inv.Attempts >= 2)
+	inv := e.invite(j.ID, store.SendSent) // the drain mirrored it: the invite goes
+	is.Equal(inv.Attempts, 1)             // on its first attempt: the waits used none
 	is.Equal(len(ep.accepted()), 1)
 	is.Equal(ep.accepted()[0].payload.Contact.Name, c.Name)
 }
@@ -284,4 +288,116 @@ func TestAShadowRunRecordsTheInvites(t *testing.T) {
 	recs, err := dryrun.Read(filepath.Join(dir, "triage-invite.jsonl"))
 	is.NoErr(err)
 	is.Equal(len(recs), 1) // recorded, not sent
+}
+
+// Every attempt under one Idempotency-Key is the same request, byte for
+// byte (an endpoint that follows the IETF idempotency-key draft refuses a
+// key reused with another body), though the contact changed in the mirror
+// between the attempts; the attempt goes in a header.
+func TestAnInviteIsTheSameRequestOnEveryAttempt(t *testing.T) {
+	is := is.New(t)
+	ep := &inviteEndpoint{statuses: []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusOK}}
+	e := start(t, options{invites: ep.sender(t), config: quickInvites})
+	j, c := e.icmJob(true)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	flowtest.Eventually(t, "the first post", func() bool { return len(ep.got()) >= 1 })
+	is.NoErr(e.Store.SaveContact(context.Background(), store.Contact{ContactID: c.ID, Name: "Someone Else", Mobile: "0499 999 999"}))
+	e.invite(j.ID, store.SendSent)
+	posts := ep.got()
+	is.Equal(len(posts), 3) // two failures, then the send
+	for _, p := range posts {
+		is.Equal(string(p.body), string(posts[0].body)) // the same body
+		is.Equal(p.key, posts[0].key)                   // under the same key
+	}
+	for i, p := range posts {
+		is.Equal(p.header.Get(delivery.AttemptHeader), fmt.Sprint(i+1)) // the attempt beside it
+	}
+	is.Equal(posts[2].payload.Contact.Name, c.Name) // as the first attempt built it
+}
+
+// §10.4: a duplicate delivery, or a replay, of the change-job-status event
+// whose invite went invites nobody again; the job leaving the status and
+// coming back is a change of its own, and is invited.
+func TestOneInviteAStatusChange(t *testing.T) {
+	is := is.New(t)
+	ep := &inviteEndpoint{}
+	e := start(t, options{invites: ep.sender(t), config: quickInvites})
+	j, _ := e.icmJob(true)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	e.invite(j.ID, store.SendSent)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // Prime delivers the same event again
+	_, err := e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.Description = "roof tiles" })
+	is.NoErr(err)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // and again, after another change of the job
+	is.Equal(len(e.invites(j.ID)), 1)                  // one invite
+	is.Equal(len(ep.accepted()), 1)                    // posted once
+	is.Equal(e.invites(j.ID)[0].JobVersion, j.Version) // for the change it answers
+
+	_, err = e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = "0d3c2b1a-9f8e-4d7c-8b6a-5f4e3d2c1b0a" })
+	is.NoErr(err)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // the job leaves the status
+	back, err := e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = statusICM })
+	is.NoErr(err)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // and comes back
+	flowtest.Eventually(t, "the second change's invite sent", func() bool { return len(ep.accepted()) == 2 })
+	got := e.invites(j.ID)
+	is.Equal(len(got), 2)
+	is.True(!got[0].StatusLeftUTC.IsZero())               // the first change is over
+	is.Equal(got[1].JobVersion, back.Version)             // the second answers the return
+	is.True(ep.accepted()[1].key != ep.accepted()[0].key) // under a key of its own
+}
+
+// A primary contact the mirror does not hold yet is a wait, however long
+// the contacts drain takes: the invite uses no attempt while it waits (here
+// more waits than TRIAGE_INVITE_MAX_ATTEMPTS), and goes once the contact is
+// mirrored.
+func TestAnInviteWaitingForItsContactUsesNoAttempt(t *testing.T) {
+	is := is.New(t)
+	ep := &inviteEndpoint{}
+	twoAttempts := func(c *jobmirror.Config) {
+		quickInvites(c)
+		c.InviteDrainer.MaxAttempts = 2
+	}
+	e := start(t, options{invites: ep.sender(t), config: twoAttempts})
+	j, c := e.icmJob(false)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	waits := map[time.Time]bool{}
+	flowtest.Eventually(t, "three waits", func() bool {
+		inv := e.invites(j.ID)[0]
+		if inv.State == store.SendFailed {
+			t.Fatalf("the invite failed while its contact was not mirrored yet, after %d attempts: %s", inv.Attempts, inv.LastError)
+		}
+		if inv.State == store.SendQueued && inv.Attempts == 0 && inv.LastError != "" {
+			waits[inv.NextAttemptUTC] = true
+		}
+		return len(waits) >= 3
+	})
+	is.Equal(len(ep.got()), 0)                                                                 // nothing posted without the contact
+	is.True(strings.Contains(e.invites(j.ID)[0].LastError, "waiting for the primary contact")) // saying why it waits
+	is.NoErr(e.Store.SaveContact(context.Background(), store.Contact{ContactID: c.ID, Name: c.Name, Mobile: c.Mobile, Email: c.Email}))
+	inv := e.invite(j.ID, store.SendSent)
+	is.Equal(inv.Attempts, 1) // its first attempt
+	is.Equal(len(ep.accepted()), 1)
+	is.Equal(e.inviteCounter("send_retries_total"), 0.0) // the waits were no failures
+}
+
+// An endpoint's Retry-After holds the retry back as long as it asks.
+func TestAnInviteRetriesWhenTheEndpointSays(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	t.Cleanup(srv.Close)
+	s, err := jobmirror.NewHTTPInvites(delivery.HTTPConfig{URL: srv.URL}, nil)
+	is.NoErr(err)
+	e := start(t, options{invites: s, config: quickInvites})
+	j, _ := e.icmJob(true)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	var inv store.TriageInvite
+	flowtest.Eventually(t, "the first attempt failed", func() bool {
+		inv = e.invites(j.ID)[0]
+		return inv.State == store.SendQueued && inv.Attempts == 1
+	})
+	is.True(inv.NextAttemptUTC.Sub(inv.UpdatedUTC) >= 2*time.Minute) // not the 50 ms backoff
 }

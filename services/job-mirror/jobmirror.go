@@ -73,6 +73,10 @@ type Config struct {
 	// InviteDrainer configures the invite sender's retries and claims
 	// (TRIAGE_INVITE_MAX_ATTEMPTS, …).
 	InviteDrainer delivery.Config `envPrefix:"TRIAGE_INVITE_"`
+	// InviteContactWait is how long an invite waits, using no attempt, for
+	// its job's primary contact to be mirrored (the contacts drain may be
+	// held by Prime's budget); past it the invite is Failed for a person.
+	InviteContactWait time.Duration `env:"TRIAGE_INVITE_CONTACT_WAIT" envDefault:"24h"`
 }
 
 // Validate reports the settings job-mirror cannot run with, naming their
@@ -84,6 +88,9 @@ func (c Config) Validate() error {
 	}
 	if c.JobsSweepOverlap < 0 || c.JobsSweepFirst <= 0 || c.JobsSweepTimeout <= 0 {
 		return errors.New("job-mirror: JOBS_SWEEP_FIRST and JOBS_SWEEP_TIMEOUT must be above zero, JOBS_SWEEP_OVERLAP not below")
+	}
+	if c.InviteContactWait <= 0 {
+		return errors.New("job-mirror: TRIAGE_INVITE_CONTACT_WAIT must be above zero")
 	}
 	if err := c.InviteDrainer.ValidateWith(inviteKind.Prefix, c.Invites); err != nil {
 		return fmt.Errorf("job-mirror: %w", err)
@@ -181,7 +188,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI, invites InviteSender) (*Mirror
 		return nil, err
 	}
 	pub := &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}
-	inv, err := newInviteDrainer(cfg.InviteDrainer, d.Store, pub, invites, log.With("sub", "triage-invite"), d.Metrics)
+	inv, err := newInviteDrainer(cfg.InviteDrainer, cfg.InviteContactWait, d.Store, pub, invites, log.With("sub", "triage-invite"), d.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +227,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 // Help is what bin/job-mirror --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "job-mirror", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}, dryrun.Config{}},
+	return service.Help{Name: "job-mirror", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}, dryrun.Config{}},
 		Summary: "mirrors Prime's jobs (change-job-status, §5.1), answers ensure-job requests (§4.3, NATS micro \"job-mirror\") and hands each job seen for the first time to the new-job pipeline."}
 }
 

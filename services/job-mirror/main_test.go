@@ -35,7 +35,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	cfg := s.CachedInfo().Config
 	is.NoErr(e.JS.DeleteStream(ctx, events.StreamJob)) // nothing takes prime.job.firstseen
 	j := e.Sim.NewJob()
-	reply, err := ensurejob.Ensure(ctx, e.NC, events.EnsureJobRequest{JobID: j.ID})
+	reply, err := ensurejob.Ensure(ctx, e.NC, events.SubjectEnsureJobDrain, events.EnsureJobRequest{JobID: j.ID})
 	is.NoErr(err)
 	is.True(reply.FirstSight) // job-mirror saw the job first
 	flowtest.Eventually(t, "the publish after the commit failed", func() bool {
@@ -116,4 +116,29 @@ func TestMainNeedsAnInviteURL(t *testing.T) {
 	vars["TRIAGE_INVITE_CLAIM_LEASE"] = "10s"
 	err = jobmirror.Main(context.Background(), func(k string) string { return vars[k] }, &flowtest.Buffer{})
 	is.True(err != nil && strings.Contains(err.Error(), "TRIAGE_INVITE_CLAIM_LEASE")) // a lease a post can outlast
+}
+
+// job-mirror refuses an invite endpoint it would post a customer's name and
+// number to in the clear, naming the variable, and starts with one on this
+// machine.
+func TestTheInviteEndpointMustBeHTTPS(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://triage.example.com/invite", true},
+		{"http://127.0.0.1:9/invites", true},
+		{"http://triage.example.com/invite", false},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			is := is.New(t)
+			cfg := jobmirror.DefaultConfig()
+			cfg.Invites.URL = tc.url
+			err := cfg.Validate()
+			is.Equal(err == nil, tc.ok)
+			if err != nil {
+				is.True(strings.Contains(err.Error(), "TRIAGE_INVITE_SEND_URL")) // naming the variable
+			}
+		})
+	}
 }

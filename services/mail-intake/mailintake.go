@@ -9,10 +9,11 @@
 //  1. the receipt (spPrimeEmailJobRegisteredInsert), once a message, keyed
 //     by its internetMessageId;
 //  2. Extract JobID (pkg/jobemail): body.content, then bodyPreview;
-//  3. the job made sure of through job-mirror (events.SubjectEnsureJob, via
-//     "email"): one Prime GET /jobs/{JobID} for a job the mirror lacks, the
-//     numeric → GUID mapping (§4.1), and, on first sight, the new-job
-//     pipeline (§6), once per job whichever path gets there first. A job
+//  3. the job made sure of through job-mirror (events.SubjectEnsureJobEmail,
+//     which job-mirror records as "email"): one Prime GET /jobs/{JobID} for a
+//     job the mirror lacks, the numeric → GUID mapping (§4.1), and, on first
+//     sight, the new-job pipeline (§6), once per job whichever path gets
+//     there first. A job
 //     already mirrored costs no Prime call. There is no fixed wait: the
 //     make-safe re-check ladder (§6) covers the allocation race the flow's
 //     35 seconds were for;
@@ -201,7 +202,7 @@ func (in *Intake) resolve(ctx context.Context) error {
 // Help is what bin/mail-intake --help prints: what it is and the variables
 // its Main reads.
 func Help() service.Help {
-	return service.Help{Name: "mail-intake", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}},
+	return service.Help{Name: "mail-intake", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}},
 		Summary: "reads Prime's new-job emails from a mailbox through Microsoft Graph (§7) and puts each job through the new-job path, moving each email to the processed or failed folder."}
 }
 

@@ -113,13 +113,14 @@ func (in *Intake) attempt(ctx context.Context, m graph.Message, r store.EmailRec
 		return in.failedAttempt(ctx, m, r, err)
 	}
 	r.JobID, r.JobIDKind, r.NumericReference, r.JobNumber = job.JobID, string(job.Kind), job.NumericReference, job.JobNumber
-	req := events.EnsureJobRequest{Via: store.ViaEmail, NumericRef: job.NumericReference}
+	// The email's job, and nothing about it: job-mirror asks Prime, in the
+	// mail intake's class (after the events, before the sweeps), and records
+	// the sight as the email's, from the subject alone.
+	req := events.EnsureJobRequest{NumericRef: job.NumericReference}
 	if job.Kind == jobemail.KindGUID {
 		req.JobID = job.JobID
 	}
-	// job-mirror's Prime call for it goes in the mail intake's class:
-	// after the events, before the sweeps.
-	reply, err := in.ensureJob(prime.WithPriority(ctx, prime.PriorityDrain), req)
+	reply, err := in.ensureJob(ctx, req)
 	switch {
 	case ctx.Err() != nil:
 		return false
@@ -197,7 +198,7 @@ func (in *Intake) file(ctx context.Context, m graph.Message, r store.EmailReceip
 // email (§9).
 func (in *Intake) ensureJob(ctx context.Context, req events.EnsureJobRequest) (events.EnsureJobReply, error) {
 	for {
-		reply, err := in.ensure.Ensure(ctx, req)
+		reply, err := in.ensure.Ensure(ctx, events.SubjectEnsureJobEmail, req)
 		after := retry.Delay(err)
 		if after <= 0 || ctx.Err() != nil {
 			return reply, err

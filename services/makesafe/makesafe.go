@@ -254,7 +254,7 @@ var guidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 // Help is what bin/makesafe --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "makesafe", README: []string{"Production"}, Configs: []any{Config{}, dryrun.Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
+	return service.Help{Name: "makesafe", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, dryrun.Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
 		Summary: "make-safe detection (§5.5, §6): a job that needs a Make Safe and was created out of hours gets one phone call and an SMS within minutes, with re-checks at +1/+4/+10/+15 minutes; it also sends the SMS queue."}
 }
 

@@ -175,7 +175,7 @@ func (p *Pipeline) run(ctx context.Context, jobID string, logID int64) (ran bool
 // Help is what bin/newjob-pipeline --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "newjob-pipeline", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}},
+	return service.Help{Name: "newjob-pipeline", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}},
 		Summary: "runs the new-job pipeline (§6) once for each job seen for the first time: queues its missing objects into ethSyncQueue and asks for make-safe detection."}
 }
 

@@ -188,7 +188,7 @@ func (c *Creator) scheduled(ctx context.Context) error {
 // Help is what bin/optimo-create --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "optimo-create", README: []string{"Production"}, Configs: []any{Config{}, optimoroute.Config{}, dryrun.Config{}, service.Config{}},
+	return service.Help{Name: "optimo-create", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, optimoroute.Config{}, dryrun.Config{}, service.Config{}},
 		Summary: "writes OptimoRoute orders from the appointment and work-order queues (§5.2, §8.1), on optimo.create.requested and on §8.1's schedule (the appointment sweep first, M–F 15:00–16:59), then asks optimo-plan to plan."}
 }
 

@@ -101,7 +101,7 @@ func TestMainFromTheEnvironment(t *testing.T) {
 	is.NoErr(<-done) // and Main stops cleanly
 }
 
-// The portals' command line works as the README shows it: `nats pub
+// The portals' command line works as docs/operations.md shows it: `nats pub
 // --jetstream optimo.plan.requested '{…}'` gets the NotPlanned dates planned.
 // The Makefile builds the nats CLI and sets NATS_CLI.
 func TestPortalCommandLine(t *testing.T) {

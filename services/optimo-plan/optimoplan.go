@@ -159,7 +159,7 @@ func (p *Planner) scheduled(ctx context.Context) error {
 // Help is what bin/optimo-plan --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "optimo-plan", README: []string{"Production"}, Configs: []any{Config{}, optimoroute.Config{}, dryrun.Config{}, service.Config{}},
+	return service.Help{Name: "optimo-plan", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, optimoroute.Config{}, dryrun.Config{}, service.Config{}},
 		Summary: "plans OptimoRoute's days (§8.2–§8.4): on optimo.plan.requested (coalesced) and every OPTIMO_PLAN_EVERY it starts planning every NotPlanned date, polls the plans, reads the routes back and asks for the SMS queue to be sent."}
 }
 

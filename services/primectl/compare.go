@@ -29,7 +29,7 @@ var ErrDifferences = errors.New("the databases differ")
 // still compared.
 func (c *cli) compare(ctx context.Context, args []string) error {
 	fs := c.flags("compare")
-	live := fs.String("live", "", "the live database: sqlserver://… or sqlite:<path>")
+	live := fs.String("live", "", "the live database: sqlserver://… or sqlite:<path> (default LIVE_DATABASE_URL)")
 	since := fs.String("since", "24h", "from T (UTC, or a duration before now)")
 	until := fs.String("until", "", "to T, not included (default now)")
 	ahead := fs.Int("days-ahead", 14, "orders and plan dates: the period's days and this many days after it")
@@ -37,9 +37,13 @@ func (c *cli) compare(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 || *live == "" {
-		fmt.Fprintln(c.stderr, "primectl compare: give --live <DSN> and no arguments")
+	if len(pos) > 0 || (*live == "" && c.cfg.LiveDatabaseURL == "") {
+		fmt.Fprintln(c.stderr, "primectl compare: give --live <DSN> (or LIVE_DATABASE_URL) and no arguments")
 		return ErrUsage
+	}
+	liveURL, err := c.liveURL(*live)
+	if err != nil {
+		return err
 	}
 	now := c.now().UTC()
 	p := period{to: now}
@@ -63,7 +67,7 @@ func (c *cli) compare(ctx context.Context, args []string) error {
 		return err
 	}
 	defer ours.db.Close()
-	theirs, err := openSide(ctx, "live", *live, "")
+	theirs, err := openSide(ctx, "live", liveURL, "")
 	if err != nil {
 		return err
 	}
@@ -77,6 +81,27 @@ func (c *cli) compare(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: %d differences", ErrDifferences, n)
 	}
 	return nil
+}
+
+// liveURL is the live database compare reads: flag (--live) or
+// LIVE_DATABASE_URL, with LIVE_DATABASE_PASSWORD as its user's password. A
+// password on the command line, which any user of the host sees in ps, is
+// taken with a warning.
+func (c *cli) liveURL(flag string) (string, error) {
+	dsn, from := flag, "--live"
+	switch {
+	case flag != "" && c.cfg.LiveDatabaseURL != "":
+		return "", errors.New("compare: --live and LIVE_DATABASE_URL are both set: give the live database one way")
+	case flag == "":
+		dsn, from = c.cfg.LiveDatabaseURL, "LIVE_DATABASE_URL"
+	}
+	if u, err := url.Parse(dsn); flag != "" && err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			fmt.Fprintln(c.stderr, "primectl compare: --live holds a password, which ps shows any user of this host: "+
+				"give it in LIVE_DATABASE_PASSWORD_FILE (or LIVE_DATABASE_URL_FILE) instead")
+		}
+	}
+	return database.WithPasswordOf(from, "LIVE_DATABASE_PASSWORD", dsn, c.cfg.LiveDatabasePassword)
 }
 
 // period is [from, to) in UTC; lastDay is the last day whose orders and

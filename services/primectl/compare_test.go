@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,4 +178,53 @@ func TestCompareUsage(t *testing.T) {
 			is.True(!errors.Is(err, primectl.ErrDifferences)) // before comparing anything
 		})
 	}
+}
+
+// The live database may come from the environment or a file, not only
+// the command line, where ps shows any user of the host its password
+// (issue 27 §8): LIVE_DATABASE_URL or LIVE_DATABASE_URL_FILE, and
+// LIVE_DATABASE_PASSWORD(_FILE) for the password of its user.
+func TestCompareLiveFromTheEnvironment(t *testing.T) {
+	ours, live := twoDatabases(t)
+	urlFile := filepath.Join(t.TempDir(), "live-url")
+	if err := os.WriteFile(urlFile, []byte("sqlite:"+live+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	period := []string{"compare", "--since", "2026-10-01", "--until", "2026-10-08", "--days-ahead", "0"}
+	for name, env := range map[string]map[string]string{
+		"LIVE_DATABASE_URL":      {"LIVE_DATABASE_URL": "sqlite:" + live},
+		"LIVE_DATABASE_URL_FILE": {"LIVE_DATABASE_URL_FILE": urlFile},
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			env["DATABASE_URL"] = "sqlite:" + ours
+			w := &world{t: t, env: env}
+			out, _, err := w.run("", period...)
+			is.True(errors.Is(err, primectl.ErrDifferences)) // compared
+			is.True(strings.Contains(out, "13 differences")) // as with --live
+		})
+	}
+
+	t.Run("both ways at once", func(t *testing.T) {
+		is := is.New(t)
+		w := &world{t: t, env: map[string]string{"DATABASE_URL": "sqlite:" + ours, "LIVE_DATABASE_URL": "sqlite:" + live}}
+		_, _, err := w.run("", append(period, "--live", "sqlite:"+live)...)
+		is.True(err != nil && strings.Contains(err.Error(), "both set")) // refused
+	})
+
+	t.Run("a password for SQLite", func(t *testing.T) {
+		is := is.New(t)
+		w := &world{t: t, env: map[string]string{"DATABASE_URL": "sqlite:" + ours, "LIVE_DATABASE_URL": "sqlite:" + live, "LIVE_DATABASE_PASSWORD": "pw"}}
+		_, _, err := w.run("", period...)
+		is.True(err != nil && strings.Contains(err.Error(), "LIVE_DATABASE_PASSWORD is set but LIVE_DATABASE_URL is not a sqlserver:// URL"))
+	})
+
+	t.Run("a password on the command line", func(t *testing.T) {
+		is := is.New(t)
+		w := &world{t: t, env: map[string]string{"DATABASE_URL": "sqlite:" + ours}}
+		_, stderr, err := w.run("", append(period, "--live", "sqlserver://reader:s3cret@127.0.0.1:1?database=live&dial+timeout=1")...)
+		is.True(err != nil)                                              // no server there
+		is.True(strings.Contains(stderr, "LIVE_DATABASE_PASSWORD_FILE")) // told where the password belongs
+		is.True(!strings.Contains(stderr+err.Error(), "s3cret"))         // never echoing it
+	})
 }

@@ -57,6 +57,14 @@ type Config struct {
 	// MakesafeSMSTo is what migrate writes as the default make-safe SMS
 	// recipient (the setting MakesafeSMSRecipient).
 	MakesafeSMSTo string `env:"MAKESAFE_SMS_TO"`
+	// LiveDatabaseURL is compare's live database when --live is not given
+	// (it, or LIVE_DATABASE_URL_FILE, keeps a password off the command line,
+	// where ps shows it).
+	LiveDatabaseURL string `env:"LIVE_DATABASE_URL" secret:"true"`
+	// LiveDatabasePassword, when set, is the password of the live
+	// database's user (sqlserver:// only), so that neither --live nor
+	// LIVE_DATABASE_URL need hold it.
+	LiveDatabasePassword string `env:"LIVE_DATABASE_PASSWORD" secret:"true"`
 }
 
 // ingestURL is INGEST_URL, or where OPS_ADDR or HTTP_ADDR is reached.
@@ -96,7 +104,7 @@ var commands = []struct{ name, usage string }{
 	{"invites", "primectl invites [--failed | --all] [--limit N]"},
 	{"coverage", "primectl coverage [--since T] [--json]"},
 	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
-	{"compare", "primectl compare --live DSN [--since T] [--until T] [--days-ahead N]"},
+	{"compare", "primectl compare [--live DSN] [--since T] [--until T] [--days-ahead N]"},
 	{"version", "primectl --version"},
 }
 
@@ -133,7 +141,9 @@ same or different in the database, whose it is, and what a migration would
 do; migrate applies, refusing to alter a live object primeflow does not own
 unless --adopt names it (its definition is captured under --capture first),
 and writes MAKESAFE_SMS_TO as the default make-safe SMS recipient. compare
-diffs this database (a shadow run's) against the live one for a period.
+diffs this database (a shadow run's) against the live one for a period: --live,
+or LIVE_DATABASE_URL (or its _FILE), with the password in LIVE_DATABASE_PASSWORD
+(or its _FILE) rather than on the command line, where ps shows it.
 `
 
 // writeCommands writes what primectl is and its commands' usage lines.
@@ -158,7 +168,7 @@ func writeUsage(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nINGEST_URL unset is where OPS_ADDR, or HTTP_ADDR, is reached on this machine, and NATS_URL\n"+
 		"unset bin/primeflow's embedded server at NATS_LISTEN.\n"+
-		"How to use it: README.md, section \"Operating it\".\n\n%s\n", version.String("primectl"))
+		"What each variable means: docs/configuration.md; how to use it: docs/operations.md.\n\n%s\n", version.String("primectl"))
 	return nil
 }
 

@@ -605,7 +605,7 @@ func runDeployment(b *testing.B, bin, gatewayURL, name string) (r budgetRun) {
 		addr, natsAddr := freeAddr(b), freeAddr(b)
 		natsURL = "nats://" + natsAddr
 		startProc(b, bin, "primeflow", dir, slices.Concat(common, []string{"HTTP_ADDR=" + addr, "NATS_LISTEN=" + natsAddr, "SIM_ADDR=" + freeAddr(b),
-			"NATS_MONITOR_LISTEN=off", "OPTIMO_CREATE_EVERY=off", "OPTIMO_CREATE_ON_START=false", "OPTIMO_PLAN_ON_START=false"}), addr)
+			"SIMULATE=optimoroute", "NATS_MONITOR_LISTEN=off", "OPTIMO_CREATE_EVERY=off", "OPTIMO_CREATE_ON_START=false", "OPTIMO_PLAN_ON_START=false"}), addr)
 		ingestAddr, metricsAddrs = addr, []string{addr}
 	}
 	d.post = func(body string) {

@@ -12,6 +12,7 @@ require (
 	github.com/ethosbuilding/primeflow/services/newjob-pipeline v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/optimo-create v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/optimo-plan v0.0.0-00010101000000-000000000000
+	github.com/ethosbuilding/primeflow/services/primectl v0.0.0-00010101000000-000000000000
 	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/mux v1.8.1
@@ -70,6 +71,7 @@ replace (
 	github.com/ethosbuilding/primeflow/services/newjob-pipeline => ../newjob-pipeline
 	github.com/ethosbuilding/primeflow/services/optimo-create => ../optimo-create
 	github.com/ethosbuilding/primeflow/services/optimo-plan => ../optimo-plan
+	github.com/ethosbuilding/primeflow/services/primectl => ../primectl
 	github.com/ethosbuilding/primeflow/services/resolver => ../resolver
 	github.com/ethosbuilding/primeflow/sql => ../../sql
 	github.com/ethosbuilding/primeflow/streams => ../../streams

@@ -131,7 +131,7 @@ func TestBinariesAnswerHelpAndVersion(t *testing.T) {
 			is.Equal(run("--version"), name+" 9.8.7-test (commit 0123456789ab, built 2026-12-01T10:00:00Z)\n") // the stamp
 			help := run("--help")
 			is.True(strings.HasPrefix(help, name+" — ")) // what it is
-			is.True(strings.Contains(help, "README.md")) // where to read on
+			is.True(strings.Contains(help, "docs/"))     // where to read on
 			if h, ok := helps[name]; ok {
 				vars, err := h.Variables()
 				is.NoErr(err)

@@ -27,7 +27,7 @@ func TestStatusPage(t *testing.T) {
 	env := map[string]string{
 		"DATA_DIR": dir, "HTTP_ADDR": httpAddr, "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": simAddr,
 		"NATS_MONITOR_LISTEN": "off", "PRIME_WEBHOOK_API_KEY": apiKey, "ADMIN_USER": admin, "ADMIN_PASSWORD": password,
-		"PRIME_RATE_PER_MINUTE": "100000", "PRIME_RATE_BURST": "100",
+		"PRIME_RATE_PER_MINUTE": "100000", "PRIME_RATE_BURST": "100", "SIM_TOKEN": simToken,
 	}
 	running(t, env)
 	drive(t, simAddr, httpAddr)

@@ -50,7 +50,7 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 
 	fx, err := primesim.DefaultFixture()
 	is.NoErr(err)
-	sim, err := primesim.New(primesim.Options{Fixture: fx})
+	sim, err := primesim.New(primesim.Options{Fixture: fx, ControlToken: simToken})
 	is.NoErr(err)
 	primeSrv := httptest.NewServer(sim)
 	t.Cleanup(primeSrv.Close)

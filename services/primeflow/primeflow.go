@@ -2,7 +2,8 @@
 // every service over one embedded nats-server (unless NATS_URL names one),
 // one store (SQLite under DATA_DIR unless DATABASE_URL names another), and,
 // where no Prime, OptimoRoute or Graph credentials are given, the simulators
-// of those APIs, so a newcomer sees the pipeline work end to end.
+// of those APIs, so a newcomer sees the pipeline work end to end. Once
+// Prime is real, a simulator stands in only where SIMULATE names it.
 package primeflow
 
 import (
@@ -37,6 +38,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/service"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/ethosbuilding/primeflow/pkg/version"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
@@ -79,6 +81,15 @@ type Config struct {
 	// SimAddr serves the Prime, OptimoRoute and Graph simulators (under
 	// /prime, /optimoroute and /graph) when they stand in for the real APIs.
 	SimAddr string `env:"SIM_ADDR" envDefault:"127.0.0.1:8081"`
+	// Simulate names the simulators that stand in for outside APIs,
+	// comma-separated (prime, optimoroute, graph): unset, every API given
+	// no credentials while Prime is simulated too (make run), and none once
+	// Prime is real (simulators).
+	Simulate string `env:"SIMULATE"`
+	// SimToken is what the simulators' control APIs take (/_sim/…,
+	// "Authorization: Bearer <token>", pkg/simcontrol); unset, one is made on
+	// the first run and kept under DATA_DIR (SimTokenFile).
+	SimToken string `env:"SIM_TOKEN" secret:"true"`
 
 	Ingest         ingest.Config
 	Resolver       resolver.Config
@@ -98,13 +109,82 @@ type Config struct {
 // MAKESAFE_SMS_TO: no SMS leaves the process without SMS_SEND_URL anyway.
 const demoSMSTo = "+61400000000"
 
-// validate reports every setting the process cannot run with: the HTTP
-// server's, each service's own (Config.Validate) and, with a real Prime,
-// what job-mirror, child-mirror and makesafe need of a process of their own
-// too (ValidateRealPrime); only a run on the Prime simulator goes without a
-// triage status and an AI summary nudge, and it or a shadow run (dry.Send)
-// without an SMS or triage invite sender.
-func (c Config) validate(dry dryrun.Config) error {
+// The simulators bin/primeflow serves in place of an outside API, as
+// SIMULATE names them.
+const (
+	SimulatePrime       = "prime"
+	SimulateOptimoRoute = "optimoroute"
+	SimulateGraph       = "graph"
+)
+
+// simulators says which outside APIs a simulator stands in for.
+type simulators struct{ prime, optimoRoute, graph bool }
+
+func (s simulators) any() bool { return s.prime || s.optimoRoute || s.graph }
+
+// simulators decides which simulators stand in (SIMULATE). Unset, every API
+// given no credentials is simulated while Prime is too (make run), and none
+// once Prime is real; set, those it names and no other. Production never
+// runs on a simulator it did not ask for: an API neither given nor named is
+// refused, naming its variables — but for Graph, whose mail intake is then
+// off (Main says so) — and so is one both given and named.
+func (c Config) simulators(dry dryrun.Config) (simulators, error) {
+	realPrime, realOptimo, realGraph := c.Prime.Enabled(), c.OptimoRoute.APIKey != "" || dry.OptimoRoute, c.MailIntake.Graph.Enabled()
+	if strings.TrimSpace(c.Simulate) == "" {
+		if !realPrime {
+			return simulators{prime: true, optimoRoute: !realOptimo, graph: !realGraph}, nil
+		}
+		if !realOptimo {
+			return simulators{}, errors.New("OPTIMOROUTE_API_KEY is not set, and Prime is real (PRIME_API_URL): give the key, " +
+				"or OPTIMOROUTE_DRY_RUN=true for a shadow run, or SIMULATE=optimoroute for the OptimoRoute simulator")
+		}
+		return simulators{}, nil
+	}
+	var s simulators
+	var errs []error
+	for _, name := range strings.Split(c.Simulate, ",") {
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "":
+		case SimulatePrime:
+			s.prime = true
+		case SimulateOptimoRoute:
+			s.optimoRoute = true
+		case SimulateGraph:
+			s.graph = true
+		default:
+			errs = append(errs, fmt.Errorf("SIMULATE=%q: %q is not a simulator (prime, optimoroute, graph, comma-separated)", c.Simulate, name))
+		}
+	}
+	both := func(sim, vars string) error {
+		return fmt.Errorf("SIMULATE names %s, and %s is set: the simulator or the real one, not both", sim, vars)
+	}
+	switch {
+	case s.prime && realPrime:
+		errs = append(errs, both(SimulatePrime, "PRIME_API_URL"))
+	case !s.prime && !realPrime:
+		errs = append(errs, fmt.Errorf("PRIME_API_URL is not set, and SIMULATE=%q does not name prime", c.Simulate))
+	}
+	switch {
+	case s.optimoRoute && realOptimo:
+		errs = append(errs, both(SimulateOptimoRoute, "OPTIMOROUTE_API_KEY (or OPTIMOROUTE_DRY_RUN)"))
+	case !s.optimoRoute && !realOptimo:
+		errs = append(errs, fmt.Errorf("OPTIMOROUTE_API_KEY is not set, and SIMULATE=%q does not name optimoroute (OPTIMOROUTE_DRY_RUN=true is a shadow run's)", c.Simulate))
+	}
+	if s.graph && realGraph {
+		errs = append(errs, both(SimulateGraph, "GRAPH_TENANT_ID, GRAPH_CLIENT_ID or GRAPH_CLIENT_SECRET"))
+	}
+	return s, errors.Join(errs...)
+}
+
+// validate reports every setting the process cannot run with: which
+// simulators stand in (simulators), the HTTP server's, each service's own
+// (Config.Validate) and, with a real Prime, what job-mirror, child-mirror
+// and makesafe need of a process of their own too (ValidateRealPrime); only
+// a run on the Prime simulator goes without a triage status and an AI
+// summary nudge, and it or a shadow run (dry.Send) without an SMS or triage
+// invite sender. It returns the simulators.
+func (c Config) validate(dry dryrun.Config) (simulators, error) {
+	sims, simErr := c.simulators(dry)
 	jobMirror, childMirror, makesafe := c.JobMirror.Validate, c.ChildMirror.Validate, c.Makesafe.Validate
 	if c.Prime.Enabled() {
 		jobMirror = func() error { return c.JobMirror.ValidateRealPrime(dry) }
@@ -119,11 +199,11 @@ func (c Config) validate(dry dryrun.Config) error {
 	if c.NATSURL == "" {
 		natsServer = c.natsServer().Validate
 	}
-	if err := errors.Join(c.HTTP.Validate(), natsServer(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
+	if err := errors.Join(simErr, c.HTTP.Validate(), natsServer(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
 		childMirror(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake()); err != nil {
-		return fmt.Errorf("primeflow: %w", err)
+		return sims, fmt.Errorf("primeflow: %w", err)
 	}
-	return nil
+	return sims, nil
 }
 
 // natsServer is the embedded nats-server's configuration, used when
@@ -139,10 +219,11 @@ func (c Config) natsServer() natsserver.Config {
 // Help is what bin/primeflow --help prints: what it is and the variables
 // its Main reads.
 func Help() service.Help {
-	return service.Help{Name: "primeflow", README: []string{"A tour with `make run`", "Operating it"}, Configs: []any{Config{}, dryrun.Config{}},
+	return service.Help{Name: "primeflow", Docs: []string{"README.md#a-tour-with-make-run", "docs/operations.md"}, Configs: []any{Config{}, dryrun.Config{}},
 		Summary: "the whole pipeline in one process (make run): every service over an embedded nats-server (or NATS_URL's), " +
-			"SQLite under DATA_DIR (or DATABASE_URL's), and the Prime and OptimoRoute simulators at SIM_ADDR where no credentials " +
-			"of theirs are given. A webhook key and an admin password left unset are made on the first run and kept under DATA_DIR."}
+			"SQLite under DATA_DIR (or DATABASE_URL's), and the Prime, OptimoRoute and Graph simulators at SIM_ADDR where no credentials " +
+			"of theirs are given (once Prime is real, only those SIMULATE names). A webhook key, an admin password and the simulators' " +
+			"control token left unset are made on the first run and kept under DATA_DIR."}
 }
 
 // Main runs the pipeline until ctx ends.
@@ -158,7 +239,8 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
 		cfg.Makesafe.SMSTo = demoSMSTo // the log-only sender says it logs them
 	}
-	if err := cfg.validate(dry); err != nil {
+	sims, err := cfg.validate(dry)
+	if err != nil {
 		return err
 	}
 	log, err := logging.New(stderr, cfg.Logging)
@@ -169,14 +251,13 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	// Every port first, then the data folder: a port in use, or another
 	// bin/primeflow on the same folder, stops the start naming its variable
 	// before anything is written.
-	primeSim, optimoSim, graphSim := !cfg.Prime.Enabled(), cfg.OptimoRoute.APIKey == "" && !dry.OptimoRoute, !cfg.MailIntake.Graph.Enabled()
 	bound, err := service.Bind(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr)
 	if err != nil {
 		return err
 	}
 	defer bound.Close()
 	var simLn net.Listener
-	if primeSim || optimoSim || graphSim {
+	if sims.any() {
 		if simLn, err = cfg.HTTP.Listen(cfg.SimAddr, "SIM_ADDR: the simulators"); err != nil {
 			return err
 		}
@@ -194,7 +275,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 	defer unlock()
 	fmt.Fprintln(stdout, version.String("primeflow"))
-	if err := credentials(stdout, &cfg); err != nil {
+	if err := credentials(stdout, &cfg, sims); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "status page: %s/ (the admin login); bin/primectl status says the same\n", opshttp.LocalURL(cfg.opsAddr()))
@@ -227,41 +308,44 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	}
 	defer closeDeps()
 
-	sims := mux.NewRouter()
+	simMux := mux.NewRouter()
 	// The simulators keep what they hold under DATA_DIR, so a restart
 	// serves what the mirror already has and hands out no id twice.
 	states := filepath.Join(cfg.DataDir, "simulators")
-	if primeSim {
+	if sims.prime {
 		state := filepath.Join(states, "prime.json")
-		sim, err := primeSimulator(state, log)
+		sim, err := primeSimulator(state, cfg.SimToken, log)
 		if err != nil {
 			return err
 		}
-		sims.PathPrefix("/prime/").Handler(http.StripPrefix("/prime", sim))
+		simMux.PathPrefix("/prime/").Handler(http.StripPrefix("/prime", sim))
 		// The simulator's address and credentials; the budget (PRIME_RATE_*,
 		// PRIME_MAX_CONCURRENT, PRIME_TIMEOUT, PRIME_PAGE_SIZE) stays as set.
 		sc := sim.ClientConfig("http://" + cfg.SimAddr + "/prime")
 		cfg.Prime.URL, cfg.Prime.ClientID, cfg.Prime.ClientSecret = sc.URL, sc.ClientID, sc.ClientSecret
 		cfg.Prime.Username, cfg.Prime.Password = sc.Username, sc.Password
-		log.Info("PRIME_API_URL is not set: using the Prime simulator", "url", cfg.Prime.URL, "state", state)
+		log.Info("using the Prime simulator", "url", cfg.Prime.URL, "state", state)
 	}
-	if optimoSim {
+	if sims.optimoRoute {
 		state := filepath.Join(states, "optimoroute.json")
-		sim, err := optimosim.Open(optimosim.Options{}, state)
+		sim, err := optimosim.Open(optimosim.Options{ControlToken: cfg.SimToken}, state)
 		if err != nil {
 			return err
 		}
-		sims.PathPrefix("/optimoroute/").Handler(http.StripPrefix("/optimoroute", sim))
+		simMux.PathPrefix("/optimoroute/").Handler(http.StripPrefix("/optimoroute", sim))
 		cfg.OptimoRoute.APIURL = "http://" + cfg.SimAddr + "/optimoroute"
 		cfg.OptimoRoute.APIKey = optimosim.DefaultAPIKey
-		log.Info("OPTIMOROUTE_API_KEY is not set: using the OptimoRoute simulator", "url", cfg.OptimoRoute.APIURL, "state", state)
+		log.Info("using the OptimoRoute simulator: no order reaches OptimoRoute", "url", cfg.OptimoRoute.APIURL, "state", state)
 	}
-	if graphSim {
-		sim := graphsim.New(graphsim.Options{})
-		sims.PathPrefix("/graph/").Handler(http.StripPrefix("/graph", sim))
+	switch {
+	case sims.graph:
+		sim := graphsim.New(graphsim.Options{ControlToken: cfg.SimToken})
+		simMux.PathPrefix("/graph/").Handler(http.StripPrefix("/graph", sim))
 		mailboxOfSimulator(&cfg.MailIntake, sim, "http://"+cfg.SimAddr+"/graph")
-		log.Info("GRAPH_TENANT_ID, GRAPH_CLIENT_ID and GRAPH_CLIENT_SECRET are not set: the mail intake reads the Graph simulator's mailbox",
+		log.Info("the mail intake reads the Graph simulator's mailbox",
 			"url", cfg.MailIntake.Graph.APIURL, "user", cfg.MailIntake.User, "folder", cfg.MailIntake.Folder)
+	case !cfg.MailIntake.Graph.Enabled():
+		log.Warn("GRAPH_TENANT_ID, GRAPH_CLIENT_ID and GRAPH_CLIENT_SECRET are not set: the mail intake is off (SIMULATE=graph reads the Graph simulator's mailbox instead)")
 	}
 
 	// One client for every service, spending the deployment's budget in
@@ -281,7 +365,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	spenders, err := services(ctx, cfg, dry, d, pc)
+	spenders, err := services(ctx, cfg, dry, d, pc, sims.graph || cfg.MailIntake.Graph.Enabled())
 	if err != nil {
 		return err
 	}
@@ -298,7 +382,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	srv, ln, ops := bound.Serve(r, d)
 	runners = append(runners, ops...)
 	if simLn != nil {
-		runners = append(runners, service.Serving(cfg.HTTP.Server(sims), simLn))
+		runners = append(runners, service.Serving(cfg.HTTP.Server(simMux), simLn))
 	}
 	log.Info("primeflow started", "version", version.Version, "http", ln.Addr().String(), "ops", cfg.OpsAddr, "webhook", "POST "+ingest.WebhookPath)
 	err = service.Run(ctx, srv, ln, runners...)
@@ -316,8 +400,9 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 // services builds every service but ingest (which owns the HTTP routes),
 // sharing one Prime client and one OptimoRoute client, so one rate limit of
 // each, and the outbox sweeper every stage's hand-offs rely on; dry says
-// which sends a shadow run records instead (pkg/dryrun).
-func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps, pc *prime.Client) ([]service.Runner, error) {
+// which sends a shadow run records instead (pkg/dryrun), and mail whether
+// the mail intake has a mailbox to read.
+func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps, pc *prime.Client, mail bool) ([]service.Runner, error) {
 	oc, err := optimorun.NewClient(cfg.OptimoRoute, dry, d.Log)
 	if err != nil {
 		return nil, err
@@ -329,16 +414,11 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 	if err != nil {
 		return nil, err
 	}
-	mailbox, err := graph.New(cfg.MailIntake.Graph, nil)
-	if err != nil {
-		return nil, err
-	}
 	invites, err := jobmirror.InviteSenderFor(cfg.JobMirror.Invites, dry, d.Log)
 	if err != nil {
 		return nil, err
 	}
-	var runners []service.Runner
-	for _, build := range []func() (service.Runner, error){
+	builds := []func() (service.Runner, error){
 		func() (service.Runner, error) { return resolver.New(cfg.Resolver, d, pc) },
 		func() (service.Runner, error) { return jobmirror.New(cfg.JobMirror, d, pc, invites) },
 		func() (service.Runner, error) { return newjobpipeline.New(cfg.NewJobPipeline, d) },
@@ -346,8 +426,18 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 		func() (service.Runner, error) { return makesafe.New(cfg.Makesafe, d, pc, sender) },
 		func() (service.Runner, error) { return optimocreate.New(ctx, cfg.OptimoCreate, d, oc) },
 		func() (service.Runner, error) { return optimoplan.New(ctx, cfg.OptimoPlan, d, oc) },
-		func() (service.Runner, error) { return mailintake.New(cfg.MailIntake, d, mailbox) },
-	} {
+	}
+	if mail {
+		builds = append(builds, func() (service.Runner, error) {
+			mailbox, err := graph.New(cfg.MailIntake.Graph, nil)
+			if err != nil {
+				return nil, err
+			}
+			return mailintake.New(cfg.MailIntake, d, mailbox)
+		})
+	}
+	var runners []service.Runner
+	for _, build := range builds {
 		r, err := build()
 		if err != nil {
 			return nil, err
@@ -363,12 +453,12 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 
 // primeSimulator is the Prime simulator the all-in-one process uses: the
 // fixture's jobs, Prime's own rate limits, its records kept in state.
-func primeSimulator(state string, log *slog.Logger) (*primesim.Sim, error) {
+func primeSimulator(state, token string, log *slog.Logger) (*primesim.Sim, error) {
 	fx, err := primesim.DefaultFixture()
 	if err != nil {
 		return nil, err
 	}
-	return primesim.New(primesim.Options{Fixture: fx, RateLimit: primesim.PrimeRateLimit(), StateFile: state, Logger: log})
+	return primesim.New(primesim.Options{Fixture: fx, RateLimit: primesim.PrimeRateLimit(), StateFile: state, Logger: log, ControlToken: token})
 }
 
 // mailboxOfSimulator points the mail intake at the Graph simulator served
@@ -386,14 +476,16 @@ func mailboxOfSimulator(c *mailintake.Config, sim *graphsim.Sim, baseURL string)
 const (
 	APIKeyFile        = "webhook-api-key"
 	AdminPasswordFile = "admin-password"
+	SimTokenFile      = "sim-token"
 )
 
-// credentials fills the webhook key and the admin login left unset for a
-// local run with the ones kept under DATA_DIR (datadir.Secret: made on the
-// first run, mode 0600, the same on every run after), and says where they
-// are: Prime's webhook, scripts and monitoring go on working across a
-// restart. The secrets themselves are never printed.
-func credentials(stdout io.Writer, cfg *Config) error {
+// credentials fills the webhook key, the admin login and, when a simulator
+// runs, the simulators' control token left unset for a local run with the
+// ones kept under DATA_DIR (datadir.Secret: made on the first run, mode
+// 0600, the same on every run after), and says where they are: Prime's
+// webhook, scripts and monitoring go on working across a restart. The
+// secrets themselves are never printed.
+func credentials(stdout io.Writer, cfg *Config, sims simulators) error {
 	if cfg.Ingest.APIKey == "" {
 		path := filepath.Join(cfg.DataDir, APIKeyFile)
 		key, made, err := datadir.Secret(path, uuid.NewString)
@@ -413,6 +505,16 @@ func credentials(stdout io.Writer, cfg *Config) error {
 		fmt.Fprintf(stdout, "ADMIN_USER/ADMIN_PASSWORD are not set: the login is admin, with the password in %s (%s)\n", path, kept(made))
 		fmt.Fprintf(stdout, "  curl -u admin:$(cat %s) %s/healthz\n", path, opshttp.LocalURL(cfg.opsAddr()))
 		fmt.Fprintf(stdout, "  export ADMIN_USER=admin ADMIN_PASSWORD_FILE=%s   # for bin/primectl replay --now\n", path)
+	}
+	if sims.any() && cfg.SimToken == "" {
+		path := filepath.Join(cfg.DataDir, SimTokenFile)
+		token, made, err := datadir.Secret(path, simcontrol.NewToken)
+		if err != nil {
+			return fmt.Errorf("SIM_TOKEN is not set, and the token kept for it: %w", err)
+		}
+		cfg.SimToken = token
+		fmt.Fprintf(stdout, "SIM_TOKEN is not set: the simulators' control API token is in %s (%s)\n", path, kept(made))
+		fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $(cat %s)\" http://%s/prime/_sim/stats\n", path, cfg.SimAddr)
 	}
 	return nil
 }

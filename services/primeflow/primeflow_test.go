@@ -22,6 +22,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/ethosbuilding/primeflow/pkg/version"
@@ -42,16 +43,32 @@ const (
 	fixtureJob2       = "1a2b3c4d-6e7f-4a8b-9c0d-2e3f4a5b6c02" // numeric reference 2410965, J012346
 )
 
+// simToken is the simulators' control token the tests give (SIM_TOKEN).
+const simToken = "sim-control-token-of-the-tests"
+
+// post posts body to a simulator's control API (url), with simToken.
 func post(t *testing.T, url, body string) map[string]any {
 	t.Helper()
-	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	return simCall(t, http.MethodPost, url, body)
+}
+
+// simCall sends a request to a simulator's control API with simToken and
+// decodes its JSON answer; any answer but a 2xx fails the test.
+func simCall(t *testing.T, method, url, body string) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	simcontrol.Authorize(req, simToken)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode/100 != 2 {
-		t.Fatalf("POST %s: %d %s", url, res.StatusCode, b)
+		t.Fatalf("%s %s: %d %s", method, url, res.StatusCode, b)
 	}
 	var out map[string]any
 	json.Unmarshal(b, &out)
@@ -79,6 +96,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 		"PRIME_RATE_PER_MINUTE": "100000", // the simulator's own 60/minute still applies
 		"PRIME_RATE_BURST":      "100",
 		"MAIL_POLL_INTERVAL":    "100ms",
+		"SIM_TOKEN":             simToken,
 	}
 	stderr := running(t, env)
 	drive(t, simAddr, httpAddr)
@@ -88,14 +106,9 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	is.True(found)                     // the job is mirrored
 	is.Equal(job.JobNumber, "J012345") // with its attributes
 	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "planning started in OptimoRoute", func() bool {
-		res, err := http.Get("http://" + simAddr + "/optimoroute/_sim/stats")
-		if err != nil {
-			return false
-		}
-		defer res.Body.Close()
-		var stats struct{ Calls map[string]int64 }
-		json.NewDecoder(res.Body).Decode(&stats)
-		return stats.Calls["start_planning"] > 0
+		calls, _ := simCall(t, http.MethodGet, "http://"+simAddr+"/optimoroute/_sim/stats", "")["calls"].(map[string]any)
+		started, _ := calls["start_planning"].(float64)
+		return started > 0
 	})
 	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "the make-safe SMS handed to the sender", func() bool {
 		return strings.Contains(stderr.String(), "sms logged")
@@ -177,6 +190,7 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	}
 	is.True(!strings.Contains(stderr.String(), apiKey))   // the key is never logged
 	is.True(!strings.Contains(stderr.String(), password)) // nor the admin password
+	is.True(!strings.Contains(stderr.String(), simToken)) // nor the simulators' token
 	// PRIME_RATE_* hold with the simulator too: at 100,000 a minute and a
 	// burst of 100, no call waited for the pace (at the default 60 a minute
 	// every call after the first does).
@@ -455,7 +469,7 @@ func TestShadowRunSendsNothing(t *testing.T) {
 		"PRIME_RATE_PER_MINUTE": "100000", "PRIME_RATE_BURST": "100",
 		"OPTIMOROUTE_API_URL": outside.URL + "/v1", "OPTIMOROUTE_API_KEY": "the-real-key",
 		"SMS_SEND_URL": outside.URL + "/sms", "MAKESAFE_SMS_TO": "+61400000000",
-		"OPTIMOROUTE_DRY_RUN": "true", "SEND_DRY_RUN": "true", "DRY_RUN_DIR": records,
+		"OPTIMOROUTE_DRY_RUN": "true", "SEND_DRY_RUN": "true", "DRY_RUN_DIR": records, "SIM_TOKEN": simToken,
 	}
 	stderr := running(t, env)
 	is.True(strings.Contains(stderr.String(), "OPTIMOROUTE_DRY_RUN is on")) // said loudly at start

@@ -61,9 +61,10 @@ func (r *Resolver) handle(ctx context.Context, msg jetstream.Msg) error {
 			r.metrics.events.WithLabelValues(action, "duplicate").Inc()
 			return nil
 		}
-		// An operator's replay (README: the nats CLI): the row is queued
-		// again first, so that a failed attempt is retried, counted
-		// against the cap and seen like any row's (§3, §9).
+		// An operator's replay (the nats CLI: docs/operations.md,
+		// "Replaying events"): the row is queued again first, so that a
+		// failed attempt is retried, counted against the cap and seen like
+		// any row's (§3, §9).
 		requeued, err := r.requeue(ctx, row.ID, md)
 		if err != nil {
 			return err

@@ -2,8 +2,9 @@
 // what it refers to (§4), and hands it to the stage that handles its action
 // on prime.resolved.<action>. It keeps one lane per job: a job's events are
 // handled one at a time, in the order the stream holds them (log order but
-// for rows published late: README, "Lanes"), and the lane waits for the
-// stage to finish each row before it takes the job's next event.
+// for rows published late: docs/architecture.md, "Lanes instead of a
+// polling batch"), and the lane waits for the stage to finish each row
+// before it takes the job's next event.
 package resolver
 
 import (
@@ -101,7 +102,7 @@ func (r *Resolver) Run(ctx context.Context) error {
 // Help is what bin/resolver --help prints: what it is and the variables its
 // Main reads.
 func Help() service.Help {
-	return service.Help{Name: "resolver", README: []string{"Production"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
+	return service.Help{Name: "resolver", Docs: []string{"docs/production.md"}, Configs: []any{Config{}, service.Config{}, prime.Config{}, primebudget.Config{}},
 		Summary: "works out what each webhook event refers to (§4) and hands it to the stage of its action on prime.resolved.<action>, one lane a job; it retries failed events with backoff up to 5 attempts."}
 }
 

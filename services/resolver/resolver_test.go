@@ -422,7 +422,7 @@ func TestAJetStreamFailoverIsWaitedOut(t *testing.T) {
 	is.True(len(e.resolved(id)) >= 1)       // and the event reached its stage
 }
 
-// cliReplay publishes a row's id on its subject as the README's nats CLI
+// cliReplay publishes a row's id on its subject as docs/operations.md's nats CLI
 // replay does (`nats pub prime.webhook.<action> --header
 // Primeflow-Log-Id:<id> ”`): no Nats-Msg-Id, an empty body. It returns the
 // message's stream sequence.
@@ -514,8 +514,8 @@ func TestReplayWhoseFirstDeliveryFailsIsNotLost(t *testing.T) {
 	is.Equal(e.outcomes("replayed"), 1.0) // counted once
 }
 
-// The README's command itself, through the nats CLI `make test` builds.
-func TestNatsCLIReplayAsTheREADMEShowsIt(t *testing.T) {
+// The command of docs/operations.md itself, through the nats CLI `make test` builds.
+func TestNatsCLIReplayAsTheDocsShowIt(t *testing.T) {
 	cli := natstest.CLI(t)
 	is := is.New(t)
 	e := start(t)

@@ -2,7 +2,8 @@
 -- ethTriageInviteQueue (011) becomes a send queue like smsQueue (030), with
 -- the same claim, outcomes and states, so an invite is claimed before it is
 -- posted, retried with backoff, left Failed for a person after its last
--- attempt, and sent once. sql/README.md ("Triage invites") gives the reading.
+-- attempt, and sent once; one invite a status change (spPrimeflowQueueTriageInvite,
+-- redefined here). sql/README.md ("Triage invites") gives the reading.
 -- Every batch is safe to run again.
 
 -- The states of 030's smsQueue. A live table's rows already sent count as
@@ -43,6 +44,48 @@ GO
 IF COL_LENGTH(N'dbo.ethTriageInviteQueue', N'updatedUTC') IS NULL
     ALTER TABLE dbo.ethTriageInviteQueue ADD updatedUTC DATETIME2(3) NOT NULL
         CONSTRAINT DF_ethTriageInviteQueue_updatedUTC DEFAULT SYSUTCDATETIME();
+GO
+
+-- A triage invite answers one status change (§5.1 step 6, §10.4 "make every
+-- downstream insert de-duplicate"): the job's arrival in the status as the
+-- mirror saw it (jobVersion: the mirrored job's version when the invite was
+-- queued), until the mirror sees the job in another status (statusLeftUTC).
+IF COL_LENGTH(N'dbo.ethTriageInviteQueue', N'jobVersion') IS NULL
+    ALTER TABLE dbo.ethTriageInviteQueue ADD jobVersion BIGINT NULL;
+GO
+
+-- The invites already queued: one a later invite of its job followed, or
+-- whose job the mirror no longer holds in its status, answered a change that
+-- is over; the newest of a job still in its status stays open.
+IF COL_LENGTH(N'dbo.ethTriageInviteQueue', N'statusLeftUTC') IS NULL
+BEGIN
+    ALTER TABLE dbo.ethTriageInviteQueue ADD statusLeftUTC DATETIME2(3) NULL;
+    EXEC sys.sp_executesql N'UPDATE q SET statusLeftUTC = SYSUTCDATETIME()
+FROM dbo.ethTriageInviteQueue AS q
+WHERE EXISTS (SELECT 1 FROM dbo.ethTriageInviteQueue AS later WHERE later.jobId = q.jobId AND later.id > q.id)
+   OR NOT EXISTS (SELECT 1 FROM dbo.primeJobs AS j WHERE j.jobId = q.jobId AND j.statusId = q.statusId);';
+END;
+GO
+
+-- The body posted, fixed by the first claim that can build it, so every
+-- attempt under one Idempotency-Key posts the same bytes.
+IF COL_LENGTH(N'dbo.ethTriageInviteQueue', N'payload') IS NULL
+    ALTER TABLE dbo.ethTriageInviteQueue ADD payload NVARCHAR(MAX) NULL;
+GO
+
+-- One open invite a job, sent or not, in place of 011's one unsent invite a
+-- job: a Failed invite no longer blocks the job's later return to the
+-- status, and a sent one still answers its change.
+IF EXISTS (SELECT 1 FROM sys.indexes
+           WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_pending')
+    DROP INDEX UX_ethTriageInviteQueue_pending ON dbo.ethTriageInviteQueue;
+GO
+
+IF NOT EXISTS (SELECT 1 FROM sys.indexes
+               WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_open')
+    CREATE UNIQUE NONCLUSTERED INDEX UX_ethTriageInviteQueue_open
+        ON dbo.ethTriageInviteQueue (jobId)
+        WHERE statusLeftUTC IS NULL;
 GO
 
 -- The claim reads only the invites still to send.
@@ -97,7 +140,7 @@ BEGIN
     COMMIT TRANSACTION;
 
     SELECT q.id, q.jobId, q.statusId, q.queuedUTC, q.sentUTC, q.state, q.attempts, q.nextAttemptUTC,
-           q.claimedUntilUTC, q.lastError, q.failedUTC, q.updatedUTC
+           q.claimedUntilUTC, q.lastError, q.failedUTC, q.updatedUTC, q.jobVersion, q.statusLeftUTC, q.payload
     FROM dbo.ethTriageInviteQueue AS q
     JOIN @claimed AS c ON c.id = q.id
     ORDER BY q.id;
@@ -129,8 +172,9 @@ END;
 GO
 
 -- spPrimeflowSetTriageInviteFailed: a send failed. With @RetryUTC the invite
--- is Queued again from then; without, it is Failed for good (and, unsent,
--- still the job's pending invite: QueueTriageInvite queues no second one).
+-- is Queued again from then; without, it is Failed for good, for a person
+-- (and, while the job stays in its status, the job's open invite:
+-- QueueTriageInvite queues no second one for the same change).
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowSetTriageInviteFailed
     @ID       BIGINT,
     @Attempt  INT,
@@ -156,20 +200,81 @@ GO
 
 -- spPrimeflowReleaseTriageInvite: a claim that posted nothing (the sender
 -- was stopping) is given back: Queued again, as due as it was, the attempt
--- not counted.
+-- not counted. With @RetryUTC it is an invite that cannot be sent yet (its
+-- primary contact not mirrored): due from then, @Error its last error.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowReleaseTriageInvite
-    @ID      BIGINT,
-    @Attempt INT,
-    @NowUTC  DATETIME2(3)
+    @ID       BIGINT,
+    @Attempt  INT,
+    @NowUTC   DATETIME2(3),
+    @RetryUTC DATETIME2(3)  = NULL,
+    @Error    NVARCHAR(MAX) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
 
     UPDATE dbo.ethTriageInviteQueue
-    SET state = N'Queued', attempts = attempts - 1, claimedUntilUTC = NULL, updatedUTC = @NowUTC
+    SET state = N'Queued', attempts = attempts - 1, claimedUntilUTC = NULL, updatedUTC = @NowUTC,
+        nextAttemptUTC = COALESCE(@RetryUTC, nextAttemptUTC),
+        lastError      = COALESCE(LEFT(@Error, 500), lastError)
     WHERE id = @ID AND state = N'Sending' AND attempts = @Attempt;
 
     SELECT @@ROWCOUNT AS rowsUpdated;
+END;
+GO
+
+-- spPrimeflowSetTriageInvitePayload: fixes the body to post for an invite,
+-- while @Attempt's claim holds it and none is fixed yet; returns
+-- rowsUpdated.
+CREATE OR ALTER PROCEDURE dbo.spPrimeflowSetTriageInvitePayload
+    @ID      BIGINT,
+    @Attempt INT,
+    @Payload NVARCHAR(MAX)
+AS
+BEGIN
+    SET NOCOUNT ON;
+
+    UPDATE dbo.ethTriageInviteQueue
+    SET payload = @Payload
+    WHERE id = @ID AND state = N'Sending' AND attempts = @Attempt AND payload IS NULL;
+
+    SELECT @@ROWCOUNT AS rowsUpdated;
+END;
+GO
+
+-- spPrimeflowQueueTriageInvite (011's, keyed by the status change): reads
+-- the job from the mirror; an open invite whose status the job is no longer
+-- in is closed (statusLeftUTC), and an invite is queued when the job is in
+-- @InitialContactMadeStatusId and has no open invite; returns queued. The
+-- call shape stays the spec's (sql/README.md, "Integration points").
+CREATE OR ALTER PROCEDURE dbo.spPrimeflowQueueTriageInvite
+    @JobId                      UNIQUEIDENTIFIER,
+    @InitialContactMadeStatusId UNIQUEIDENTIFIER
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+
+    DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
+
+    BEGIN TRANSACTION;
+    UPDATE q
+    SET statusLeftUTC = @now
+    FROM dbo.ethTriageInviteQueue AS q WITH (UPDLOCK, HOLDLOCK)
+    JOIN dbo.primeJobs AS j ON j.jobId = q.jobId
+    WHERE q.jobId = @JobId AND q.statusLeftUTC IS NULL
+      AND (j.statusId IS NULL OR q.statusId IS NULL OR j.statusId <> q.statusId);
+
+    INSERT INTO dbo.ethTriageInviteQueue (jobId, statusId, jobVersion, queuedUTC)
+    SELECT j.jobId, j.statusId, j.version, @now
+    FROM dbo.primeJobs AS j
+    WHERE j.jobId = @JobId
+      AND j.statusId = @InitialContactMadeStatusId
+      AND NOT EXISTS (SELECT 1 FROM dbo.ethTriageInviteQueue AS q WITH (UPDLOCK, HOLDLOCK)
+                      WHERE q.jobId = @JobId AND q.statusLeftUTC IS NULL);
+    DECLARE @queued BIT = CAST(@@ROWCOUNT AS BIT);
+    COMMIT TRANSACTION;
+
+    SELECT @queued AS queued;
 END;
 GO
 
@@ -181,7 +286,7 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
     FROM dbo.ethTriageInviteQueue
     WHERE id = @ID;
 END;
@@ -196,7 +301,7 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
     FROM dbo.ethTriageInviteQueue
     WHERE jobId = @JobId
     ORDER BY id;
@@ -213,7 +318,7 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT TOP (@Top) id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
     FROM dbo.ethTriageInviteQueue
     WHERE @State = 0
        OR (@State = 1 AND sentUTC IS NULL)

@@ -177,6 +177,15 @@ func Objects(scripts []Script) ([]Object, error) {
 				continue
 			}
 			name := ObjectName(st.m[0])
+			if st.kind == "dropindex" {
+				idx := strings.Trim(st.m[0], `[]"`)
+				for i := range out {
+					if st.m[1] == "" || strings.EqualFold(out[i].Name, ObjectName(st.m[1])) {
+						out[i].Indexes = slices.DeleteFunc(out[i].Indexes, func(ix Index) bool { return strings.EqualFold(ix.Name, idx) })
+					}
+				}
+				continue
+			}
 			switch st.kind {
 			case "table", "type":
 				kind := Table

@@ -54,6 +54,26 @@ ALTER TABLE u ADD COLUMN c INTEGER GENERATED ALWAYS AS (b + 1) VIRTUAL;`}},
 		{Name: "c", Type: Computed, Script: "001_lite.sql", Added: true}}) // SQLite DDL too
 }
 
+// An index a later script drops is no longer one the scripts make: T-SQL
+// names its table, SQLite does not.
+func TestObjectsDropIndex(t *testing.T) {
+	is := is.New(t)
+	objs, err := Objects([]Script{
+		script("001.sql", `IF OBJECT_ID(N'dbo.t', N'U') IS NULL CREATE TABLE dbo.t (a INT, b INT);`,
+			`CREATE UNIQUE INDEX UX_t_a ON dbo.t (a) WHERE b IS NULL;`, `CREATE INDEX IX_t_b ON dbo.t (b);`),
+		script("002.sql", `IF EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'UX_t_a') DROP INDEX UX_t_a ON dbo.t;`,
+			`CREATE UNIQUE INDEX UX_t_a_open ON dbo.t (a) WHERE b IS NOT NULL;`),
+		Script{Name: "001_lite.sql", Batches: []string{`CREATE TABLE u (a TEXT); CREATE INDEX IX_u_a ON u (a); DROP INDEX IX_u_a;`}},
+	})
+	is.NoErr(err)
+	var names []string
+	for _, ix := range objs[0].Indexes {
+		names = append(names, ix.Name)
+	}
+	is.Equal(names, []string{"IX_t_b", "UX_t_a_open"}) // the dropped index is gone, the others stay
+	is.Equal(len(objs[1].Indexes), 0)                  // SQLite's DROP INDEX too
+}
+
 func TestObjectsLastDefinitionWins(t *testing.T) {
 	is := is.New(t)
 	objs, err := Objects([]Script{

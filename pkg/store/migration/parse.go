@@ -139,6 +139,9 @@ var (
 	alterColumn = regexp.MustCompile(`(?i)\bALTER\s+TABLE\s+([\w.\[\]"]+)\s+ALTER\s+COLUMN\s+([\w\[\]"]+)\s+([^;]*)`)
 	dropColumn  = regexp.MustCompile(`(?i)\bALTER\s+TABLE\s+([\w.\[\]"]+)\s+DROP\s+COLUMN\s+(?:IF\s+EXISTS\s+)?([\w\[\]"]+)`)
 	createIndex = regexp.MustCompile(`(?i)\bCREATE\s+(?:UNIQUE\s+)?(?:NONCLUSTERED\s+|CLUSTERED\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w\[\]"]+)\s+ON\s+([\w.\[\]"]+)`)
+	// dropIndex is T-SQL's DROP INDEX name ON table and SQLite's DROP INDEX
+	// name (the table then is the one that has it).
+	dropIndex = regexp.MustCompile(`(?i)\bDROP\s+INDEX\s+(?:IF\s+EXISTS\s+)?([\w\[\]"]+)(?:\s+ON\s+([\w.\[\]"]+))?`)
 )
 
 var (
@@ -202,7 +205,7 @@ func NormaliseType(t string) string {
 // statement is one DDL statement of a script.
 type statement struct {
 	at   int      // where it starts in its batch
-	kind string   // module, table, type, add, alter, drop, index
+	kind string   // module, table, type, add, alter, drop, index, dropindex
 	m    []string // the names (and for add and alter, the definition) it holds
 	body string   // the column list of CREATE TABLE and CREATE TYPE
 	mod  moduleDef
@@ -234,10 +237,14 @@ func scriptObjects(sc Script) ([]statement, error) {
 				found = append(found, statement{at: loc[0], kind: kind, m: []string{c[loc[2]:loc[3]]}, body: c[open+1 : end]})
 			}
 		}
-		for kind, re := range map[string]*regexp.Regexp{"add": addColumn, "alter": alterColumn, "drop": dropColumn, "index": createIndex} {
+		for kind, re := range map[string]*regexp.Regexp{"add": addColumn, "alter": alterColumn, "drop": dropColumn, "index": createIndex, "dropindex": dropIndex} {
 			for _, loc := range re.FindAllStringSubmatchIndex(c, -1) {
 				var m []string
 				for i := 2; i < len(loc); i += 2 {
+					if loc[i] < 0 {
+						m = append(m, "") // an optional group that did not match
+						continue
+					}
 					m = append(m, c[loc[i]:loc[i+1]])
 				}
 				found = append(found, statement{at: loc[0], kind: kind, m: m})

@@ -109,6 +109,8 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	try(s.SetTriageInviteFailed(ctx, 3, 1, "HTTP 503", time.Now(), time.Now()))
 	try(s.SetTriageInviteFailed(ctx, 3, 1, "HTTP 400", time.Time{}, time.Now()))
 	try(s.ReleaseTriageInvite(ctx, 3, 1, time.Now()))
+	try(s.DeferTriageInvite(ctx, 3, 1, "the primary contact is not mirrored yet", time.Now().Add(time.Minute), time.Now()))
+	try(s.SetTriageInvitePayload(ctx, 3, 1, `{"id":3}`))
 	_, err = s.GetTriageInvite(ctx, 3)
 	try(err)
 	_, _, err = s.NextTriageInviteDue(ctx)

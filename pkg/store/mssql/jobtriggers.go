@@ -19,16 +19,18 @@ const (
 	procListTriageInvites          = "dbo.spPrimeflowListTriageInvites"
 )
 
-// The procedures of the triage invite sender (sql/mssql/061_triage_invites.sql).
+// The procedures of the triage invite sender (sql/mssql/061_triage_invites.sql,
+// which also redefines procQueueTriageInvite and procListTriageInvites).
 const (
-	procListTriageInviteQueue = "dbo.spPrimeflowListTriageInviteQueue"
-	procClaimTriageInvites    = "dbo.spPrimeflowClaimTriageInvites"
-	procSetTriageInviteSent   = "dbo.spPrimeflowSetTriageInviteSent"
-	procSetTriageInviteFailed = "dbo.spPrimeflowSetTriageInviteFailed"
-	procReleaseTriageInvite   = "dbo.spPrimeflowReleaseTriageInvite"
-	procGetTriageInvite       = "dbo.spPrimeflowGetTriageInvite"
-	procNextTriageInviteDue   = "dbo.spPrimeflowNextTriageInviteDue"
-	procCountTriageInvites    = "dbo.spPrimeflowCountTriageInvites"
+	procListTriageInviteQueue  = "dbo.spPrimeflowListTriageInviteQueue"
+	procClaimTriageInvites     = "dbo.spPrimeflowClaimTriageInvites"
+	procSetTriageInviteSent    = "dbo.spPrimeflowSetTriageInviteSent"
+	procSetTriageInviteFailed  = "dbo.spPrimeflowSetTriageInviteFailed"
+	procReleaseTriageInvite    = "dbo.spPrimeflowReleaseTriageInvite"
+	procSetTriageInvitePayload = "dbo.spPrimeflowSetTriageInvitePayload"
+	procGetTriageInvite        = "dbo.spPrimeflowGetTriageInvite"
+	procNextTriageInviteDue    = "dbo.spPrimeflowNextTriageInviteDue"
+	procCountTriageInvites     = "dbo.spPrimeflowCountTriageInvites"
 )
 
 // QueueClientWIPStatusChange queues a StatusChange trigger unless the job
@@ -63,7 +65,8 @@ func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]stor
 }
 
 // QueueTriageInvite queues an invite when the mirrored status is the
-// Initial-Contact-Made status and none is pending (spPrimeflowQueueTriageInvite).
+// Initial-Contact-Made status and the job has no open invite, after closing
+// one whose status the job has left (spPrimeflowQueueTriageInvite, 061).
 func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (bool, error) {
 	if initialContactMadeStatusID == "" {
 		return false, nil

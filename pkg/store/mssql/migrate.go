@@ -199,7 +199,9 @@ func unlockMigrations(ctx context.Context, conn *sql.Conn) {
 
 // capture writes each adopted object's live definition to its own file
 // under dir/<now>/, before the migration changes anything (§11: "capture
-// them as Programmable/ files before changing any of them").
+// them as Programmable/ files before changing any of them"). The files are
+// their owner's only (0600, in folders of 0700), whatever dir's mode: a
+// definition of the live database may hold what it holds.
 func capture(items []migration.Item, dir string, now time.Time) error {
 	if len(items) == 0 {
 		return nil
@@ -208,10 +210,10 @@ func capture(items []migration.Item, dir string, now time.Time) error {
 		return errors.New("mssql: migrate: adopting needs a capture folder for the definitions it replaces")
 	}
 	run := filepath.Join(dir, now.UTC().Format("20060102T150405Z"))
-	if err := os.MkdirAll(filepath.Dir(run), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(run), 0o700); err != nil {
 		return fmt.Errorf("mssql: migrate: capture: %w", err)
 	}
-	if err := os.Mkdir(run, 0o755); err != nil {
+	if err := os.Mkdir(run, 0o700); err != nil {
 		return fmt.Errorf("mssql: migrate: capture: %w", err)
 	}
 	for _, it := range items {
@@ -222,11 +224,11 @@ func capture(items []migration.Item, dir string, now time.Time) error {
 		case migration.TableType:
 			folder = "Types"
 		}
-		if err := os.MkdirAll(filepath.Join(run, folder), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(run, folder), 0o700); err != nil {
 			return fmt.Errorf("mssql: migrate: capture: %w", err)
 		}
 		file := filepath.Join(run, folder, "dbo."+it.Live.Name+".sql")
-		if err := os.WriteFile(file, []byte(captureText(*it.Live, now)), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(captureText(*it.Live, now)), 0o600); err != nil {
 			return fmt.Errorf("mssql: migrate: capture %s: %w", it.Name, err)
 		}
 	}

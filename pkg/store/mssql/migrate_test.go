@@ -127,6 +127,7 @@ func TestMigratePlanOnlyChangesNothing(t *testing.T) {
 func TestMigrateAdoptsAfterCapturing(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
+	is.NoErr(os.Chmod(dir, 0o755)) // a folder that was there
 	at := time.Date(2026, 3, 1, 10, 15, 0, 0, time.UTC)
 	captured := filepath.Join(dir, "20260301T101500Z", "Programmable", "dbo.spPrimeInsertWebhookLog.sql")
 	var firstBatchSawCapture *bool
@@ -152,6 +153,11 @@ func TestMigrateAdoptsAfterCapturing(t *testing.T) {
 	table, err := os.ReadFile(filepath.Join(dir, "20260301T101500Z", "Tables", "dbo.ethPrimeWebhookLog.sql"))
 	is.NoErr(err)
 	is.True(strings.Contains(string(table), "[id] BIGINT IDENTITY NOT NULL")) // the live table's columns
+	for _, p := range []string{captured, filepath.Dir(captured), filepath.Dir(filepath.Dir(captured))} {
+		fi, err := os.Stat(p)
+		is.NoErr(err)
+		is.Equal(fi.Mode().Perm()&0o077, os.FileMode(0)) // the owner's only, though dir is open to all (issue 27 §8)
+	}
 
 	sends := rec.take()
 	all := make([]string, len(sends))

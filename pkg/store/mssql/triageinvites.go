@@ -15,7 +15,8 @@ func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 	var state string
 	err := r.Scan(&t.ID, scanGUID{&t.JobID}, scanGUID{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC},
 		scanString{&state}, &t.Attempts, scanTime{&t.NextAttemptUTC}, scanTime{&t.ClaimedUntilUTC},
-		scanString{&t.LastError}, scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC})
+		scanString{&t.LastError}, scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC}, scanInt64{&t.JobVersion},
+		scanTime{&t.StatusLeftUTC}, scanString{&t.Payload})
 	t.State = store.SendState(state)
 	return t, err
 }
@@ -65,6 +66,19 @@ func (s *Store) SetTriageInviteFailed(ctx context.Context, id int64, attempt int
 // (spPrimeflowReleaseTriageInvite).
 func (s *Store) ReleaseTriageInvite(ctx context.Context, id int64, attempt int, at time.Time) error {
 	return inviteQueue.release(ctx, s, id, attempt, at)
+}
+
+// DeferTriageInvite gives back a claim whose invite cannot be sent yet, due
+// at until (spPrimeflowReleaseTriageInvite @RetryUTC, @Error).
+func (s *Store) DeferTriageInvite(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error {
+	return inviteQueue.update(ctx, s, "defer triage invite", id, attempt, procReleaseTriageInvite, sql.Named("NowUTC", sqlTime(at)),
+		sql.Named("RetryUTC", sqlTime(until)), sql.Named("Error", statusParam(cause)))
+}
+
+// SetTriageInvitePayload fixes the body to post, under the claim, once
+// (spPrimeflowSetTriageInvitePayload).
+func (s *Store) SetTriageInvitePayload(ctx context.Context, id int64, attempt int, payload string) error {
+	return inviteQueue.update(ctx, s, "set triage invite payload", id, attempt, procSetTriageInvitePayload, sql.Named("Payload", payload))
 }
 
 // GetTriageInvite returns one invite (spPrimeflowGetTriageInvite).

@@ -302,6 +302,12 @@ var wireDrives = map[string]wireDrive{
 	"ReleaseTriageInvite": func(ctx context.Context, s *Store, full bool) error {
 		return s.ReleaseTriageInvite(ctx, 1, 1, wireTime)
 	},
+	"DeferTriageInvite": func(ctx context.Context, s *Store, full bool) error {
+		return s.DeferTriageInvite(ctx, 1, 1, opt(full, "waiting for the primary contact"), opt(full, wireTime), wireTime)
+	},
+	"SetTriageInvitePayload": func(ctx context.Context, s *Store, full bool) error {
+		return s.SetTriageInvitePayload(ctx, 1, 1, opt(full, `{"id":1}`))
+	},
 	"CountTriageInvites": func(ctx context.Context, s *Store, full bool) error { _, err := s.CountTriageInvites(ctx); return err },
 	"NextTriageInviteDue": func(ctx context.Context, s *Store, full bool) error {
 		_, _, err := s.NextTriageInviteDue(ctx)

@@ -41,27 +41,36 @@ func (s *Store) ListClientWIPTriggers(ctx context.Context, jobID string) ([]stor
 }
 
 // QueueTriageInvite queues an invite when the mirrored status is the
-// Initial-Contact-Made status and no invite is pending; the partial unique
-// index keeps it to one pending invite a job. A new invite is due at once.
+// Initial-Contact-Made status and the job has no open invite, after closing
+// an open invite whose status the job is no longer in; the partial unique
+// index keeps it to one open invite a job. A new invite is due at once.
 func (s *Store) QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (bool, error) {
 	if initialContactMadeStatusID == "" {
 		return false, nil
 	}
 	now := formatTime(time.Now())
-	res, err := s.w().ExecContext(ctx, `INSERT INTO ethTriageInviteQueue
-		(jobId, statusId, queuedUTC, state, attempts, nextAttemptUTC, updatedUTC)
-		SELECT j.jobId, j.statusId, ?, ?, 0, ?, ? FROM primeJobs AS j
-		WHERE j.jobId = ? AND j.statusId = ?
-		  AND NOT EXISTS (SELECT 1 FROM ethTriageInviteQueue AS q WHERE q.jobId = j.jobId AND q.sentUTC IS NULL)`,
-		now, string(store.SendQueued), now, now, strings.ToLower(jobID), strings.ToLower(initialContactMadeStatusID))
+	jobID = strings.ToLower(jobID)
+	var queued bool
+	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.w().ExecContext(ctx, `UPDATE ethTriageInviteQueue SET statusLeftUTC = ?
+			WHERE jobId = ? AND statusLeftUTC IS NULL
+			  AND EXISTS (SELECT 1 FROM primeJobs AS j WHERE j.jobId = ethTriageInviteQueue.jobId
+			              AND j.statusId IS NOT ethTriageInviteQueue.statusId)`, now, jobID); err != nil {
+			return err
+		}
+		n, err := tx.execCount(ctx, `INSERT INTO ethTriageInviteQueue
+			(jobId, statusId, jobVersion, queuedUTC, state, attempts, nextAttemptUTC, updatedUTC)
+			SELECT j.jobId, j.statusId, j.version, ?, ?, 0, ?, ? FROM primeJobs AS j
+			WHERE j.jobId = ? AND j.statusId = ?
+			  AND NOT EXISTS (SELECT 1 FROM ethTriageInviteQueue AS q WHERE q.jobId = j.jobId AND q.statusLeftUTC IS NULL)`,
+			now, string(store.SendQueued), now, now, jobID, strings.ToLower(initialContactMadeStatusID))
+		queued = n == 1
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("sqlite: queue triage invite: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("sqlite: queue triage invite: %w", err)
-	}
-	return n == 1, nil
+	return queued, nil
 }
 
 // ListTriageInvites lists a job's invites, oldest first.

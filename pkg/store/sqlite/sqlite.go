@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -68,9 +69,14 @@ func prepareAll(ctx context.Context, db *sql.DB) (map[string]*sql.Stmt, error) {
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if need be) the database at path and brings its
-// schema up to date.
+// schema up to date. The database holds customers' names and numbers: it is
+// its owner's only (ownerOnly), and so are its -wal and -shm files, which
+// SQLite makes with the database's mode.
 func Open(ctx context.Context, path string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if err := ownerOnly(path); err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	write, err := sql.Open("sqlite", dsn(path, false))
@@ -99,6 +105,37 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// ownerOnly makes the database at path, creating it empty if it is not
+// there, readable and writable by its owner only (0600), and its -wal and
+// -shm files too where they are: a database made before by a process with a
+// wider umask is narrowed. A file of another owner, which this process may
+// not change, is left as it is: that owner's mode is its own.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil && !errors.Is(err, fs.ErrPermission) {
+			return err
+		}
+	}
+	return nil
 }
 
 func dsn(path string, readOnly bool) string {

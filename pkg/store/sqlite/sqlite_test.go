@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/store/migration"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
 	"github.com/ethosbuilding/primeflow/pkg/store/storetest"
+	schema "github.com/ethosbuilding/primeflow/sql"
 	"github.com/matryer/is"
 )
 
@@ -254,4 +256,108 @@ func TestTriageInviteAnotherWriterSent(t *testing.T) {
 	_, due, err := s.NextTriageInviteDue(ctx)
 	is.NoErr(err)
 	is.True(!due) // nothing left due
+}
+
+// The database, which holds customers' names and numbers, and its -wal and
+// -shm files are their owner's only, also in a folder that existed, readable
+// by others, and whatever the umask (issue 27 §8); a database an earlier
+// release made readable by others is narrowed when it is opened.
+func TestTheFilesAreTheOwnersOnly(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	is.NoErr(os.Chmod(dir, 0o755)) // a folder that was there, open to all
+	path := filepath.Join(dir, "primeflow.db")
+	s, err := sqlite.Open(ctx, path)
+	is.NoErr(err)
+	_, err = s.InsertWebhookLog(ctx, store.NewWebhookLogRow{Payload: `{"customer":"Jo Citizen","phone":"+61400000000"}`})
+	is.NoErr(err)
+	perm := func(p string) fs.FileMode {
+		fi, err := os.Stat(p)
+		is.NoErr(err)
+		return fi.Mode().Perm()
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		is.Equal(perm(p), fs.FileMode(0o600)) // the owner's only
+	}
+	is.NoErr(s.Close())
+
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if _, err := os.Stat(p); err == nil {
+			is.NoErr(os.Chmod(p, 0o644)) // as an earlier release left them
+		}
+	}
+	s, err = sqlite.Open(ctx, path)
+	is.NoErr(err)
+	defer s.Close()
+	is.Equal(perm(path), fs.FileMode(0o600)) // narrowed at the next open
+}
+
+// A database whose triage invites were queued under 011's rule (one unsent
+// invite a job) takes 062 on opening: an invite a later one followed, or
+// whose job has left its status, answered a change that is over; the newest
+// of a job still in the status stays open, so no event invites it again,
+// and a job that has left and comes back is invited.
+func TestTriageInvitesQueuedBeforeStatusChanges(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "primeflow.db")
+	db, err := sql.Open("sqlite", file)
+	is.NoErr(err)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	names, err := fs.Glob(schema.SQLite, "sqlite/*.sql")
+	is.NoErr(err)
+	_, err = db.ExecContext(ctx, `CREATE TABLE primeflowSchemaMigrations (name TEXT PRIMARY KEY, appliedUTC TEXT NOT NULL, checksum TEXT)`)
+	is.NoErr(err)
+	for _, n := range names {
+		if path.Base(n) >= "062" {
+			break
+		}
+		text, err := fs.ReadFile(schema.SQLite, n)
+		is.NoErr(err)
+		_, err = db.ExecContext(ctx, string(text))
+		is.NoErr(err) // the scripts as a database before 062 had them
+		_, err = db.ExecContext(ctx, `INSERT INTO primeflowSchemaMigrations (name, appliedUTC) VALUES (?, '2026-10-01 00:00:00.000')`, path.Base(n))
+		is.NoErr(err)
+	}
+	const icm, other = "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6", "3c1e9a2b-6f0d-4c8e-9b7a-1d2e3f4a5b6c"
+	const stays, left, again = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b11", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b12", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b13"
+	for _, j := range []struct{ id, status string }{{stays, icm}, {left, other}, {again, icm}} {
+		_, err = db.ExecContext(ctx, `INSERT INTO primeJobs (jobId, statusId, version, syncedUTC) VALUES (?, ?, 1, '2026-10-01 00:00:00.000')`, j.id, j.status)
+		is.NoErr(err)
+	}
+	for _, inv := range []struct{ job, sent string }{{stays, "2026-10-02 00:00:00.000"}, {stays, ""}, {left, "2026-10-02 00:00:00.000"}, {again, "2026-10-02 00:00:00.000"}} {
+		_, err = db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC, updatedUTC)
+			VALUES (?, ?, '2026-10-01 00:00:00.000', NULLIF(?, ''), CASE WHEN ? = '' THEN 'Queued' ELSE 'Sent' END, 0, '2026-10-01 00:00:00.000', '2026-10-01 00:00:00.000')`,
+			inv.job, icm, inv.sent, inv.sent)
+		is.NoErr(err)
+	}
+
+	s, err := sqlite.Open(ctx, file)
+	is.NoErr(err) // 062 applies to the rows there
+	defer s.Close()
+	open := func(job string) []bool {
+		got, err := s.ListTriageInvites(ctx, job)
+		is.NoErr(err)
+		var out []bool
+		for _, inv := range got {
+			out = append(out, inv.StatusLeftUTC.IsZero())
+		}
+		return out
+	}
+	is.Equal(open(stays), []bool{false, true}) // the older closed, the newest open
+	is.Equal(open(left), []bool{false})        // its job has left the status
+	is.Equal(open(again), []bool{true})        // still in it
+	queued, err := s.QueueTriageInvite(ctx, stays, icm)
+	is.NoErr(err)
+	is.True(!queued) // the open invite answers the change
+	queued, err = s.QueueTriageInvite(ctx, again, icm)
+	is.NoErr(err)
+	is.True(!queued) // sent before 062, it still does
+	_, err = db.ExecContext(ctx, `UPDATE primeJobs SET statusId = ?, version = 2 WHERE jobId = ?`, icm, left)
+	is.NoErr(err)
+	queued, err = s.QueueTriageInvite(ctx, left, icm)
+	is.NoErr(err)
+	is.True(queued) // back in the status: a new change
 }

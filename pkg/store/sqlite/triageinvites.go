@@ -14,14 +14,15 @@ import (
 // inviteColumns are the ethTriageInviteQueue columns scanInvite reads, in
 // its order.
 const inviteColumns = `id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-	claimedUntilUTC, lastError, failedUTC, updatedUTC`
+	claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload`
 
 func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 	var t store.TriageInvite
 	var state string
 	err := r.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC}, &state,
 		&t.Attempts, scanTime{&t.NextAttemptUTC}, scanTime{&t.ClaimedUntilUTC}, scanString{&t.LastError},
-		scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC})
+		scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC}, scanNullInt64{&t.JobVersion}, scanTime{&t.StatusLeftUTC},
+		scanString{&t.Payload})
 	t.State = store.SendState(state)
 	return t, err
 }
@@ -96,6 +97,30 @@ func (s *Store) SetTriageInviteFailed(ctx context.Context, id int64, attempt int
 // ReleaseTriageInvite gives back a claim that posted nothing.
 func (s *Store) ReleaseTriageInvite(ctx context.Context, id int64, attempt int, at time.Time) error {
 	return inviteTable.release(ctx, s, id, attempt, at)
+}
+
+// DeferTriageInvite gives back a claim whose invite cannot be sent yet: due
+// at until, its attempt uncounted, cause its last error.
+func (s *Store) DeferTriageInvite(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error {
+	return inviteTable.update(ctx, s, "defer triage invite", id, attempt,
+		`state = ?, attempts = attempts - 1, nextAttemptUTC = ?, lastError = ?, updatedUTC = ?, claimedUntilUTC = NULL`,
+		string(store.SendQueued), formatTime(until), store.TruncateStatus(cause), formatTime(at))
+}
+
+// SetTriageInvitePayload fixes the body to post, under the claim, once.
+func (s *Store) SetTriageInvitePayload(ctx context.Context, id int64, attempt int, payload string) error {
+	n, err := s.execCount(ctx, `UPDATE ethTriageInviteQueue SET payload = ?
+		WHERE id = ? AND state = ? AND attempts = ? AND payload IS NULL`, payload, id, string(store.SendSending), attempt)
+	if err != nil {
+		return fmt.Errorf("sqlite: set triage invite payload %d: %w", id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	if _, err := s.GetTriageInvite(ctx, id); err != nil {
+		return fmt.Errorf("sqlite: set triage invite payload: %w", err)
+	}
+	return fmt.Errorf("sqlite: set triage invite payload %d (attempt %d): %w", id, attempt, store.ErrClaimLost)
 }
 
 // GetTriageInvite returns one invite.

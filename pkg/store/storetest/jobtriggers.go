@@ -78,9 +78,47 @@ func testTriageInvites(t *testing.T, open Opener) {
 	is.Equal(got[0].StatusID, statusICM) // the status it was queued in
 	is.True(got[0].Pending())            // waiting to be sent
 	is.True(!got[0].QueuedUTC.IsZero())
+	is.Equal(got[0].JobVersion, int64(2)) // and the job's version then
 	none, err := s.ListTriageInvites(ctx, jobB)
 	is.NoErr(err)
 	is.Equal(len(none), 0) // other jobs have none
+
+	// §10.4: the invite answers the job's arrival in the status; sent, it
+	// still does, so a duplicate or replayed event invites nobody twice.
+	claimed, err := s.ClaimTriageInvites(ctx, time.Now(), time.Minute, 5, 10)
+	is.NoErr(err)
+	is.Equal(len(claimed), 1)
+	is.NoErr(s.SetTriageInviteSent(ctx, claimed[0].ID, claimed[0].Attempts, time.Now()))
+	queued, err = s.QueueTriageInvite(ctx, jobA, statusICM)
+	is.NoErr(err)
+	is.True(!queued) // the same status change, after its invite was sent: nothing
+	_, err = s.UpsertJob(ctx, sampleJob(jobA, statusICM, 3))
+	is.NoErr(err)
+	queued, err = s.QueueTriageInvite(ctx, jobA, statusICM)
+	is.NoErr(err)
+	is.True(!queued) // nor after another change of the job in the same status
+	_, err = s.UpsertJob(ctx, sampleJob(jobA, statusNew, 4))
+	is.NoErr(err)
+	queued, err = s.QueueTriageInvite(ctx, jobA, statusICM)
+	is.NoErr(err)
+	is.True(!queued) // the job left the status
+	got, err = s.ListTriageInvites(ctx, jobA)
+	is.NoErr(err)
+	is.True(!got[0].StatusLeftUTC.IsZero()) // which closes the change its invite answered
+	_, err = s.UpsertJob(ctx, sampleJob(jobA, statusICM, 5))
+	is.NoErr(err)
+	queued, err = s.QueueTriageInvite(ctx, jobA, statusICM)
+	is.NoErr(err)
+	is.True(queued) // and its return to it is a change of its own
+	queued, err = s.QueueTriageInvite(ctx, jobA, statusICM)
+	is.NoErr(err)
+	is.True(!queued) // once
+	got, err = s.ListTriageInvites(ctx, jobA)
+	is.NoErr(err)
+	is.Equal(len(got), 2)
+	is.Equal(got[1].JobVersion, int64(5))  // seen at the version it came back at
+	is.True(got[1].StatusLeftUTC.IsZero()) // still open
+	is.True(got[1].Pending() && got[1].ID > got[0].ID)
 }
 
 // The triage invite queue is a send queue like smsQueue: claimed, failed,
@@ -157,13 +195,56 @@ func testTriageInviteQueue(t *testing.T, open Opener) {
 		is.NoErr(err)
 		is.Equal(counts, map[store.SendState]int{store.SendQueued: 0, store.SendSending: 0, store.SendSent: 1, store.SendLogged: 0, store.SendFailed: 0})
 
-		again := queue(t, s, jobA)
-		is.True(again.ID != inv.ID) // sent, the job can be invited again
-
-		_, err = s.GetTriageInvite(ctx, again.ID+100)
+		_, err = s.GetTriageInvite(ctx, inv.ID+100)
 		is.True(errors.Is(err, store.ErrNotFound)) // an unknown id
-		is.True(errors.Is(s.SetTriageInviteSent(ctx, again.ID+100, 1, t0), store.ErrNotFound))
-		is.True(errors.Is(s.ReleaseTriageInvite(ctx, again.ID+100, 1, t0), store.ErrNotFound))
+		is.True(errors.Is(s.SetTriageInviteSent(ctx, inv.ID+100, 1, t0), store.ErrNotFound))
+		is.True(errors.Is(s.ReleaseTriageInvite(ctx, inv.ID+100, 1, t0), store.ErrNotFound))
+		is.True(errors.Is(s.DeferTriageInvite(ctx, inv.ID+100, 1, "wait", t0, t0), store.ErrNotFound))
+		is.True(errors.Is(s.SetTriageInvitePayload(ctx, inv.ID+100, 1, "{}"), store.ErrNotFound))
+	})
+
+	t.Run("the body is fixed once, by the claim that holds the invite", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		inv := queue(t, s, jobA)
+		is.Equal(inv.Payload, "") // none until a claim builds it
+		t0 := time.Now().Add(time.Second).Truncate(time.Millisecond)
+		got, err := s.ClaimTriageInvites(ctx, t0, lease, 3, 10)
+		is.NoErr(err)
+		is.True(errors.Is(s.SetTriageInvitePayload(ctx, inv.ID, got[0].Attempts+1, `{"id":1}`), store.ErrClaimLost)) // not by another claim
+		is.NoErr(s.SetTriageInvitePayload(ctx, inv.ID, got[0].Attempts, `{"id":1,"name":"Zoë"}`))
+		is.True(errors.Is(s.SetTriageInvitePayload(ctx, inv.ID, got[0].Attempts, `{"id":2}`), store.ErrClaimLost)) // nor twice
+		is.NoErr(s.SetTriageInviteFailed(ctx, inv.ID, got[0].Attempts, "HTTP 503", t0, t0))
+		got, err = s.ClaimTriageInvites(ctx, t0, lease, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1)
+		is.Equal(got[0].Payload, `{"id":1,"name":"Zoë"}`) // the next claim gets it as it was
+	})
+
+	t.Run("a deferred invite waits without using an attempt", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		inv := queue(t, s, jobA)
+		t0 := time.Now().Add(time.Second).Truncate(time.Millisecond)
+		got, err := s.ClaimTriageInvites(ctx, t0, lease, 1, 10)
+		is.NoErr(err)
+		is.Equal(got[0].Attempts, 1)
+		until := t0.Add(time.Minute)
+		is.NoErr(s.DeferTriageInvite(ctx, inv.ID, 1, "the primary contact is not mirrored yet", until, t0))
+		m, err := s.GetTriageInvite(ctx, inv.ID)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendQueued)                                                             // given back
+		is.Equal(m.Attempts, 0)                                                                         // its attempt not counted
+		is.True(m.NextAttemptUTC.Equal(until))                                                          // due when the wait ends
+		is.Equal(m.LastError, "the primary contact is not mirrored yet")                                // saying why it waits
+		is.True(errors.Is(s.DeferTriageInvite(ctx, inv.ID, 1, "again", until, t0), store.ErrClaimLost)) // once a claim
+		got, err = s.ClaimTriageInvites(ctx, until.Add(-time.Millisecond), lease, 1, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // not before
+		got, err = s.ClaimTriageInvites(ctx, until, lease, 1, 10)
+		is.NoErr(err)
+		is.Equal(len(got), 1)        // then claimed
+		is.Equal(got[0].Attempts, 1) // as its first attempt, the last of MaxAttempts 1
 	})
 
 	t.Run("logged, never sent, is told apart from sent", func(t *testing.T) {
@@ -187,7 +268,7 @@ func testTriageInviteQueue(t *testing.T, open Opener) {
 		is.True(errors.Is(s.SetTriageInviteLogged(ctx, inv.ID, got[0].Attempts, t0), store.ErrClaimLost)) // once
 	})
 
-	t.Run("failed for good, it stays the job's pending invite", func(t *testing.T) {
+	t.Run("failed for good, it answers its change until the job leaves the status", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)
 		inv := queue(t, s, jobA)
@@ -203,7 +284,7 @@ func testTriageInviteQueue(t *testing.T, open Opener) {
 		is.True(m.Pending())                           // not sent
 		queued, err := s.QueueTriageInvite(ctx, jobA, statusICM)
 		is.NoErr(err)
-		is.True(!queued) // so no second invite while a person looks at it
+		is.True(!queued) // so no second invite for the same change while a person looks at it
 
 		other := queue(t, s, jobB)
 		pending, err := s.ListTriageInviteQueue(ctx, store.InvitesPending, 0)
@@ -223,6 +304,25 @@ func testTriageInviteQueue(t *testing.T, open Opener) {
 		pending, err = s.ListTriageInviteQueue(ctx, store.InvitesPending, 0)
 		is.NoErr(err)
 		is.Equal(len(pending), 1) // the sent one is no longer pending
+
+		// The job leaves the status and comes back: a new change, invited
+		// though the Failed invite is still there for a person.
+		_, err = s.UpsertJob(ctx, sampleJob(jobA, statusNew, 2))
+		is.NoErr(err)
+		queued, err = s.QueueTriageInvite(ctx, jobA, statusICM)
+		is.NoErr(err)
+		is.True(!queued)
+		_, err = s.UpsertJob(ctx, sampleJob(jobA, statusICM, 3))
+		is.NoErr(err)
+		queued, err = s.QueueTriageInvite(ctx, jobA, statusICM)
+		is.NoErr(err)
+		is.True(queued) // not blocked by the Failed one
+		m, err = s.GetTriageInvite(ctx, inv.ID)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendFailed) // which stays Failed
+		pending, err = s.ListTriageInviteQueue(ctx, store.InvitesPending, 0)
+		is.NoErr(err)
+		is.Equal(len(pending), 2) // both are unsent
 	})
 
 	t.Run("a lapsed claim is claimed again until the last attempt; a release uses none", func(t *testing.T) {
