@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -148,9 +149,9 @@ type Budget struct {
 	rev  uint64
 	view state // raw, decoded, never changed: what Held reads
 	mine map[uint64]int64
-	// ended are this process's calls that have ended and whose grant the
-	// window does not yet hold at the time they ended.
-	ended   []ended
+	// ended are this process's calls that have ended, by slot, whose grant
+	// the window does not yet hold at the time they ended.
+	ended   map[uint64]ended
 	seq     uint64
 	waiting *turn // this process's first waiting call, to publish
 	// pendingHold, pendingSpent and pendingDay are what this process's
@@ -220,6 +221,7 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 		changed:   make(chan struct{}, 1),
 		kick:      make(chan struct{}, 1),
 		mine:      make(map[uint64]int64),
+		ended:     make(map[uint64]ended),
 		dayLogged: make(map[prime.Priority]int64),
 	}
 	if err := untilAnswered(ctx, log, "registering in the prime budget bucket "+events.BucketPrimeBudget, b.heartbeat); err != nil {
@@ -687,9 +689,9 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 			me.Waiting = &w
 		}
 		st.Slots = slices.DeleteFunc(st.Slots, func(s slot) bool { _, ok := b.mine[s.ID]; return s.Proc == b.id && !ok })
-		ends := b.ended
+		ends := maps.Clone(b.ended)
 		for _, e := range ends {
-			st.ended(e)
+			st.ended(e) // again, if another heartbeat wrote it meanwhile: then nothing changes
 		}
 		for id, at := range b.mine {
 			if !slices.ContainsFunc(st.Slots, func(s slot) bool { return s.Proc == b.id && s.ID == id }) {
@@ -730,7 +732,9 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 		if b.pendingDay == dy {
 			b.pendingDay = nil
 		}
-		b.ended = b.ended[len(ends):]
+		for id := range ends {
+			delete(b.ended, id)
+		}
 		if b.fallback != nil {
 			b.fallback.grants = b.fallback.grants[len(grants):]
 		}
@@ -855,7 +859,7 @@ func (p *permit) Done(status int, h http.Header) time.Duration {
 		limits = prime.ReadLimits(status, h, time.UnixMilli(now))
 		b.mu.Lock()
 		if at, ok := b.mine[p.id]; ok && p.local == nil {
-			b.ended = append(b.ended, ended{at: at, done: now})
+			b.ended[p.id] = ended{at: at, done: now}
 		}
 		delete(b.mine, p.id)
 		if limits.Hold > 0 {
