@@ -1,9 +1,10 @@
 // Package chaos proves the pipeline under faults (`make chaos`, and a short
 // profile in `make test`): the real binaries as separate processes — a
 // standalone nats-server (one node, or a 3-node JetStream cluster with R3
-// streams), the eight services on one SQLite file — against the Prime and
-// OptimoRoute simulators and an SMS gateway, all three served by the
-// harness and answering slowly, so that kills land mid-call.
+// streams), the eight services on one SQLite file (nine in the mail
+// scenario, with mail-intake) — against the Prime, OptimoRoute and Graph
+// simulators and an SMS gateway, served by the harness and answering
+// slowly, so that kills land mid-call.
 //
 // A scenario runs in three phases:
 //
@@ -16,13 +17,18 @@
 //     appointment, allocations — a Make Safe for jobs created after hours —,
 //     a site form, an estimate, a reschedule, a second status change), sent
 //     the way Prime sends them: again and again until one is answered 2xx.
+//     In the mail scenario, Prime's new-job emails (and some mail that is
+//     not Prime's) arrive meanwhile, while Prime and Graph go down
+//     (mail.go).
 //  2. Settling: every process up, no faults, until the invariants hold or
 //     the settle budget runs out.
 //  3. Checking (check.go): every accepted webhook stored and processed; the
 //     new-job pipeline once a job; one phone call a make-safe job created
 //     after hours, and its SMS; one order an appointment, at its current
 //     date; every date planned after its last order write; no capped rows;
-//     no process exited on its own.
+//     no process exited on its own; and in the mail scenario, no email in
+//     the failed folder that had a JobID Prime knows, and every such job
+//     mirrored.
 //
 // Each scenario ends with a summary line (Summary.String).
 package chaos
@@ -37,6 +43,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -58,19 +65,32 @@ type Scenario struct {
 	DBLock time.Duration
 	// Storms are Prime's 5xx and 429 storms and OptimoRoute's errors.
 	Storms bool
+	// Mail runs mail-intake too, and Prime's new-job emails arrive in the
+	// Graph simulator's mailbox while Prime and Graph fail (mail.go).
+	Mail bool
 	// Settle bounds the wait for the invariants once the faults stop.
 	Settle time.Duration
 }
 
 // Full is `make chaos`: a single node and a 3-node cluster, about 100 kills
-// each.
+// each; and the mail intake's scenario, on a single node.
 func Full() []Scenario {
 	s := Scenario{Kills: 100, KillEvery: [2]time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond},
 		Jobs: 30, DBLock: 30 * time.Second, Storms: true, Settle: 5 * time.Minute}
 	single, cluster := s, s
 	single.Name, single.NATSNodes = "single", 1
 	cluster.Name, cluster.NATSNodes = "cluster", 3
-	return []Scenario{single, cluster}
+	return []Scenario{single, cluster, Mail()}
+}
+
+// Mail is the mail intake's scenario: about 40 kills (mail-intake among
+// the services), a database lock, and Prime's and Graph's outages — Prime
+// answering 5xx to every call for 20 s, then not answering, then 429;
+// Graph not answering, failing every move, throttling, and the processed
+// folder deleted and made again — while new-job emails arrive (mail.go).
+func Mail() Scenario {
+	return Scenario{Name: "mail", NATSNodes: 1, Kills: 40, KillEvery: [2]time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond},
+		Jobs: 10, DBLock: 15 * time.Second, Mail: true, Settle: 5 * time.Minute}
 }
 
 // Short is the profile `make test` runs: one scenario (the cluster, whose
@@ -114,6 +134,10 @@ type Summary struct {
 	Lost, Duplicated, Unprocessed, Capped int
 	// Exits are processes that exited on their own.
 	Exits int
+	// Emails is how many new-job emails arrived in the mailbox (the mail
+	// scenario); FailedKnown how many of those with a JobID Prime knows,
+	// from Prime's sender, ended in the failed folder.
+	Emails, FailedKnown int
 	// Resent are posts the SMS gateway or the triage invite endpoint
 	// received more than once under the same Idempotency-Key: at-least-once
 	// delivery, not a duplicate (docs/architecture.md, "What happens exactly once").
@@ -131,8 +155,12 @@ func (s Summary) String() string {
 	if len(s.Violations) > 0 {
 		verdict = fmt.Sprintf("FAIL (%d violations)", len(s.Violations))
 	}
-	return fmt.Sprintf("chaos %s: kills=%d webhooks=%d posts=%d lost=%d duplicated=%d unprocessed=%d capped=%d exits=%d resent=%d elapsed=%s seed=%d: %s",
-		s.Scenario, s.Kills, s.Webhooks, s.Posts, s.Lost, s.Duplicated, s.Unprocessed, s.Capped, s.Exits, s.Resent,
+	mail := ""
+	if s.Emails > 0 {
+		mail = fmt.Sprintf(" emails=%d failed-known=%d", s.Emails, s.FailedKnown)
+	}
+	return fmt.Sprintf("chaos %s: kills=%d webhooks=%d posts=%d lost=%d duplicated=%d unprocessed=%d capped=%d exits=%d resent=%d%s elapsed=%s seed=%d: %s",
+		s.Scenario, s.Kills, s.Webhooks, s.Posts, s.Lost, s.Duplicated, s.Unprocessed, s.Capped, s.Exits, s.Resent, mail,
 		s.Elapsed.Round(time.Second), s.Seed, verdict)
 }
 
@@ -192,12 +220,16 @@ func runScenario(ctx context.Context, opts Options, sc Scenario, dir string, see
 	pr := newPrime(ext, st.webhookURL(), st.webhookKey)
 	phase := time.Duration(sc.Kills) * (sc.KillEvery[0] + sc.KillEvery[1]) / 2
 	w := newWorkload(pr, rng, sc.Jobs)
+	mw := newMailWorkload(ext, w, rng, sc.Mail)
 	workDone := make(chan struct{})
 	go func() {
 		defer close(workDone)
-		w.run(ctx, phase*7/10, logf)
+		var both sync.WaitGroup
+		both.Go(func() { w.run(ctx, phase*7/10, logf) })
+		both.Go(func() { mw.run(ctx, phase*8/10, logf) })
+		both.Wait()
 	}()
-	f := &faults{st: st, ext: ext, rng: rng, logf: logf, byKind: map[string]int{}}
+	f := &faults{st: st, ext: ext, mail: mw, rng: rng, logf: logf, byKind: map[string]int{}}
 	f.run(ctx, sc, phase)
 	<-workDone
 	logf("faults over: %d kills; %d webhooks accepted in %d posts; settling", f.kills, pr.acceptedCount(), pr.postCount())
@@ -210,7 +242,7 @@ func runScenario(ctx context.Context, opts Options, sc Scenario, dir string, see
 	deadline := time.Now().Add(sc.Settle)
 	var r report
 	for {
-		r, err = check(ctx, st, ext, pr, w)
+		r, err = check(ctx, st, ext, pr, w, mw)
 		if err != nil {
 			return s, err
 		}
@@ -224,6 +256,7 @@ func runScenario(ctx context.Context, opts Options, sc Scenario, dir string, see
 	s.Webhooks, s.Posts = pr.acceptedCount(), pr.postCount()
 	s.Lost, s.Duplicated, s.Unprocessed, s.Capped = r.lost, r.duplicated, r.unprocessed, r.capped
 	s.Exits, s.Resent = len(r.exits), r.resent
+	s.Emails, s.FailedKnown = len(mw.sent()), len(r.mailFailedKnown)
 	s.Violations = r.violations()
 	s.Elapsed = time.Since(start)
 	return s, nil

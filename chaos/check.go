@@ -34,29 +34,46 @@ type report struct {
 	orderExtra       []string // orders no appointment accounts for
 	dateUnplanned    []string // dates not planned after their last order write
 	exits            []string // processes that exited on their own
+
+	mailReport // the mail scenario's (mail.go)
 }
 
 // settled is every invariant that more time can make true holding: the
 // pipeline has caught up.
 func (r report) settled() bool {
 	return len(r.unprocessedRows)+len(r.unfinishedJobs)+len(r.pipelinePending)+len(r.phoneCallMissing)+
-		len(r.inviteMissing)+len(r.orderMissing)+len(r.dateUnplanned) == 0
+		len(r.inviteMissing)+len(r.orderMissing)+len(r.dateUnplanned) == 0 && r.mailReport.settled()
+}
+
+// lines are a report's lines: what is still awaited, or what is broken.
+type lines []string
+
+// waiting adds what, and the first of items, when there are any.
+func (l *lines) waiting(what string, items []string) {
+	if len(items) > 0 {
+		*l = append(*l, fmt.Sprintf("%d %s (%s)", len(items), what, strings.Join(items[:min(3, len(items))], ", ")))
+	}
+}
+
+// broken adds an invariant, and the first of the items that break it,
+// when there are any.
+func (l *lines) broken(invariant string, items []string) {
+	if len(items) > 0 {
+		*l = append(*l, fmt.Sprintf("%s: %d: %s", invariant, len(items), strings.Join(items[:min(10, len(items))], "; ")))
+	}
 }
 
 // waitingFor says what the pipeline has not caught up with.
 func (r report) waitingFor() []string {
-	var out []string
-	add := func(what string, items []string) {
-		if len(items) > 0 {
-			out = append(out, fmt.Sprintf("%d %s (%s)", len(items), what, strings.Join(items[:min(3, len(items))], ", ")))
-		}
-	}
+	var out lines
+	add := out.waiting
 	add("rows unprocessed", r.unprocessedRows)
 	add("jobs whose webhooks were not all accepted", r.unfinishedJobs)
 	add("pipelines pending", r.pipelinePending)
 	add("make-safe calls or SMS missing", r.phoneCallMissing)
 	add("orders missing or stale", r.orderMissing)
 	add("dates not planned since their last order write", r.dateUnplanned)
+	r.mailReport.waitingFor(&out)
 	if len(out) == 0 {
 		return []string{"nothing left to wait for"}
 	}
@@ -65,12 +82,8 @@ func (r report) waitingFor() []string {
 
 // violations are the invariants that do not hold, each with its cases.
 func (r report) violations() []string {
-	var out []string
-	add := func(invariant string, items []string) {
-		if len(items) > 0 {
-			out = append(out, fmt.Sprintf("%s: %d: %s", invariant, len(items), strings.Join(items[:min(10, len(items))], "; ")))
-		}
-	}
+	var out lines
+	add := out.broken
 	add("every accepted webhook is stored", r.lostRows)
 	add("every stored webhook is processed (capped or not)", r.unprocessedRows)
 	add("every webhook is accepted", r.unfinishedJobs)
@@ -84,11 +97,12 @@ func (r report) violations() []string {
 	add("one order an appointment", r.orderExtra)
 	add("every date is planned after its last order write", r.dateUnplanned)
 	add("no process exits on its own", r.exits)
+	r.mailReport.violations(&out)
 	return out
 }
 
 // check reads the database, the simulators, the gateway and the logs.
-func check(ctx context.Context, st *stack, ext *externals, pr *primeSender, w *workload) (report, error) {
+func check(ctx context.Context, st *stack, ext *externals, pr *primeSender, w *workload, mw *mailWorkload) (report, error) {
 	var r report
 	db, err := sql.Open("sqlite", "file:"+st.db+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
@@ -113,6 +127,9 @@ func check(ctx context.Context, st *stack, ext *externals, pr *primeSender, w *w
 			return checkInvites(ctx, db, ext.invites.received(), jobs, r)
 		},
 		func(ctx context.Context, db *sql.DB, r *report) error { return checkOrders(ctx, db, ext, jobs, r) },
+		func(ctx context.Context, db *sql.DB, r *report) error {
+			return checkMail(ctx, db, ext, mw, &r.mailReport)
+		},
 	} {
 		if err := step(ctx, db, &r); err != nil {
 			return r, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/delivery"
+	"github.com/ethosbuilding/primeflow/pkg/graphsim"
 	"github.com/ethosbuilding/primeflow/pkg/optimosim"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 )
@@ -25,11 +26,12 @@ const (
 
 // externals are what the pipeline talks to outside itself, served by the
 // harness on one address: Prime (/prime), OptimoRoute (/optimoroute), the
-// SMS gateway (/sms) and the triage invite endpoint (/invites). They are
-// never killed.
+// mailbox of Prime's new-job emails (/graph), the SMS gateway (/sms) and the
+// triage invite endpoint (/invites). They are never killed.
 type externals struct {
 	prime   *primesim.Sim
 	optimo  *optimosim.Sim
+	graph   *graphsim.Sim
 	sms     *gateway
 	invites *gateway
 	url     string
@@ -41,12 +43,13 @@ func startExternals(dir string, seed uint64) (*externals, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &externals{prime: ps, optimo: optimosim.New(optimosim.Options{PlanningDuration: time.Second}),
+	e := &externals{prime: ps, optimo: optimosim.New(optimosim.Options{PlanningDuration: time.Second}), graph: graphsim.New(graphsim.Options{}),
 		sms: &gateway{posts: map[string]int{}}, invites: &gateway{posts: map[string]int{}}}
 	e.calm()
 	mux := http.NewServeMux()
 	mux.Handle("/prime/", http.StripPrefix("/prime", e.prime))
 	mux.Handle("/optimoroute/", http.StripPrefix("/optimoroute", e.optimo))
+	mux.Handle("/graph/", http.StripPrefix("/graph", e.graph))
 	mux.Handle("/sms", e.sms)
 	mux.Handle("/invites", e.invites)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,6 +67,7 @@ func (e *externals) calm() {
 	e.prime.SetFaults(primesim.Faults{Latency: primeLatency})
 	e.optimo.ClearFaults()
 	e.optimo.SetLatency("", optimoLatency)
+	e.graph.SetFaults(graphsim.Faults{})
 }
 
 func (e *externals) close() {

@@ -23,6 +23,7 @@ const natsKind = "nats"
 type faults struct {
 	st   *stack
 	ext  *externals
+	mail *mailWorkload
 	rng  *rand.Rand
 	logf func(string, ...any)
 
@@ -30,6 +31,7 @@ type faults struct {
 	kills   int
 	byKind  map[string]int
 	down    map[*proctest.Proc]bool // killed, not yet back
+	spared  map[string]bool         // kinds not to kill for now
 	backing sync.WaitGroup          // restarts under way
 }
 
@@ -40,7 +42,7 @@ type faults struct {
 // the way through, Prime's 5xx storm at half way and its 429 storm at 65%.
 // It returns once the last killed process is back.
 func (f *faults) run(ctx context.Context, sc Scenario, phase time.Duration) {
-	f.down = map[*proctest.Proc]bool{}
+	f.down, f.spared = map[*proctest.Proc]bool{}, map[string]bool{}
 	var others sync.WaitGroup
 	at := func(frac float64, fault func(context.Context)) {
 		others.Go(func() {
@@ -53,6 +55,9 @@ func (f *faults) run(ctx context.Context, sc Scenario, phase time.Duration) {
 	}
 	if sc.DBLock > 0 {
 		at(1.0/3, func(ctx context.Context) { f.lockDatabase(ctx, sc.DBLock) })
+	}
+	if sc.Mail {
+		f.mailOutages(at)
 	}
 	if sc.Storms {
 		at(0.25, f.optimoErrors)
@@ -90,11 +95,11 @@ func (f *faults) killed() int {
 func (f *faults) pick() (*proctest.Proc, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	kinds := append([]string{natsKind}, Services...)
+	kinds := append([]string{natsKind}, f.st.names...)
 	for range 20 {
 		kind := kinds[f.rng.IntN(len(kinds))]
 		if kind != natsKind {
-			if p := f.st.services[kind]; !f.down[p] {
+			if p := f.st.services[kind]; !f.down[p] && !f.spared[kind] {
 				return p, kind
 			}
 			continue
@@ -105,6 +110,30 @@ func (f *faults) pick() (*proctest.Proc, string) {
 		return f.st.nats[f.rng.IntN(len(f.st.nats))], kind
 	}
 	return nil, ""
+}
+
+// spare keeps a service from being killed until the returned release is
+// called, once it is up (it waits for that); ok is false when ctx ended
+// first.
+func (f *faults) spare(ctx context.Context, kind string) (release func(), ok bool) {
+	for {
+		f.mu.Lock()
+		if p := f.st.services[kind]; !f.down[p] {
+			f.spared[kind] = true
+			f.mu.Unlock()
+			return func() {
+				f.mu.Lock()
+				delete(f.spared, kind)
+				f.mu.Unlock()
+			}, true
+		}
+		f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (f *faults) restartDelay(kind string) time.Duration {
@@ -176,14 +205,21 @@ func (f *faults) lockDatabase(ctx context.Context, d time.Duration) {
 
 // primeStorm answers Prime's calls with fs for d.
 func (f *faults) primeStorm(ctx context.Context, what string, fs primesim.Faults, d time.Duration) {
-	f.logf("Prime %s storm for %s", what, d)
-	f.ext.prime.SetFaults(fs)
+	f.storm(ctx, "Prime "+what+" storm", d, func() { f.ext.prime.SetFaults(fs) },
+		func() { f.ext.prime.SetFaults(primesim.Faults{Latency: primeLatency}) })
+}
+
+// storm puts a fault on for d, or until ctx ends, and takes it off; its
+// start and its end are logged.
+func (f *faults) storm(ctx context.Context, what string, d time.Duration, on, off func()) {
+	f.logf("%s for %s", what, d)
+	on()
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
-	f.ext.prime.SetFaults(primesim.Faults{Latency: primeLatency})
-	f.logf("Prime %s storm over", what)
+	off()
+	f.logf("%s over", what)
 }
 
 // optimoErrors makes OptimoRoute fail some calls: its own trouble

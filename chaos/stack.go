@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +18,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Services are the binaries a scenario runs, one process each.
+// Services are the binaries a scenario runs, one process each; the mail
+// scenario runs mailService as well.
 var Services = []string{"ingest", "resolver", "job-mirror", "child-mirror", "newjob-pipeline", "makesafe", "optimo-create", "optimo-plan"}
 
 // triageStatus is the status GUID job-mirror queues a triage invite on;
@@ -29,6 +31,7 @@ type stack struct {
 	dir        string
 	db         string // the SQLite file
 	nats       []*proctest.Proc
+	names      []string // the services the scenario runs
 	services   map[string]*proctest.Proc
 	addrs      map[string]string // service → HTTP address
 	webhookKey string
@@ -44,7 +47,10 @@ const startBudget = 3 * time.Minute
 
 func startStack(ctx context.Context, opts Options, sc Scenario, dir string, ext *externals, logf func(string, ...any)) (*stack, error) {
 	st := &stack{dir: dir, db: filepath.Join(dir, "primeflow.db"), services: map[string]*proctest.Proc{},
-		addrs: map[string]string{}, webhookKey: uuid.NewString()}
+		addrs: map[string]string{}, webhookKey: uuid.NewString(), names: Services}
+	if sc.Mail {
+		st.names = append(slices.Clip(Services), mailService)
+	}
 	urls, err := st.startNATS(ctx, opts, sc.NATSNodes)
 	if err != nil {
 		st.stop(logf)
@@ -83,9 +89,12 @@ func startStack(ctx context.Context, opts Options, sc Scenario, dir string, ext 
 	if sc.NATSNodes > 1 {
 		env = append(env, fmt.Sprintf("NATS_STREAM_REPLICAS=%d", sc.NATSNodes))
 	}
+	if sc.Mail {
+		env = append(env, mailEnv(ext)...)
+	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(Services))
-	for i, name := range Services {
+	errs := make([]error, len(st.names))
+	for i, name := range st.names {
 		addr, err := proctest.FreeAddr()
 		if err != nil {
 			st.stop(logf)
@@ -187,7 +196,7 @@ func (st *stack) restart(ctx context.Context, p *proctest.Proc, logf func(string
 // all is every process, NATS nodes first.
 func (st *stack) all() []*proctest.Proc {
 	out := append([]*proctest.Proc{}, st.nats...)
-	for _, name := range Services {
+	for _, name := range st.names {
 		if p, ok := st.services[name]; ok {
 			out = append(out, p)
 		}
@@ -255,10 +264,10 @@ func firstLine(err error) string {
 }
 
 // Packages are the main packages of the binaries a scenario runs, relative
-// to the repository's root: the services and primectl.
+// to the repository's root: the services, mail-intake and primectl.
 func Packages() []string {
 	out := []string{"./services/primectl/cmd/primectl"}
-	for _, name := range Services {
+	for _, name := range append(slices.Clip(Services), mailService) {
 		out = append(out, "./services/"+name+"/cmd/"+name)
 	}
 	return out

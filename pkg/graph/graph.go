@@ -1,13 +1,18 @@
 // Package graph is a small Microsoft Graph client for one mailbox: the
 // OAuth2 client-credentials grant with a cached, early-refreshed token,
-// folders resolved by name, a folder's messages oldest first paged by
-// @odata.nextLink, and the move that files a message away (and gives it a
-// new id). It is what the email path (§7) needs of Graph and no more.
+// folders resolved by name, a folder's messages oldest first a page at a
+// time (@odata.nextLink), without their bodies; a message's body fetched on
+// its own, within a size cap; where a message is; and the move that files
+// a message away (and gives it a new id). It is what the email path (§7)
+// needs of Graph and no more. The shapes it assumes of Graph beyond
+// external-apis.md (internetMessageHeaders, Exchange's
+// Authentication-Results) are in headers.go, decoded tolerantly.
 //
 // Every call returns a *WaitError (ErrWait) when Graph cannot answer now —
 // a 429 or a 5xx, or no answer at all — and says how long Graph asked to
 // wait; the client never retries one itself. Other refusals are an
-// *APIError; a 404 matches ErrNotFound.
+// *APIError; a 404 matches ErrNotFound. A body over its cap is a
+// *TooLargeError (ErrTooLarge).
 package graph
 
 import (
@@ -109,7 +114,29 @@ var (
 	// ErrNotFound: Graph answered 404 (ErrorItemNotFound), or a folder named
 	// in a path does not exist.
 	ErrNotFound = errors.New("graph: not found")
+	// ErrTooLarge: an answer was over the size the call allows (a
+	// *TooLargeError).
+	ErrTooLarge = errors.New("graph: too large")
 )
+
+// TooLargeError is an answer over the size a call allows; it was not read
+// past that.
+type TooLargeError struct {
+	Op string
+	// Limit is the size allowed; Size the answer's Content-Length, 0 when
+	// Graph did not say (the answer ran past Limit).
+	Limit, Size int64
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Size > 0 {
+		return fmt.Sprintf("graph: %s: the answer is %d bytes, over the %d allowed", e.Op, e.Size, e.Limit)
+	}
+	return fmt.Sprintf("graph: %s: the answer runs over the %d bytes allowed", e.Op, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) true.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
 // WaitError is a call Graph could not answer now: throttled (429), a
 // server error (5xx, 503 and 504 above all) or no answer at all. It is not
@@ -196,17 +223,12 @@ type Folder struct {
 	TotalItemCount int    `json:"totalItemCount"`
 }
 
-// Message is what the email path reads of a message (the $select of
-// ListMessages).
+// Message is what the email path reads of a message in a folder's list
+// (the $select of ListPage): all but its body, which GetBody fetches.
 type Message struct {
 	// ID is the message's id in its current folder: a move changes it.
-	ID      string `json:"id"`
-	Subject string `json:"subject"`
-	Body    struct {
-		// ContentType is "html" or "text".
-		ContentType string `json:"contentType"`
-		Content     string `json:"content"`
-	} `json:"body"`
+	ID               string `json:"id"`
+	Subject          string `json:"subject"`
 	BodyPreview      string `json:"bodyPreview"`
 	ReceivedDateTime Time   `json:"receivedDateTime"`
 	// InternetMessageID is the RFC 5322 Message-ID: the same in every folder.
@@ -217,10 +239,19 @@ type Message struct {
 			Address string `json:"address"`
 		} `json:"emailAddress"`
 	} `json:"from"`
+	// Headers are the message's internet headers, top first.
+	Headers Headers `json:"internetMessageHeaders"`
+}
+
+// Body is a message's body.
+type Body struct {
+	// ContentType is "html" or "text".
+	ContentType string `json:"contentType"`
+	Content     string `json:"content"`
 }
 
 // HTML reports whether the body is HTML.
-func (m Message) HTML() bool { return strings.EqualFold(m.Body.ContentType, "html") }
+func (b Body) HTML() bool { return strings.EqualFold(b.ContentType, "html") }
 
 // Time is a Graph timestamp (ISO 8601, UTC); one that cannot be read is the
 // zero Time rather than a failed page.
@@ -309,33 +340,65 @@ func where(parents []string) string {
 	return strconv.Quote(strings.Join(parents, "/"))
 }
 
-// messageSelect is the $select of ListMessages: what the email path reads.
-const messageSelect = "id,subject,body,bodyPreview,receivedDateTime,internetMessageId,from"
+// messageSelect is the $select of ListPage: what the email path reads of a
+// message before its body, which can be of any size.
+const messageSelect = "id,subject,bodyPreview,receivedDateTime,internetMessageId,from,internetMessageHeaders"
 
-// ListMessages returns every message of a folder, oldest received first,
-// top a page, following @odata.nextLink.
-func (c *Client) ListMessages(ctx context.Context, user, folderID string, top int) ([]Message, error) {
-	next := "/users/" + url.PathEscape(user) + "/mailFolders/" + url.PathEscape(folderID) + "/messages?$select=" + messageSelect +
+// Page is one page of a folder's messages.
+type Page struct {
+	Messages []Message
+	// Next is the link to the next page (@odata.nextLink), to pass to
+	// ListPage; empty on the last.
+	Next string
+}
+
+// maxPage bounds a page's answer: top messages without their bodies.
+const maxPage = 64 << 20
+
+// ListPage returns a page of a folder's messages, oldest received first,
+// top a page: the first when link is empty, else the page link names (a
+// Page's Next).
+func (c *Client) ListPage(ctx context.Context, user, folderID string, top int, link string) (Page, error) {
+	path := "/users/" + url.PathEscape(user) + "/mailFolders/" + url.PathEscape(folderID) + "/messages?$select=" + messageSelect +
 		"&$orderby=receivedDateTime&$top=" + strconv.Itoa(top)
-	var out []Message
-	for next != "" {
-		var page struct {
-			Value    []Message `json:"value"`
-			NextLink string    `json:"@odata.nextLink"`
-		}
-		if err := c.get(ctx, "messages.list", next, &page); err != nil {
-			return nil, err
-		}
-		out = append(out, page.Value...)
-		if next = ""; page.NextLink != "" {
-			rel, err := c.relative(page.NextLink)
-			if err != nil {
-				return nil, err
-			}
-			next = rel
+	if link != "" {
+		var err error
+		if path, err = c.relative(link); err != nil {
+			return Page{}, err
 		}
 	}
-	return out, nil
+	var page struct {
+		Value    []Message `json:"value"`
+		NextLink string    `json:"@odata.nextLink"`
+	}
+	if err := c.do(ctx, "messages.list", http.MethodGet, path, nil, maxPage, &page); err != nil {
+		return Page{}, err
+	}
+	return Page{Messages: page.Value, Next: page.NextLink}, nil
+}
+
+// GetBody fetches a message's body, reading no more than limit bytes of
+// the answer: a larger one is a *TooLargeError.
+func (c *Client) GetBody(ctx context.Context, user, messageID string, limit int64) (Body, error) {
+	var m struct {
+		Body Body `json:"body"`
+	}
+	err := c.do(ctx, "messages.get", http.MethodGet, messagePath(user, messageID)+"?$select=body", nil, limit, &m)
+	return m.Body, err
+}
+
+// Locate returns the id of the folder a message is in: ErrNotFound when no
+// message has that id (a move gives it a new one).
+func (c *Client) Locate(ctx context.Context, user, messageID string) (folderID string, err error) {
+	var m struct {
+		ParentFolderID string `json:"parentFolderId"`
+	}
+	err = c.get(ctx, "messages.get", messagePath(user, messageID)+"?$select=id,parentFolderId", &m)
+	return m.ParentFolderID, err
+}
+
+func messagePath(user, messageID string) string {
+	return "/users/" + url.PathEscape(user) + "/messages/" + url.PathEscape(messageID)
 }
 
 // relative turns a nextLink into a path under the API's base, refusing
@@ -352,32 +415,42 @@ func (c *Client) relative(link string) (string, error) {
 	return rel, nil
 }
 
-// Move files a message in another folder and returns it as it is there,
-// with its new id.
-func (c *Client) Move(ctx context.Context, user, messageID, destinationID string) (Message, error) {
+// Move files a message in another folder, where it has a new id. Graph
+// answers with the whole moved message, body and all, of any size: the
+// answer is not read.
+func (c *Client) Move(ctx context.Context, user, messageID, destinationID string) error {
 	body, _ := json.Marshal(map[string]string{"destinationId": destinationID})
-	var m Message
-	err := c.do(ctx, "messages.move", http.MethodPost, "/users/"+url.PathEscape(user)+"/messages/"+url.PathEscape(messageID)+"/move", body, &m)
-	return m, err
+	return c.do(ctx, "messages.move", http.MethodPost, messagePath(user, messageID)+"/move", body, 0, nil)
 }
 
 func (c *Client) get(ctx context.Context, op, path string, into any) error {
-	return c.do(ctx, op, http.MethodGet, path, nil, into)
+	return c.do(ctx, op, http.MethodGet, path, nil, maxAnswer, into)
 }
 
-// do sends an authorised request and decodes a 2xx answer into into. A 401
-// fetches a new token once and tries again.
-func (c *Client) do(ctx context.Context, op, method, path string, body []byte, into any) error {
+// do sends an authorised request and decodes a 2xx answer of at most limit
+// bytes into into; with into nil, the answer is not read. A 401 fetches a
+// new token once and tries again.
+func (c *Client) do(ctx context.Context, op, method, path string, body []byte, limit int64, into any) error {
 	for attempt := 0; ; attempt++ {
 		tok, err := c.token(ctx)
 		if err != nil {
 			return err
 		}
-		status, header, b, err := c.send(ctx, method, c.api.String()+path, body, "application/json", tok)
+		if into == nil {
+			limit = -1
+		}
+		status, header, b, err := c.send(ctx, method, c.api.String()+path, body, "application/json", tok, limit)
+		var tooLarge *TooLargeError
+		if errors.As(err, &tooLarge) {
+			tooLarge.Op = op
+			return tooLarge
+		}
 		if err != nil {
 			return &WaitError{Op: op, Err: err}
 		}
 		switch {
+		case status >= 200 && status < 300 && into == nil:
+			return nil
 		case status >= 200 && status < 300:
 			if err := json.Unmarshal(b, into); err != nil {
 				return fmt.Errorf("graph: %s: decode: %w", op, err)
@@ -427,7 +500,7 @@ func (c *Client) token(ctx context.Context) (string, error) {
 		"client_secret": {c.cfg.ClientSecret},
 		"scope":         {Scope},
 	}
-	status, header, b, err := c.send(ctx, http.MethodPost, c.cfg.tokenURL(), []byte(form.Encode()), "application/x-www-form-urlencoded", "")
+	status, header, b, err := c.send(ctx, http.MethodPost, c.cfg.tokenURL(), []byte(form.Encode()), "application/x-www-form-urlencoded", "", maxAnswer)
 	if err != nil {
 		return "", &WaitError{Op: "token", Err: err}
 	}
@@ -459,12 +532,15 @@ func (c *Client) dropToken(tok string) {
 	c.mu.Unlock()
 }
 
-// maxBody bounds how much of an answer is read.
-const maxBody = 64 << 20
+// maxAnswer bounds how much of an answer is read where the call sets no
+// bound of its own: a folder, a token, a moved message.
+const maxAnswer = 1 << 20
 
-// send makes one request within the configured timeout. An error is no
-// answer (the transport's error, without the URL).
-func (c *Client) send(ctx context.Context, method, target string, body []byte, contentType, token string) (int, http.Header, []byte, error) {
+// send makes one request within the configured timeout, reading at most
+// limit bytes of a 2xx answer (a *TooLargeError past it), none when limit
+// is negative. Another error is no answer (the transport's error, without
+// the URL).
+func (c *Client) send(ctx context.Context, method, target string, body []byte, contentType, token string, limit int64) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
@@ -487,9 +563,23 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte, c
 		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	switch {
+	case !ok:
+		limit = maxAnswer // an error says what it is in a few hundred bytes
+	case limit < 0:
+		return resp.StatusCode, resp.Header, nil, nil
+	case resp.ContentLength > limit:
+		return 0, nil, nil, &TooLargeError{Limit: limit, Size: resp.ContentLength}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil:
 		return 0, nil, nil, err
+	case int64(len(b)) > limit && ok:
+		return 0, nil, nil, &TooLargeError{Limit: limit}
+	case int64(len(b)) > limit:
+		b = b[:limit]
 	}
 	return resp.StatusCode, resp.Header, b, nil
 }

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -72,20 +73,27 @@ func TestListMessagesPagesOldestFirst(t *testing.T) {
 	}
 	folder, err := c.ResolveFolder(ctx, sim.User(), graphsim.DefaultFolders[0])
 	is.NoErr(err)
-	ms, err := c.ListMessages(ctx, sim.User(), folder.ID, 50)
-	is.NoErr(err)
-	is.Equal(len(ms), 120) // every page
+	var ms []graph.Message
+	var sizes []int
+	for link := ""; ; {
+		page, err := c.ListPage(ctx, sim.User(), folder.ID, 50, link)
+		is.NoErr(err)
+		ms, sizes = append(ms, page.Messages...), append(sizes, len(page.Messages))
+		if link = page.Next; link == "" {
+			break
+		}
+	}
+	is.Equal(sizes, []int{50, 50, 20}) // a page at a time, by @odata.nextLink
 	for i, m := range ms {
 		is.Equal(m.Subject, fmt.Sprint(i)) // oldest first
-		is.True(m.HTML())
 		is.True(m.InternetMessageID != "")
 		is.Equal(m.ReceivedDateTime.Time, start.Add(time.Duration(i)*time.Minute))
 	}
 	st := sim.Stats()
-	is.Equal(st.ByOp["messages.list"], int64(3)) // 50 + 50 + 20, by @odata.nextLink
+	is.Equal(st.ByOp["messages.list"], int64(3))
 	q, err := url.ParseQuery(st.LastListQuery)
 	is.NoErr(err)
-	is.Equal(q.Get("$select"), "id,subject,body,bodyPreview,receivedDateTime,internetMessageId,from")
+	is.Equal(q.Get("$select"), "id,subject,bodyPreview,receivedDateTime,internetMessageId,from,internetMessageHeaders") // no body
 	is.Equal(q.Get("$orderby"), "receivedDateTime")
 	is.Equal(q.Get("$top"), "50")
 	is.Equal(st.TokensIssued, int64(1)) // one token for every call
@@ -99,14 +107,94 @@ func TestMoveGivesANewID(t *testing.T) {
 	is.NoErr(err)
 	processed, err := c.ResolveFolder(ctx, sim.User(), graphsim.DefaultFolders[1])
 	is.NoErr(err)
-	moved, err := c.Move(ctx, sim.User(), m.ID, processed.ID)
-	is.NoErr(err)
-	is.True(moved.ID != m.ID)                                  // a new id in the destination
-	is.Equal(moved.InternetMessageID, m.InternetMessageID)     // the same message
+	is.NoErr(c.Move(ctx, sim.User(), m.ID, processed.ID))
 	is.Equal(len(sim.Messages(graphsim.DefaultFolders[0])), 0) // gone from the folder
-	is.Equal(len(sim.Messages(graphsim.DefaultFolders[1])), 1)
-	_, err = c.Move(ctx, sim.User(), m.ID, processed.ID)
-	is.True(errors.Is(err, graph.ErrNotFound)) // the old id is no more
+	moved := sim.Messages(graphsim.DefaultFolders[1])
+	is.Equal(len(moved), 1)
+	is.True(moved[0].ID != m.ID)                                                       // a new id in the destination
+	is.Equal(moved[0].InternetMessageID, m.InternetMessageID)                          // the same message
+	is.True(errors.Is(c.Move(ctx, sim.User(), m.ID, processed.ID), graph.ErrNotFound)) // the old id is no more
+	_, err = c.Locate(ctx, sim.User(), m.ID)
+	is.True(errors.Is(err, graph.ErrNotFound)) // nor is a message found by it
+	at, err := c.Locate(ctx, sim.User(), moved[0].ID)
+	is.NoErr(err)
+	is.Equal(at, processed.ID) // the new id is in the destination
+}
+
+func TestGetBodyWithinItsCap(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	sim, c := newSim(t)
+	small, err := sim.Deliver(graphsim.NewMessage{Subject: "job", Body: "<p>JobID: 1</p>"})
+	is.NoErr(err)
+	large, err := sim.Deliver(graphsim.NewMessage{Subject: "large", Body: "<p>JobID: 2</p>", PadTo: 2 << 20})
+	is.NoErr(err)
+	body, err := c.GetBody(ctx, sim.User(), small.ID, 1<<20)
+	is.NoErr(err)
+	is.True(body.HTML())
+	is.Equal(body.Content, "<p>JobID: 1</p>")
+	_, err = c.GetBody(ctx, sim.User(), large.ID, 1<<20)
+	var tooLarge *graph.TooLargeError
+	is.True(errors.As(err, &tooLarge))                        // over the cap: not read
+	is.True(errors.Is(err, graph.ErrTooLarge))                //
+	is.True(tooLarge.Size > 2<<20 && tooLarge.Limit == 1<<20) // its size, from Content-Length
+	body, err = c.GetBody(ctx, sim.User(), large.ID, 4<<20)
+	is.NoErr(err) // within a larger cap
+	is.True(len(body.Content) >= 2<<20 && strings.HasPrefix(body.Content, "<p>JobID: 2</p>"))
+	_, err = c.GetBody(ctx, sim.User(), "AAMkNoSuchMessage", 1<<20)
+	is.True(errors.Is(err, graph.ErrNotFound))
+}
+
+// An answer that does not say its length is cut at the cap all the same.
+func TestGetBodyCapWithoutContentLength(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/token") {
+			fmt.Fprint(w, `{"access_token":"t","expires_in":3600}`)
+			return
+		}
+		w.(http.Flusher).Flush() // chunked: no Content-Length
+		fmt.Fprintf(w, `{"body":{"contentType":"text","content":"%s"}}`, strings.Repeat("x", 4096))
+	}))
+	defer srv.Close()
+	c, err := graph.New(graph.Config{TenantID: "t", ClientID: "c", ClientSecret: "s", APIURL: srv.URL + "/v1.0", TokenURL: srv.URL + "/token", Timeout: time.Second}, nil)
+	is.NoErr(err)
+	_, err = c.GetBody(context.Background(), "u", "m", 1024)
+	var tooLarge *graph.TooLargeError
+	is.True(errors.As(err, &tooLarge)) // read to the cap and no further
+	is.Equal(tooLarge.Size, int64(0))  // of a size Graph did not say
+	body, err := c.GetBody(context.Background(), "u", "m", 8192)
+	is.NoErr(err)
+	is.Equal(len(body.Content), 4096)
+}
+
+func TestHeadersAndAuthentication(t *testing.T) {
+	is := is.New(t)
+	var m graph.Message
+	is.NoErr(json.Unmarshal([]byte(`{"id":"x","internetMessageHeaders":[
+		{"name":"Received","value":"from a"},
+		{"name":"Authentication-Results","value":"spf=pass (sender IP is 40.107.22.110) smtp.mailfrom=primeeco.tech; dkim=pass (signature was verified) header.d=primeeco.tech;dmarc=pass action=none header.from=primeeco.tech;compauth=pass reason=100"},
+		{"name":"Authentication-Results","value":"dmarc=fail header.from=primeeco.tech"},
+		{"name":7}, "noise"]}`), &m))
+	is.Equal(len(m.Headers), 3) // the entries that are not {name, value} are skipped
+	got, ok := m.Authentication()
+	is.True(ok) // the message has one
+	is.Equal(got, []graph.AuthResult{
+		{Method: "spf", Result: "pass", Props: map[string]string{"smtp.mailfrom": "primeeco.tech"}},
+		{Method: "dkim", Result: "pass", Props: map[string]string{"header.d": "primeeco.tech"}},
+		{Method: "dmarc", Result: "pass", Props: map[string]string{"action": "none", "header.from": "primeeco.tech"}},
+		{Method: "compauth", Result: "pass", Props: map[string]string{"reason": "100"}},
+	}) // the first header's, Exchange's own
+
+	is.Equal(graph.ParseAuthResults(`mx.example.net 1; dkim=fail (bad (nested) \) sig) header.d="a.example"; none`),
+		[]graph.AuthResult{{Method: "dkim", Result: "fail", Props: map[string]string{"header.d": "a.example"}}}) // an authserv-id, comments, quotes
+
+	for _, doc := range []string{`{"internetMessageHeaders":"nope"}`, `{"internetMessageHeaders":{"a":1}}`, `{}`} {
+		var m graph.Message
+		is.NoErr(json.Unmarshal([]byte(doc), &m)) // another shape is no headers, not a failed page
+		_, ok := m.Authentication()
+		is.True(!ok)
+	}
 }
 
 func TestWaits(t *testing.T) {
@@ -188,6 +276,8 @@ func TestNextLinkElsewhereIsRefused(t *testing.T) {
 	defer srv.Close()
 	c, err := graph.New(graph.Config{TenantID: "t", ClientID: "c", ClientSecret: "s", APIURL: srv.URL + "/v1.0", TokenURL: srv.URL + "/token", Timeout: time.Second}, nil)
 	is.NoErr(err)
-	_, err = c.ListMessages(context.Background(), "u", "f", 10)
+	page, err := c.ListPage(context.Background(), "u", "f", 10, "")
+	is.NoErr(err)
+	_, err = c.ListPage(context.Background(), "u", "f", 10, page.Next)
 	is.True(err != nil && strings.Contains(err.Error(), "is not under")) // the token does not follow a link elsewhere
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,11 +22,13 @@ func (s *Sim) routes() *http.ServeMux {
 	mux.Handle("GET /v1.0/users/{user}/mailFolders/{id}", s.api("folders.get", s.handleFolder()))
 	mux.Handle("GET /v1.0/users/{user}/mailFolders/{id}/childFolders", s.api("folders.list", s.handleFolders()))
 	mux.Handle("GET /v1.0/users/{user}/mailFolders/{id}/messages", s.api("messages.list", s.handleMessages()))
+	mux.Handle("GET /v1.0/users/{user}/messages/{id}", s.api("messages.get", s.handleGetMessage()))
 	mux.Handle("POST /v1.0/users/{user}/messages/{id}/move", s.api("messages.move", s.handleMove()))
 
 	mux.Handle("POST /_sim/messages", s.handleDeliver())
 	mux.Handle("GET /_sim/messages", s.handleList())
 	mux.Handle("POST /_sim/folders", s.handleMakeFolder())
+	mux.Handle("DELETE /_sim/folders", s.handleDeleteFolder())
 	mux.Handle("GET /_sim/stats", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) }))
 	mux.Handle("POST /_sim/faults", s.handleSetFaults())
 	mux.Handle("DELETE /_sim/faults", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -241,8 +244,8 @@ func displayNameFilter(f string) (name string, filtered bool, err error) {
 	return strings.ReplaceAll(strings.TrimSuffix(rest, "'"), "''", "'"), true, nil
 }
 
-// The fields a message has, for $select.
-var messageFields = []string{"id", "subject", "body", "bodyPreview", "receivedDateTime", "internetMessageId", "from"}
+// The fields a message has, for $select (and parentFolderId).
+var messageFields = []string{"id", "subject", "body", "bodyPreview", "receivedDateTime", "internetMessageId", "from", "internetMessageHeaders"}
 
 // handleMessages lists a folder's messages: $orderby must be
 // receivedDateTime (ascending), $top is 1 to 1000 (default 10, as Graph),
@@ -276,7 +279,7 @@ func (s *Sim) handleMessages() http.Handler {
 		page := all[min(skip, len(all)):min(skip+top, len(all))]
 		value := make([]map[string]any, 0, len(page))
 		for _, m := range page {
-			value = append(value, selectFields(m, fields))
+			value = append(value, selectFields(m, f.id, fields))
 		}
 		s.mu.Unlock()
 		body := map[string]any{"value": value}
@@ -288,10 +291,20 @@ func (s *Sim) handleMessages() http.Handler {
 	})
 }
 
-func selectFields(m *Message, fields []string) map[string]any {
+// selectFields is a message as Graph serves it, with the fields $select
+// names; folderID is the id of its folder.
+func selectFields(m *Message, folderID string, fields []string) map[string]any {
 	out := map[string]any{}
 	for _, f := range fields {
 		switch strings.TrimSpace(f) {
+		case "parentFolderId":
+			out["parentFolderId"] = folderID
+		case "internetMessageHeaders":
+			headers := []map[string]string{}
+			for _, h := range m.Headers {
+				headers = append(headers, map[string]string{"name": h.Name, "value": h.Value})
+			}
+			out["internetMessageHeaders"] = headers
 		case "id":
 			out["id"] = m.ID
 		case "subject":
@@ -358,8 +371,7 @@ func (s *Sim) handleMove() http.Handler {
 		moved.ID = newID("AAMkMessage")
 		dest.messages = append(dest.messages, &moved)
 		s.stats.Moves++
-		body := selectFields(&moved, messageFields)
-		body["parentFolderId"] = dest.id
+		body := selectFields(&moved, dest.id, slices.Concat(messageFields, []string{"parentFolderId"}))
 		s.mu.Unlock()
 		writeJSON(w, http.StatusCreated, body)
 	})

@@ -2,9 +2,11 @@
 // (§7) uses, for tests, benchmarks and the all-in-one process: the
 // client-credentials token endpoint, one mailbox's folders, a folder's
 // messages ($select, $orderby=receivedDateTime, $top, paged by
-// @odata.nextLink) and the move that gives a message a new id; throttling
-// (429 with Retry-After), server errors and no answer at all, injected
-// deterministically; and a control API to drop a message into a folder.
+// @odata.nextLink), a message by its id (its body, its folder), its internet
+// headers, and the move that gives a message a new id; throttling (429 with
+// Retry-After), server errors and no answer at all, injected
+// deterministically; and a control API to drop a message into a folder
+// (of any size, with any headers) and to delete a folder.
 //
 // A Sim is an http.Handler; mount it under a prefix with http.StripPrefix.
 // Graph's API (what pkg/graph calls):
@@ -14,15 +16,18 @@
 //	GET  /v1.0/users/{user}/mailFolders/{id or well-known name}
 //	GET  /v1.0/users/{user}/mailFolders/{id}/childFolders?$filter=displayName eq 'X'
 //	GET  /v1.0/users/{user}/mailFolders/{id}/messages?$select=…&$orderby=receivedDateTime&$top=50
+//	GET  /v1.0/users/{user}/messages/{id}?$select=body   a message, wherever it is (parentFolderId)
 //	POST /v1.0/users/{user}/messages/{id}/move           {"destinationId":"…"} → 201, a new id
 //
 // The control API (JSON only, with the control token as "Authorization:
 // Bearer <token>", pkg/simcontrol; still, never expose a simulator):
 //
 //	POST   /_sim/messages   {"folder":"Inbox/Prime Jobs","subject","body","contentType":"html"|"text",
-//	                         "internetMessageId","receivedDateTime"}: drop a message in (all optional)
+//	                         "internetMessageId","receivedDateTime","from",
+//	                         "headers":[{"name","value"}],"padTo":1400000}: drop a message in (all optional)
 //	GET    /_sim/messages?folder=…   the messages of a folder, oldest first
 //	POST   /_sim/folders    {"path":"Inbox/Prime Jobs/Processed"}: make a folder (and its parents)
+//	DELETE /_sim/folders?path=…      delete a folder, its messages and the folders in it
 //	GET    /_sim/stats      calls by operation and status, moves, tokens
 //	POST   /_sim/faults     {"throttleNext":2,"retryAfter":"2s","failNext":1,"failStatus":503,
 //	                         "down":true,"path":"/messages"}
@@ -52,6 +57,9 @@ const (
 	DefaultClient = "graphsim-client"
 	DefaultSecret = "graphsim-secret"
 	DefaultUser   = "prime-jobs@example.com"
+	// DefaultFrom is the sender of a message dropped in without one:
+	// Prime's notifications' (assumed).
+	DefaultFrom = "noreply@primeeco.tech"
 )
 
 // DefaultFolders are the folders a Sim starts with: the inbox, and a folder
@@ -87,6 +95,8 @@ type Message struct {
 	BodyPreview       string    `json:"bodyPreview"`
 	ReceivedDateTime  time.Time `json:"receivedDateTime"`
 	From              string    `json:"from"`
+	// Headers are its internet headers, top first (internetMessageHeaders).
+	Headers []graph.Header `json:"headers,omitempty"`
 	// Folder is the path of the folder the message is in.
 	Folder string `json:"folder"`
 }
@@ -273,6 +283,12 @@ type NewMessage struct {
 	InternetMessageID string    `json:"internetMessageId"`
 	ReceivedDateTime  time.Time `json:"receivedDateTime"`
 	From              string    `json:"from"`
+	// Headers are its internet headers, top first: an
+	// Authentication-Results, say.
+	Headers []graph.Header `json:"headers"`
+	// PadTo pads the body to this many bytes (an HTML comment, or spaces
+	// for text), as a mail with a large signature or inline image is.
+	PadTo int `json:"padTo"`
 }
 
 // Deliver drops a message into a folder and returns it as stored.
@@ -302,7 +318,7 @@ func (s *Sim) Deliver(n NewMessage) (Message, error) {
 		n.ReceivedDateTime = s.now()
 	}
 	if n.From == "" {
-		n.From = "noreply@primeeco.tech"
+		n.From = DefaultFrom
 	}
 	text := n.Body
 	if n.ContentType == "html" {
@@ -310,7 +326,8 @@ func (s *Sim) Deliver(n NewMessage) (Message, error) {
 	}
 	m := &Message{
 		ID: newID("AAMkMessage"), InternetMessageID: n.InternetMessageID, Subject: n.Subject, ContentType: n.ContentType,
-		Body: n.Body, BodyPreview: preview(text), ReceivedDateTime: n.ReceivedDateTime.UTC().Truncate(time.Second), From: n.From,
+		Body: pad(n.Body, n.ContentType, n.PadTo), BodyPreview: preview(text), ReceivedDateTime: n.ReceivedDateTime.UTC().Truncate(time.Second),
+		From: n.From, Headers: slices.Clone(n.Headers),
 	}
 	f.messages = append(f.messages, m)
 	out := *m

@@ -82,7 +82,7 @@ func TestSelectIsHonoured(t *testing.T) {
 	sim := New(Options{})
 	m, err := sim.Deliver(NewMessage{Subject: "s", Body: "b"})
 	is.NoErr(err)
-	got := selectFields(&m, []string{"id", "subject"})
+	got := selectFields(&m, "folder", []string{"id", "subject"})
 	is.Equal(len(got), 2) // only what $select names
 	is.Equal(got["id"], m.ID)
 	_, hasBody := got["body"]

@@ -7,7 +7,9 @@
 // (§4.1). Extract reads body.content (HTML reduced to text), falling back to
 // bodyPreview, and accepts a labelled JobID that is a GUID or a numeric
 // reference, quoted with either quote or unquoted; with no labelled JobID it
-// takes the first bare GUID in the text.
+// takes the first bare GUID in the text, and then in the HTML itself (a link's
+// href: n8n read the raw body.content). It reads the first MaxRead bytes of
+// a body.
 package jobemail
 
 import (
@@ -83,14 +85,27 @@ var (
 
 // Extract finds the JobID of a notification email (§7). It reads the body —
 // reduced to text when it is HTML — and then, when that has none,
-// bodyPreview. The error is an *Error.
+// bodyPreview; last, the HTML's markup for a bare GUID. The error is an
+// *Error.
 func Extract(e Email) (Job, error) {
-	body := e.Body
+	raw := clip(e.Body)
+	body := raw
 	if e.HTML {
-		body = Text(body)
+		body = text(raw)
 	}
 	for _, text := range []string{body, e.Preview} {
 		if j, ok := find(text); ok {
+			return j, nil
+		}
+	}
+	if e.HTML {
+		// A GUID only in the markup, such as a link to the job: n8n's
+		// Extract JobID read the raw body.content, and found it there.
+		if id, ok := firstBareGUID(raw); ok {
+			j := Job{JobID: id, Kind: KindGUID}
+			if m := jobNumber.FindStringSubmatch(body); m != nil {
+				j.JobNumber = m[1]
+			}
 			return j, nil
 		}
 	}
@@ -125,11 +140,9 @@ func find(text string) (Job, bool) {
 		break
 	}
 	if !found {
-		for _, m := range bareGUID.FindAllStringSubmatchIndex(text, -1) {
-			if wordEnds(text, m[3]) {
-				j, found = Job{JobID: strings.ToLower(text[m[2]:m[3]]), Kind: KindGUID}, true
-				break
-			}
+		var id string
+		if id, found = firstBareGUID(text); found {
+			j = Job{JobID: id, Kind: KindGUID}
 		}
 	}
 	if !found {
@@ -139,6 +152,17 @@ func find(text string) (Job, bool) {
 		j.JobNumber = m[1]
 	}
 	return j, true
+}
+
+// firstBareGUID is the first GUID standing as a word of its own in text, in
+// lower case.
+func firstBareGUID(text string) (string, bool) {
+	for _, m := range bareGUID.FindAllStringSubmatchIndex(text, -1) {
+		if wordEnds(text, m[3]) {
+			return strings.ToLower(text[m[2]:m[3]]), true
+		}
+	}
+	return "", false
 }
 
 func submatch(s string, m []int, i int) string {

@@ -43,6 +43,11 @@ func TestExtract(t *testing.T) {
 		{"a number that runs into letters is not a reference", Email{Body: `JobID: 2262480x ` + guid}, Job{JobID: guid, Kind: KindGUID}},
 		{"the body has none: bodyPreview", Email{HTML: true, Body: "<p>See the attachment</p>", Preview: realBody}, numeric},
 		{"an empty body: bodyPreview", Email{Preview: `{ "JobID": '2262480' }`}, Job{JobID: "2262480", Kind: KindNumeric, NumericReference: 2262480}},
+		{"a GUID only in a link's href: the markup's bare GUID", Email{HTML: true, Subject: "New Job J014370",
+			Body: `<p>A job was registered: <a href="https://www.primeeco.tech/jobs/` + guid + `">J014370</a></p>`, Preview: "A job was registered: J014370"},
+			Job{JobID: guid, Kind: KindGUID}},
+		{"a GUID in the text wins over one in the markup", Email{HTML: true,
+			Body: `<a href="https://x/0f8e3c1a-0000-4e2f-9a6c-1d3e5f7a9b01">see</a> ` + guid}, Job{JobID: guid, Kind: KindGUID}},
 		{"the comment in the HTML is not read", Email{HTML: true, Body: `<!-- JobID: 1 -->{ "JobID": '2262480', "JobNumber": 'J014370' }`}, numeric},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,11 +97,30 @@ func TestText(t *testing.T) {
 		{`x<!-- never closed`, "x"},
 		{`<HEAD><TITLE>t</TITLE></HEAD><BODY>b</BODY>`, "\nb\n"},
 		{`&lt;p&gt; is text`, "<p> is text"},
+		{`<a title='x>shown`, "shown"}, // a stray quote: the tag ends at its first '>'
+		{`<a title='x>` + strings.Repeat(" ", maxTag) + `<b>shown</b>`, strings.Repeat(" ", maxTag) + "shown"},
+		{`<a` + strings.Repeat("<a", 3000) + `x`, strings.Repeat("<a", 3001) + "x"},
 	} {
 		if got := Text(tc.in); got != tc.want {
 			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// Extract and Text read the first MaxRead bytes of a body, and no more.
+func TestReadsAtMostMaxRead(t *testing.T) {
+	is := is.New(t)
+	for _, e := range []Email{{Body: realBody}, {HTML: true, Body: realBody}, {HTML: true, Body: `<a href="/jobs/` + guid + `">`}} {
+		// the JobID starts before MaxRead and ends after it
+		at := strings.IndexAny(e.Body, "0123456789")
+		e.Body = strings.Repeat("x", MaxRead-at-2) + e.Body
+		_, err := Extract(e)
+		is.True(err != nil) // neither it nor the part of it before MaxRead is read
+	}
+	j, err := Extract(Email{Body: strings.Repeat(" ", MaxRead-len(realBody)) + realBody})
+	is.NoErr(err) // one that ends at MaxRead is
+	is.Equal(j.NumericReference, int64(2262480))
+	is.Equal(len(Text(strings.Repeat("a ", 3*MaxRead))), MaxRead) // Text reads MaxRead bytes
 }
 
 var digits = regexp.MustCompile(`^[1-9][0-9]*$`)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/consume"
@@ -90,7 +91,7 @@ type Stage struct {
 	Outbox *outbox.Publisher
 	Log    *slog.Logger
 	// Caller names the service in the Prime calls its handlers make
-	// (ForEvent).
+	// (ForEvent), and in the errors it records on a row (FailedBy).
 	Caller string
 }
 
@@ -203,7 +204,7 @@ func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error
 			payload, first = row.Payload, row.ProcessAttempts == 0
 		}
 	}
-	attempts, err := s.Store.IncrementWebhookLogAttempt(context.WithoutCancel(ctx), logID, jobID, cause.Error())
+	attempts, err := s.Store.IncrementWebhookLogAttempt(context.WithoutCancel(ctx), logID, jobID, RecordedError(s.Caller, cause.Error()))
 	if errors.Is(err, store.ErrAlreadyProcessed) {
 		log.Info("another run of the event processed the row meanwhile: this run's failure is not recorded", "err", cause)
 		d := events.Done{LogID: logID, Outcome: events.OutcomeProcessed}
@@ -232,6 +233,32 @@ func (s *Stage) Fail(ctx context.Context, logID int64, jobID string, cause error
 	d := events.Done{LogID: logID, Outcome: events.OutcomeFailed, Attempts: attempts, Error: cause.Error()}
 	s.Announce(d)
 	return d, nil
+}
+
+// RecordedError is the processStatus a failed attempt records: the error,
+// after the name of the service that met it ("resolver: payload fault …"),
+// so that whoever reads the row knows whose it is (a payload fault on a
+// create-appointment row is the resolver's, not child-mirror's, whose
+// action it is). No service named, or one the error names first already,
+// is the error alone. FailedBy reads the name back.
+func RecordedError(service, err string) string {
+	if service == "" || strings.HasPrefix(err, service+": ") {
+		return err
+	}
+	return service + ": " + err
+}
+
+// FailedBy is the service a recorded error names first (RecordedError),
+// if it is one of services, and the error without it; "" and the error as
+// it is otherwise (a row failed before the services named themselves, or
+// by another program).
+func FailedBy(status string, services []string) (service, err string) {
+	for _, name := range services {
+		if rest, ok := strings.CutPrefix(status, name+": "); ok && name != "" {
+			return name, rest
+		}
+	}
+	return "", status
 }
 
 // Announce tells the resolver's lane how a row finished. It is best effort:

@@ -33,7 +33,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{Env: flowtest.New(t, flowtest.Options{}), done: make(chan *nats.Msg, 64)}
-	e.stage = &pipeline.Stage{Store: e.Store, NC: e.NC, Log: e.Deps.Log,
+	e.stage = &pipeline.Stage{Store: e.Store, NC: e.NC, Log: e.Deps.Log, Caller: "child-mirror",
 		Outbox: &outbox.Publisher{JS: e.JS, Store: e.Store, Log: e.Deps.Log}}
 	return e
 }
@@ -289,7 +289,29 @@ func TestAFailureIsAnAttempt(t *testing.T) {
 	d := e.announced()
 	is.Equal(d.Outcome, events.OutcomeFailed) // announced as a failed attempt
 	is.Equal(d.Attempts, 1)                   // the first
-	is.Equal(e.Row(id).ProcessAttempts, 1)    // and recorded on the row
+	is.Equal(d.Error, "prime answered 503")   // with its error
+	row := e.Row(id)
+	is.Equal(row.ProcessAttempts, 1)                                // and recorded on the row
+	is.Equal(row.ProcessStatus, "child-mirror: prime answered 503") // naming the service that met it
+}
+
+// The service a recorded error names is read back, and only a service's.
+func TestFailedBy(t *testing.T) {
+	services := []string{"resolver", "child-mirror"}
+	for _, tc := range []struct{ recorded, service, err string }{
+		{pipeline.RecordedError("resolver", "payload fault MissingIdentifier (create-appointment): no id"), "resolver", "payload fault MissingIdentifier (create-appointment): no id"},
+		{pipeline.RecordedError("child-mirror", "child-mirror: prime: 503"), "child-mirror", "prime: 503"}, // named once
+		{pipeline.RecordedError("", "prime: 503"), "", "prime: 503"},                                       // nobody named
+		{"prime: 503", "", "prime: 503"}, // not a service
+		{"resolver:no space", "", "resolver:no space"},
+	} {
+		t.Run(tc.recorded, func(t *testing.T) {
+			is := is.New(t)
+			service, err := pipeline.FailedBy(tc.recorded, services)
+			is.Equal(service, tc.service) // the service named
+			is.Equal(err, tc.err)         // and the error without it
+		})
+	}
 }
 
 // TestAPayloadFaultIsLoggedWithItsPayload: a payload fault is logged with

@@ -1,9 +1,12 @@
 // Package status is the pipeline's state at a glance: what `primectl
 // status` prints (and --json gives as JSON) and bin/primeflow's page at /
 // shows. Gather reads a Report from the store (store.Overview), from
-// JetStream (each stage's consumer lag, the locks held) and from wherever
-// the Prime budget is read; a part it cannot read is named in
-// Report.Unread and the rest is still given.
+// JetStream (each stage's consumer lag, the locks held, whether the NATS is
+// the database's: pkg/instance), from wherever the Prime budget is read and
+// from ingest; a part it cannot read is named in Report.Unreachable (NATS,
+// ingest) or Report.Unread (the rest), and the rest is still given.
+// Report.NeedsPerson is what waits for a person, and Report.Verdict what the
+// report comes to, as primectl status's exit status says it.
 //
 // To show something new: add it to store.Overview (both adapters, and
 // storetest's Status), or read it here in Gather, give it a field of the
@@ -17,11 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/instance"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,21 +34,62 @@ import (
 // Report is the pipeline's state at a glance. Every text in it that comes
 // from stored data (errors, actions) is as stored: a printer escapes it.
 type Report struct {
-	At        time.Time  `json:"at"`
-	Log       Log        `json:"log"`
-	Consumers []Consumer `json:"consumers"`
-	Outbox    Outbox     `json:"outbox"`
-	Locks     []Lock     `json:"locks"`
-	SMS       SMS        `json:"sms"`
-	Invites   Invites    `json:"invites"`
+	At time.Time `json:"at"`
+	// Instance is what the database and the NATS read say of the instance
+	// they are (pkg/instance); nil when NATS was not read.
+	Instance  *instance.Pairing `json:"instance,omitempty"`
+	Log       Log               `json:"log"`
+	Consumers []Consumer        `json:"consumers"`
+	Outbox    Outbox            `json:"outbox"`
+	Locks     []Lock            `json:"locks"`
+	SMS       SMS               `json:"sms"`
+	Invites   Invites           `json:"invites"`
+	Emails    Emails            `json:"emails"`
 	// PlanDates are optimoRoutePlan's dates by status.
 	PlanDates   []PlanDates `json:"planDates"`
 	PrimeBudget *Budget     `json:"primeBudget"`
 	// LastErrors is each stage's newest error still standing.
 	LastErrors []StageError `json:"lastErrors"`
-	// Unread names each part that could not be read, and why.
+	// NeedsPerson is what waits for a person, one line each: what does not
+	// clear by itself (a row at the attempt cap, an SMS, invite or email
+	// given up on, a service that never started).
+	NeedsPerson []string `json:"needsPerson"`
+	// Unreachable names what could not be asked, and why: NATS (the
+	// consumers and the locks), ingest, or a NATS that is not the
+	// database's instance's. The rest of the report cannot be trusted to
+	// be the whole story.
+	Unreachable []string `json:"unreachable,omitempty"`
+	// Unread names each other part that could not be read, and why.
 	Unread []string `json:"unread,omitempty"`
 }
+
+// Verdict is what a report comes to.
+type Verdict int
+
+// The verdicts, as primectl status's exit status gives them.
+const (
+	// AllWell: everything was read and nothing waits for a person.
+	AllWell Verdict = 0
+	// NeedsAPerson: something in NeedsPerson.
+	NeedsAPerson Verdict = 1
+	// CannotTell: something in Unreachable.
+	CannotTell Verdict = 2
+)
+
+// Verdict is CannotTell when anything is Unreachable, else NeedsAPerson
+// when anything waits for a person, else AllWell.
+func (r Report) Verdict() Verdict {
+	switch {
+	case len(r.Unreachable) > 0:
+		return CannotTell
+	case len(r.NeedsPerson) > 0:
+		return NeedsAPerson
+	}
+	return AllWell
+}
+
+// Healthy reports whether the verdict is AllWell.
+func (r Report) Healthy() bool { return r.Verdict() == AllWell }
 
 // Log is the webhook log's rows by state.
 type Log struct {
@@ -71,10 +116,17 @@ type Consumer struct {
 	Name   string `json:"name"`
 	// Pending are the messages not yet delivered, AckPending those
 	// delivered and not yet acked, Redelivered those delivered more than
-	// once and not yet acked.
+	// once and not yet acked, less the Kept.
 	Pending     uint64 `json:"pending"`
 	AckPending  int    `json:"ackPending"`
 	Redelivered int    `json:"redelivered"`
+	// Kept are the sync drains' redeliveries that are the §7/§9 grace, not
+	// trouble: hand-offs whose items were queued within
+	// SYNC_DRAIN_EMPTY_GRACE are kept for a later pass while Prime has
+	// nothing yet. Counted as at most one a job with an item queued within
+	// the grace (store.Overview.SyncQueueRecentJobs), for the sync drains'
+	// consumer only.
+	Kept int `json:"kept,omitempty"`
 	// Missing: the consumer does not exist (its service never started).
 	Missing bool `json:"missing,omitempty"`
 }
@@ -100,9 +152,29 @@ type SMS struct {
 	Failed  int            `json:"failed"`
 }
 
-// Invites is the triage invite queue (§5.1 step 6).
+// Invites is the triage invite queue (§5.1 step 6): Pending counts those
+// not sent, Failed those of them given up on.
 type Invites struct {
 	Pending int `json:"pending"`
+	Failed  int `json:"failed"`
+}
+
+// Emails are the new-job emails given up on (§7): Failed counts them,
+// LastFailed is the newest; nil when none.
+type Emails struct {
+	Failed     int    `json:"failed"`
+	LastFailed *Email `json:"lastFailed,omitempty"`
+}
+
+// Email is a new-job email as status names it.
+type Email struct {
+	Subject     string     `json:"subject"`
+	ReceivedUTC *time.Time `json:"receivedUTC,omitempty"`
+	Attempts    int        `json:"attempts"`
+	Error       string     `json:"error"`
+	// MovedTo is the folder it went to ("" while it is still in
+	// MAIL_FOLDER: it moves at the next poll).
+	MovedTo string `json:"movedTo,omitempty"`
 }
 
 // PlanDates is how many dates are in a PlanStatus, and the earliest.
@@ -146,15 +218,31 @@ type Budget struct {
 	Forecast *primebudget.Forecast `json:"forecast,omitempty"`
 }
 
+// DefaultSyncGrace is the sync drains' SYNC_DRAIN_EMPTY_GRACE when it is
+// not set: child-mirror's default, which primectl status reads too (a test
+// on each side holds it to this).
+const DefaultSyncGrace = 15 * time.Minute
+
 // Sources are where Gather reads.
 type Sources struct {
-	Store store.Status
-	// JS reads the consumers and the locks; nil, they are Unread (with
-	// JSErr's reason when set).
+	// Store is the database: its overview, and the instance it is paired
+	// with.
+	Store interface {
+		store.Status
+		store.Settings
+	}
+	// JS reads the consumers, the locks and the instance; nil, they are
+	// Unreachable (with JSErr's reason when set).
 	JS    jetstream.JetStream
 	JSErr error
 	// Budget reads the Prime budget; nil leaves it out.
 	Budget func(context.Context) (*Budget, error)
+	// Ingest asks whether ingest answers (Livez); nil does not ask (the
+	// status page of bin/primeflow, which is ingest).
+	Ingest func(context.Context) error
+	// SyncGrace is the drains' SYNC_DRAIN_EMPTY_GRACE: the sync drains'
+	// redeliveries within it are Kept, not trouble. 0 keeps none.
+	SyncGrace time.Duration
 	// Now is the report's time (default time.Now).
 	Now func() time.Time
 }
@@ -167,29 +255,68 @@ func Gather(ctx context.Context, src Sources) (Report, error) {
 		now = src.Now
 	}
 	r := Report{At: now().UTC()}
-	o, err := src.Store.StatusOverview(ctx)
+	var q store.OverviewQuery
+	if src.SyncGrace > 0 {
+		q.SyncQueuedSince = r.At.Add(-src.SyncGrace)
+	}
+	o, err := src.Store.StatusOverview(ctx, q)
 	if err != nil {
 		return r, err
 	}
 	r.fromOverview(o)
 	if src.JS == nil {
-		r.Unread = append(r.Unread, "consumers and locks: "+cmp.Or(errString(src.JSErr), "no NATS"))
+		r.Unreachable = append(r.Unreachable, "consumers and locks: "+cmp.Or(errString(src.JSErr), "no NATS"))
 	} else {
 		r.Consumers, err = consumers(ctx, src.JS)
 		if err != nil {
-			r.Unread = append(r.Unread, "consumers: "+err.Error())
+			r.Unreachable = append(r.Unreachable, "consumers: "+err.Error())
 		}
+		r.keep(o.SyncQueueRecentJobs)
 		r.Locks, err = locks(ctx, src.JS)
 		if err != nil {
-			r.Unread = append(r.Unread, "locks: "+err.Error())
+			r.Unreachable = append(r.Unreachable, "locks: "+err.Error())
 		}
+		r.pairing(ctx, src)
 	}
 	if src.Budget != nil {
 		if r.PrimeBudget, err = src.Budget(ctx); err != nil {
 			r.Unread = append(r.Unread, "Prime budget: "+err.Error())
 		}
 	}
+	if src.Ingest != nil {
+		if err := src.Ingest(ctx); err != nil {
+			r.Unreachable = append(r.Unreachable, "ingest: "+err.Error())
+		}
+	}
+	r.NeedsPerson = r.problems()
 	return r, nil
+}
+
+// keep takes the sync drains' redeliveries that are the grace out of
+// their Redelivered (Consumer.Kept): at most one a job queued within it.
+func (r *Report) keep(recentJobs int) {
+	for i, c := range r.Consumers {
+		if c.Stream == events.ConsumerSyncDrain.Stream && c.Name == events.ConsumerSyncDrain.Durable {
+			kept := min(c.Redelivered, recentJobs)
+			r.Consumers[i].Kept, r.Consumers[i].Redelivered = kept, c.Redelivered-kept
+		}
+	}
+}
+
+// pairing reads whether the NATS is the database's instance's; one that is
+// another's is Unreachable: the database's own NATS was not asked.
+func (r *Report) pairing(ctx context.Context, src Sources) {
+	p, err := instance.Check(ctx, src.JS, src.Store)
+	if err != nil {
+		r.Unread = append(r.Unread, "instance: "+err.Error())
+		return
+	}
+	r.Instance = &p
+	if !p.Same() {
+		r.Unreachable = append(r.Unreachable, fmt.Sprintf("NATS is not this database's: its %s stream was created at %s, "+
+			"the database's at %s — another instance's NATS (NATS_URL, NATS_LISTEN), or the stream was made anew "+
+			"and no resolver has started since (its start pairs them again)", events.StreamWebhook, p.NATS, p.Database))
+	}
 }
 
 func errString(err error) string {
@@ -210,16 +337,22 @@ func (r *Report) fromOverview(o store.Overview) {
 	for st, n := range o.SMS {
 		r.SMS.ByState[string(st)] = n
 	}
-	r.Invites = Invites{Pending: o.InvitesPending}
+	r.Invites = Invites{Pending: o.InvitesPending, Failed: o.InvitesFailed}
+	r.Emails = Emails{Failed: o.EmailsFailed}
+	if e := o.EmailLastFailed; e.ID != 0 {
+		r.Emails.LastFailed = &Email{Subject: e.Subject, ReceivedUTC: timeOrNil(e.ReceivedUTC), Attempts: e.Attempts,
+			Error: e.LastError, MovedTo: e.MovedTo}
+	}
 	r.PlanDates = []PlanDates{}
 	for _, p := range o.PlanDates {
 		r.PlanDates = append(r.PlanDates, PlanDates{Status: p.Status, Dates: p.Dates, Earliest: p.Earliest})
 	}
 	r.LastErrors = []StageError{}
 	for _, f := range o.Failing {
-		r.LastErrors = append(r.LastErrors, StageError{Stage: StageOf(f.EventAction),
+		stage, msg := StageOfRow(f)
+		r.LastErrors = append(r.LastErrors, StageError{Stage: stage,
 			What:  fmt.Sprintf("log row %d (%s), attempt %d of %d", f.ID, cmp.Or(f.EventAction, "no eventAction"), f.ProcessAttempts, store.MaxAttempts),
-			Error: f.ProcessStatus, At: timeOrNil(f.ReceivedUTC)})
+			Error: msg, At: timeOrNil(f.ReceivedUTC)})
 	}
 	if o.FirstSeenFailing > 0 {
 		r.LastErrors = append(r.LastErrors, StageError{Stage: events.RoleNewJobPipeline.Name,
@@ -239,6 +372,11 @@ func (r *Report) fromOverview(o store.Overview) {
 		r.LastErrors = append(r.LastErrors, StageError{Stage: events.RoleOptimoPlan.Name,
 			What: "plan date " + o.PlanLastErrorDate, Error: o.PlanLastError})
 	}
+	if e := r.Emails.LastFailed; e != nil {
+		r.LastErrors = append(r.LastErrors, StageError{Stage: events.RoleMailIntake.Name,
+			What:  fmt.Sprintf("email %q (%d failed)", e.Subject, o.EmailsFailed),
+			Error: e.Error, At: e.ReceivedUTC})
+	}
 }
 
 func timeOrNil(t time.Time) *time.Time {
@@ -246,6 +384,22 @@ func timeOrNil(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// StageOfRow is the stage a failing log row's error is from, and the error
+// without its name: the service the recorded error names
+// (pipeline.RecordedError: a payload fault the resolver met on a
+// create-appointment row is the resolver's), or for an error recorded
+// without one, the stage of its action (StageOf).
+func StageOfRow(r store.WebhookLogRow) (stage, err string) {
+	var names []string
+	for _, role := range events.ServiceRoles {
+		names = append(names, role.Name)
+	}
+	if stage, err = pipeline.FailedBy(r.ProcessStatus, names); stage != "" {
+		return stage, err
+	}
+	return StageOf(r.EventAction), r.ProcessStatus
 }
 
 // StageOf is the stage whose consumer takes an action's resolved events;
@@ -310,15 +464,10 @@ func locks(ctx context.Context, js jetstream.JetStream) ([]Lock, error) {
 	return out, nil
 }
 
-// Healthy reports whether nothing in the report waits for a person: no
-// capped row, no failed SMS, no stage error standing, nothing unread.
-func (r Report) Healthy() bool {
-	return r.Log.Capped == 0 && r.SMS.Failed == 0 && len(r.LastErrors) == 0 && len(r.Unread) == 0
-}
-
-// Problems lists what waits for a person, one line each, for a summary.
-func (r Report) Problems() []string {
-	var out []string
+// problems lists what waits for a person, one line a kind, each naming
+// where to look (Report.NeedsPerson).
+func (r Report) problems() []string {
+	out := []string{}
 	if r.Log.Capped > 0 {
 		out = append(out, fmt.Sprintf("%s failed %d times, not retried until replayed: primectl list --state capped",
 			plural(r.Log.Capped, "log row"), store.MaxAttempts))
@@ -326,13 +475,19 @@ func (r Report) Problems() []string {
 	if r.SMS.Failed > 0 {
 		out = append(out, plural(r.SMS.Failed, "SMS message")+" failed for good: they stay Failed in smsQueue")
 	}
+	if r.Invites.Failed > 0 {
+		out = append(out, plural(r.Invites.Failed, "triage invite")+" failed for good: primectl invites --failed; invite those customers another way")
+	}
+	if r.Emails.Failed > 0 {
+		out = append(out, plural(r.Emails.Failed, "new-job email")+" failed for good, in MAIL_FAILED_FOLDER (receipts Failed in "+
+			"PrimeEmailJobRegistered): fix the cause, then move each back into MAIL_FOLDER to try it again")
+	}
 	for _, c := range r.Consumers {
 		if c.Missing {
 			out = append(out, fmt.Sprintf("consumer %s/%s missing: %s has not started", c.Stream, c.Name, c.Stage))
 		}
 	}
-	out = append(out, r.Unread...)
-	return slices.Clip(slices.DeleteFunc(out, func(s string) bool { return strings.TrimSpace(s) == "" }))
+	return out
 }
 
 // plural is n with its noun: "1 log row", "2 log rows".

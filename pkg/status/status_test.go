@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/status"
+	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/matryer/is"
 )
 
@@ -25,8 +27,64 @@ func TestStageOf(t *testing.T) {
 	is.Equal(status.StageOf(""), "resolver")
 }
 
-// render serves rep as the page does and gets it.
-func render(t *testing.T, rep status.Report) (*http.Response, string) {
+// The page shows stored text as text: an error holding markup is escaped.
+func TestPageEscapesStoredText(t *testing.T) {
+	is := is.New(t)
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rep := status.Report{At: at, LastErrors: []status.StageError{{Stage: "child-mirror", What: "log row 7",
+		Error: `<script>alert("x")</script>`, At: &at}}, NeedsPerson: []string{"1 log row failed 5 times"}}
+	res, page := served(t, rep)
+	is.Equal(res.StatusCode, http.StatusOK)
+	is.True(strings.Contains(page, "&lt;script&gt;alert")) // the error, as text
+	is.True(!strings.Contains(page, "<script>"))           // never as markup
+	is.True(strings.Contains(page, "Needs a person"))      // what waits for a person
+	is.True(strings.Contains(res.Header.Get("Content-Security-Policy"), "default-src 'none'"))
+}
+
+// A failing row's stage is the service its recorded error names; an error
+// recorded without one is its action's stage's.
+func TestStageOfRow(t *testing.T) {
+	for _, tc := range []struct{ name, action, recorded, stage, err string }{
+		{"a resolver's payload fault on a child-mirror action", events.ActionCreateAppointment,
+			pipeline.RecordedError("resolver", "payload fault MissingIdentifier (create-appointment): no id"), "resolver",
+			"payload fault MissingIdentifier (create-appointment): no id"},
+		{"child-mirror's own failure", events.ActionCreateAppointment, pipeline.RecordedError("child-mirror", "prime: 503"), "child-mirror", "prime: 503"},
+		{"recorded before services named themselves", events.ActionCreateAppointment, "prime: 503", "child-mirror", "prime: 503"},
+		{"an action no stage takes", "made-up", "prime: 503", "resolver", "prime: 503"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			stage, err := status.StageOfRow(store.WebhookLogRow{EventAction: tc.action, ProcessStatus: tc.recorded})
+			is.Equal(stage, tc.stage) // the service that met it
+			is.Equal(err, tc.err)     // and its error
+		})
+	}
+}
+
+// What a report comes to: what could not be asked first, then what waits
+// for a person.
+func TestVerdict(t *testing.T) {
+	is := is.New(t)
+	is.Equal(status.Report{}.Verdict(), status.AllWell)
+	is.Equal(status.Report{Unread: []string{"Prime budget: not known"}}.Verdict(), status.AllWell) // the budget unread is said, not a verdict
+	is.Equal(status.Report{NeedsPerson: []string{"1 log row failed 5 times"}}.Verdict(), status.NeedsAPerson)
+	is.Equal(status.Report{NeedsPerson: []string{"x"}, Unreachable: []string{"ingest: does not answer"}}.Verdict(), status.CannotTell)
+}
+
+// On the page a capped row is listed once under what needs a person: its
+// error is the stage's last error, not a second line there.
+func TestPageListsACappedRowOnce(t *testing.T) {
+	is := is.New(t)
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rep := status.Report{At: at, Log: status.Log{Capped: 1}, NeedsPerson: []string{"1 log row failed 5 times, not retried until replayed"},
+		LastErrors: []status.StageError{{Stage: "resolver", What: "log row 7 (create-appointment), attempt 5 of 5", Error: "payload fault", At: &at}}}
+	_, page := served(t, rep)
+	is.Equal(strings.Count(page, "log row 7"), 1)                // the row once, among the last errors
+	is.Equal(strings.Count(page, "1 log row failed 5 times"), 1) // and the count once, under what needs a person
+}
+
+// served is the page of rep, as a browser gets it.
+func served(t *testing.T, rep status.Report) (*http.Response, string) {
 	t.Helper()
 	srv := httptest.NewServer(status.Page(func(context.Context) (status.Report, error) { return rep, nil }))
 	defer srv.Close()
@@ -35,22 +93,11 @@ func render(t *testing.T, rep status.Report) (*http.Response, string) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return res, string(b)
-}
-
-// The page shows stored text as text: an error holding markup is escaped.
-func TestPageEscapesStoredText(t *testing.T) {
-	is := is.New(t)
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	rep := status.Report{At: at, LastErrors: []status.StageError{{Stage: "child-mirror", What: "log row 7",
-		Error: `<script>alert("x")</script>`, At: &at}}}
-	res, page := render(t, rep)
-	is.Equal(res.StatusCode, http.StatusOK)
-	is.True(strings.Contains(page, "&lt;script&gt;alert")) // the error, as text
-	is.True(!strings.Contains(page, "<script>"))           // never as markup
-	is.True(strings.Contains(page, "Needs a person"))      // a standing error waits for a person
-	is.True(strings.Contains(res.Header.Get("Content-Security-Policy"), "default-src 'none'"))
 }
 
 // The page shows the day's forecast, and marks one that runs into the
@@ -62,7 +109,7 @@ func TestPageShowsTheDaysForecast(t *testing.T) {
 	rep := status.Report{At: at, PrimeBudget: &status.Budget{Source: "the deployment's budget in NATS", Minute: &minute,
 		Forecast: &primebudget.Forecast{Start: at.Add(-12 * time.Hour), End: at.Add(12 * time.Hour), Calls: 2750, PerHour: 650,
 			Left: 2200, Reserve: 250, ReserveAt: &reserveAt, Short: true}}}
-	_, page := render(t, rep)
+	_, page := served(t, rep)
 	for _, want := range []string{
 		`<tr><th>calls today</th><td class="n">2750</td></tr>`,                                               // the day's calls
 		`<tr><th>pace, calls an hour</th><td class="n">650</td></tr>`,                                        // their pace

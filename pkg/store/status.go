@@ -35,8 +35,21 @@ type Overview struct {
 	FirstSeenFailing      int
 	FirstSeenLastError    string
 	FirstSeenLastErrorJob string
-	// InvitesPending counts the triage invites queued and not sent.
-	InvitesPending int
+	// InvitesPending counts the triage invites queued and not sent;
+	// InvitesFailed those of them given up on (Failed), which wait for a
+	// person.
+	InvitesPending, InvitesFailed int
+	// EmailsFailed counts the new-job emails whose receipt is Failed (§7:
+	// moved to MAIL_FAILED_FOLDER after their last attempt), which wait for
+	// a person; EmailLastFailed is the newest of them (by its receipt's
+	// UpdatedUTC: Subject, ReceivedUTC, LastError, Attempts, MovedTo …).
+	EmailsFailed    int
+	EmailLastFailed EmailReceipt
+	// SyncQueueRecentJobs counts the jobs with an ethSyncQueue item queued
+	// at or after OverviewQuery.SyncQueuedSince: within the drains' grace,
+	// their hand-offs are kept for a later pass when Prime has nothing yet
+	// (§7, §9). 0 when SyncQueuedSince is zero.
+	SyncQueueRecentJobs int
 	// PlanDates counts optimoRoutePlan's dates by PlanStatus.
 	PlanDates []PlanDates
 	// OrdersFailing counts the orders whose last write OptimoRoute refused
@@ -57,8 +70,16 @@ type PlanDates struct {
 	Earliest string
 }
 
+// OverviewQuery is what an Overview's figures that depend on the reader's
+// settings are read with.
+type OverviewQuery struct {
+	// SyncQueuedSince is where SyncQueueRecentJobs starts: now less the
+	// drains' SYNC_DRAIN_EMPTY_GRACE. Zero counts nothing.
+	SyncQueuedSince time.Time
+}
+
 // Status reads the Overview.
 type Status interface {
 	// StatusOverview reads every figure of the Overview. It only reads.
-	StatusOverview(ctx context.Context) (Overview, error)
+	StatusOverview(ctx context.Context, q OverviewQuery) (Overview, error)
 }

@@ -40,6 +40,7 @@ type Store interface {
 	Coverage
 	Sweeps
 	Status
+	Archive
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it

@@ -73,7 +73,7 @@ const (
 type LogFilter struct {
 	IDs    []int64
 	Action string
-	JobID  string
+	JobID  string    // in lower case, as the adapters keep a job's GUID
 	From   time.Time // receivedUTC >= From
 	To     time.Time // receivedUTC < To
 	State  LogState

@@ -4,12 +4,19 @@
 // as a webhook. It is a service of its own because it alone holds the
 // mailbox's credentials.
 //
-// Every poll lists the folder oldest first and works through each message:
+// Every poll lists the folder oldest first, a page at a time, and works
+// through each message of a page as it arrives:
 //
 //  1. the receipt (spPrimeEmailJobRegisteredInsert), once a message, keyed
 //     by its internetMessageId;
-//  2. Extract JobID (pkg/jobemail): body.content, then bodyPreview;
-//  3. the job made sure of through job-mirror (events.SubjectEnsureJobEmail,
+//  2. the sender: mail whose From is not in MAIL_ALLOWED_SENDERS, or that
+//     Exchange's Authentication-Results says passed neither DMARC nor an
+//     aligned DKIM signature for that sender, goes to MAIL_FAILED_FOLDER
+//     unread (senders.go);
+//  3. the body, fetched on its own within MAIL_MAX_BODY_BYTES (a larger
+//     message goes to MAIL_FAILED_FOLDER, its receipt says so);
+//  4. Extract JobID (pkg/jobemail): body.content, then bodyPreview;
+//  5. the job made sure of through job-mirror (events.SubjectEnsureJobEmail,
 //     which job-mirror records as "email"): one Prime GET /jobs/{JobID} for a
 //     job the mirror lacks, the numeric → GUID mapping (§4.1), and, on first
 //     sight, the new-job pipeline (§6), once per job whichever path gets
@@ -17,19 +24,23 @@
 //     already mirrored costs no Prime call. There is no fixed wait: the
 //     make-safe re-check ladder (§6) covers the allocation race the flow's
 //     35 seconds were for;
-//  4. the receipt says Processed: by then the job's effects and hand-offs
+//  6. the receipt says Processed: by then the job's effects and hand-offs
 //     are committed;
-//  5. the message moves to MAIL_PROCESSED_FOLDER, last. A crash before the
-//     move leaves it in the folder, and the next poll finds its receipt
-//     Processed and only moves it.
+//  7. the message moves to MAIL_PROCESSED_FOLDER, last (§7: "so a failure
+//     leaves the mail for the next poll"). A crash before the move leaves
+//     it in the folder, and the next poll finds its receipt Processed and
+//     only moves it.
 //
-// A message that fails (no JobID, Prime has no such job) counts an attempt
-// on its receipt and is tried again at the next poll; after
-// MAIL_MAX_ATTEMPTS it moves to MAIL_FAILED_FOLDER with the reason in its
-// receipt. One message never holds up the others, and nothing is deleted.
-// Graph's 429 and 5xx, Prime's rate limit and job-mirror not answering are
-// waited out and count no attempt. A message a person moves back into the
-// folder is tried afresh.
+// Only a fault of the email itself counts an attempt on its receipt: no
+// JobID in it, or Prime has no such job. It is tried again at the next
+// poll; after MAIL_MAX_ATTEMPTS it moves to MAIL_FAILED_FOLDER with the
+// reason in its receipt. Anything else is a wait, however long it lasts,
+// and counts no attempt: Graph's 429, 5xx or no answer, Prime's rate limit,
+// 5xx or no answer, job-mirror not answering, a folder deleted. One message
+// never holds up the others: its Graph calls wait a bounded time, and a
+// message that must wait is held (holds.go) while the poll goes on, and
+// taken again at a later poll. Nothing is deleted. A message a person
+// moves back into the folder is tried afresh.
 package mailintake
 
 import (
@@ -38,6 +49,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -45,6 +57,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/graph"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
@@ -62,15 +75,26 @@ type Config struct {
 	Folder          string `env:"MAIL_FOLDER"`
 	ProcessedFolder string `env:"MAIL_PROCESSED_FOLDER"`
 	FailedFolder    string `env:"MAIL_FAILED_FOLDER"`
+	// AllowedSenders are the senders whose mail is worked: addresses
+	// (noreply@example.com) or whole domains (@example.com). Anyone can
+	// send mail to the mailbox, and each JobID read costs a Prime call.
+	AllowedSenders []string `env:"MAIL_ALLOWED_SENDERS" envSeparator:","`
 	// PollInterval is how long after one poll the next starts.
 	PollInterval time.Duration `env:"MAIL_POLL_INTERVAL" envDefault:"1m"`
 	// MaxAttempts is how many failed attempts send a message to FailedFolder.
 	MaxAttempts int `env:"MAIL_MAX_ATTEMPTS" envDefault:"5"`
 	// PageSize is $top, the messages a list call returns.
 	PageSize int `env:"MAIL_PAGE_SIZE" envDefault:"50"`
+	// MaxBodyBytes bounds the answer that carries a message's body; a
+	// larger message goes to FailedFolder unread.
+	MaxBodyBytes int64 `env:"MAIL_MAX_BODY_BYTES" envDefault:"4194304"`
 	// EnsureTimeout bounds one ensure-job request to job-mirror; one it
 	// cuts short is waited out like one nobody answers.
 	EnsureTimeout time.Duration `env:"MAIL_ENSURE_TIMEOUT" envDefault:"60s"`
+	// WaitBackoff is how long an email waits after each of its waits in a
+	// row on a fault not its own (Graph, Prime, job-mirror), unless the
+	// fault asks for longer; the polls pass it by meanwhile.
+	WaitBackoff retry.Backoff `env:"MAIL_WAIT_BACKOFF" envDefault:"2s,5s,15s,30s,1m" envSeparator:","`
 }
 
 // Validate names every setting that is missing or out of range, Graph's
@@ -88,11 +112,20 @@ func (c Config) Validate() error {
 	if c.PollInterval <= 0 || c.EnsureTimeout <= 0 {
 		errs = append(errs, errors.New("MAIL_POLL_INTERVAL and MAIL_ENSURE_TIMEOUT must be above zero"))
 	}
+	if len(c.WaitBackoff) == 0 || slices.ContainsFunc(c.WaitBackoff, func(d time.Duration) bool { return d <= 0 }) {
+		errs = append(errs, errors.New("MAIL_WAIT_BACKOFF must be one or more durations above zero"))
+	}
 	if c.MaxAttempts < 1 {
 		errs = append(errs, errors.New("MAIL_MAX_ATTEMPTS must be at least 1"))
 	}
 	if c.PageSize < 1 || c.PageSize > 1000 {
 		errs = append(errs, errors.New("MAIL_PAGE_SIZE must be 1 to 1000 (Graph's $top)"))
+	}
+	if c.MaxBodyBytes < 64<<10 {
+		errs = append(errs, errors.New("MAIL_MAX_BODY_BYTES must be at least 65536"))
+	}
+	if _, err := parseSenders(c.AllowedSenders); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("mail-intake: %w", err)
@@ -107,20 +140,34 @@ func DefaultConfig() Config { return config.MustDefaults[Config]() }
 // Mailbox is what the intake asks of Graph; *graph.Client is one.
 type Mailbox interface {
 	ResolveFolder(ctx context.Context, user, path string) (graph.Folder, error)
-	ListMessages(ctx context.Context, user, folderID string, top int) ([]graph.Message, error)
-	Move(ctx context.Context, user, messageID, destinationID string) (graph.Message, error)
+	ListPage(ctx context.Context, user, folderID string, top int, link string) (graph.Page, error)
+	GetBody(ctx context.Context, user, messageID string, limit int64) (graph.Body, error)
+	Locate(ctx context.Context, user, messageID string) (folderID string, err error)
+	Move(ctx context.Context, user, messageID, destinationID string) error
 }
 
-// Intake is the mail intake service.
+// mailFolder is one of the three folders: the setting that names it, its
+// path, and the folder it was resolved to.
+type mailFolder struct {
+	setting, path string
+	graph.Folder
+}
+
+// Intake is the mail intake service. Its fields are the poll's, one
+// goroutine's, but oldest.
 type Intake struct {
 	cfg     Config
 	mail    Mailbox
 	store   store.EmailReceipts
 	ensure  *ensurejob.Caller
+	senders senders
 	log     *slog.Logger
 	metrics *collectors
-	// folder, processed and failed are the resolved folders.
-	folder, processed, failed graph.Folder
+	// source is MAIL_FOLDER; processed and failed the folders it files in.
+	source, processed, failed *mailFolder
+	// holds are the messages waiting out a fault that is not theirs, by
+	// receipt key (holds.go).
+	holds map[string]hold
 	// oldest is the receivedDateTime (Unix nanoseconds) of the oldest
 	// message still in the folder, 0 when it is empty.
 	oldest atomic.Int64
@@ -134,9 +181,14 @@ func New(cfg Config, d service.Deps, mail Mailbox) (*Intake, error) {
 		return nil, err
 	}
 	log := d.Log.With("component", "mail-intake")
+	senders, _ := parseSenders(cfg.AllowedSenders) // checked by Validate
 	in := &Intake{
-		cfg: cfg, mail: mail, store: d.Store, log: log,
-		ensure: &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: log},
+		cfg: cfg, mail: mail, store: d.Store, log: log, senders: senders,
+		ensure:    &ensurejob.Caller{NC: d.NC, Timeout: cfg.EnsureTimeout, Log: log},
+		source:    &mailFolder{setting: "MAIL_FOLDER", path: cfg.Folder},
+		processed: &mailFolder{setting: "MAIL_PROCESSED_FOLDER", path: cfg.ProcessedFolder},
+		failed:    &mailFolder{setting: "MAIL_FAILED_FOLDER", path: cfg.FailedFolder},
+		holds:     map[string]hold{},
 	}
 	m, err := newMetrics(d.Metrics, in.oldestAge)
 	if err != nil {
@@ -157,7 +209,8 @@ func (in *Intake) Run(ctx context.Context) error {
 		return err
 	}
 	in.log.Info("reading the mailbox", "user", in.cfg.User, "folder", in.cfg.Folder,
-		"processed", in.cfg.ProcessedFolder, "failed", in.cfg.FailedFolder, "every", in.cfg.PollInterval)
+		"processed", in.cfg.ProcessedFolder, "failed", in.cfg.FailedFolder, "every", in.cfg.PollInterval,
+		"allowedSenders", in.cfg.AllowedSenders)
 	for {
 		in.poll(ctx)
 		select {
@@ -168,33 +221,27 @@ func (in *Intake) Run(ctx context.Context) error {
 	}
 }
 
-// resolve finds the three folders once (waiting out Graph's outages).
+// resolve finds the three folders at start (waiting out Graph's outages).
+// A folder deleted later is found again by its path (refind).
 func (in *Intake) resolve(ctx context.Context) error {
 	seen := map[string]string{}
-	for _, f := range []struct {
-		name, path string
-		into       *graph.Folder
-	}{
-		{"MAIL_FOLDER", in.cfg.Folder, &in.folder},
-		{"MAIL_PROCESSED_FOLDER", in.cfg.ProcessedFolder, &in.processed},
-		{"MAIL_FAILED_FOLDER", in.cfg.FailedFolder, &in.failed},
-	} {
-		err := in.graphCall(ctx, "resolve "+f.name, func() error {
+	for _, f := range []*mailFolder{in.source, in.processed, in.failed} {
+		err := in.graphCall(ctx, "resolve "+f.setting, 0, func() error {
 			var err error
-			*f.into, err = in.mail.ResolveFolder(ctx, in.cfg.User, f.path)
+			f.Folder, err = in.mail.ResolveFolder(ctx, in.cfg.User, f.path)
 			return err
 		})
 		switch {
 		case errors.Is(err, graph.ErrNotFound):
-			return fmt.Errorf("mail-intake: %s %q: %w (make the folder, or name one that exists)", f.name, f.path, err)
+			return fmt.Errorf("mail-intake: %s %q: %w (make the folder, or name one that exists)", f.setting, f.path, err)
 		case err != nil:
 			return fmt.Errorf("mail-intake: %s %q in MAIL_USER %q's mailbox: %w (check GRAPH_* and the app's Mail.ReadWrite permission)",
-				f.name, f.path, in.cfg.User, err)
+				f.setting, f.path, in.cfg.User, err)
 		}
-		if other, dup := seen[f.into.ID]; dup {
-			return fmt.Errorf("mail-intake: %s %q is the same folder as %s: the three folders must differ", f.name, f.path, other)
+		if other, dup := seen[f.ID]; dup {
+			return fmt.Errorf("mail-intake: %s %q is the same folder as %s: the three folders must differ", f.setting, f.path, other)
 		}
-		seen[f.into.ID] = f.name
+		seen[f.ID] = f.setting
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/graphsim"
 	mailintake "github.com/ethosbuilding/primeflow/services/mail-intake"
 	"github.com/matryer/is"
 )
@@ -20,6 +21,7 @@ func TestMainRefusesWrongConfiguration(t *testing.T) {
 			"GRAPH_TENANT_ID": g.TenantID, "GRAPH_CLIENT_ID": g.ClientID, "GRAPH_CLIENT_SECRET": g.ClientSecret,
 			"GRAPH_API_URL": g.APIURL, "GRAPH_TOKEN_URL": g.TokenURL,
 			"MAIL_USER": e.graph.User(), "MAIL_FOLDER": inFolder, "MAIL_PROCESSED_FOLDER": processedFolder, "MAIL_FAILED_FOLDER": failedFolder,
+			"MAIL_ALLOWED_SENDERS": graphsim.DefaultFrom,
 		})
 		for k, v := range extra {
 			vars[k] = v
@@ -37,6 +39,10 @@ func TestMainRefusesWrongConfiguration(t *testing.T) {
 		{"the same folder twice", map[string]string{"MAIL_FAILED_FOLDER": "inbox/prime jobs/processed"}, []string{"MAIL_FAILED_FOLDER", "MAIL_PROCESSED_FOLDER"}},
 		{"a wrong secret", map[string]string{"GRAPH_CLIENT_SECRET": "wrong"}, []string{"GRAPH_", "invalid_client"}},
 		{"no attempts", map[string]string{"MAIL_MAX_ATTEMPTS": "0"}, []string{"MAIL_MAX_ATTEMPTS"}},
+		{"no allowed senders", map[string]string{"MAIL_ALLOWED_SENDERS": ""}, []string{"MAIL_ALLOWED_SENDERS"}},
+		{"a sender that is no address", map[string]string{"MAIL_ALLOWED_SENDERS": "noreply@primeeco.tech,primeeco"}, []string{"MAIL_ALLOWED_SENDERS", `"primeeco"`}},
+		{"a body cap too small", map[string]string{"MAIL_MAX_BODY_BYTES": "100"}, []string{"MAIL_MAX_BODY_BYTES"}},
+		{"no wait backoff", map[string]string{"MAIL_WAIT_BACKOFF": "0s"}, []string{"MAIL_WAIT_BACKOFF"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)

@@ -54,6 +54,10 @@ type Config struct {
 	NATSListen   string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
 	NATSUser     string `env:"NATS_USER"`
 	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
+	// SyncGrace is the sync drains' SYNC_DRAIN_EMPTY_GRACE, as child-mirror
+	// reads it: status counts the drains' redeliveries within it as kept
+	// for a later pass (§7, §9), not trouble.
+	SyncGrace time.Duration `env:"SYNC_DRAIN_EMPTY_GRACE" envDefault:"15m"`
 	// MakesafeSMSTo is what migrate writes as the default make-safe SMS
 	// recipient (the setting MakesafeSMSRecipient).
 	MakesafeSMSTo string `env:"MAKESAFE_SMS_TO"`
@@ -98,11 +102,13 @@ var commands = []struct{ name, usage string }{
                 [--since T] [--until T] [--limit N] [--oldest]`},
 	{"show", "primectl show ID"},
 	{"replay", `primectl replay ID… [--yes] [--now]
-  primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]`},
+  primectl replay [--action A] [--job GUID] [--since T] [--until T] [--state S] [--all] [--yes] [--now]
+  primectl replay --from-archive FILE [ID…] [the same filters] [--all] [--yes] [--now]`},
 	{"firstseen", "primectl firstseen [--failed | --all] [--limit N]"},
 	{"syncqueue", "primectl syncqueue [--object O] [--job GUID] [--limit N]"},
 	{"invites", "primectl invites [--failed | --all] [--limit N]"},
 	{"coverage", "primectl coverage [--since T] [--json]"},
+	{"archive", "primectl archive --before T [--out FILE] [--batch N] [--yes]"},
 	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
 	{"compare", "primectl compare [--live DSN] [--since T] [--until T] [--days-ahead N]"},
 	{"version", "primectl --version"},
@@ -119,11 +125,13 @@ func commandUsage(name string) string {
 }
 
 const about = `primectl — look after primeflow: its state at a glance, the webhook log
-(list, show, replay), the new-job pipeline, migrations and shadow runs`
+(list, show, replay, archive), the new-job pipeline, migrations and shadow runs`
 
 const explained = `status shows the pipeline at a glance: the log's rows by state, the consumers'
-lag, the outbox, the locks, failed SMS and invites, plan dates, Prime's budget and
-each stage's last error; --json gives the same as JSON.
+lag, the outbox, the locks, failed SMS, invites and emails, plan dates, Prime's budget,
+each stage's last error and what needs a person; --json gives the same as JSON. It exits
+0 when all is well, 1 when something needs a person, 2 when the database, NATS or ingest
+could not be asked, or NATS is not the database's instance's: for cron or a probe.
 
 list shows the newest rows first (--oldest: the oldest first). T is a time in UTC
 (2026-11-30, "2026-11-30 14:05:00", RFC 3339) or a duration before now (90m, 24h, 7d).
@@ -135,6 +143,11 @@ new jobs came by (webhook, email, backstop) over the jobs Prime created since T
 (default 7d), and prints §7.1's coverage query by action. syncqueue shows
 ethSyncQueue by object and its items (§6: the drains' work); invites lists the
 triage invites not sent yet, or only the Failed ones, which wait for a person.
+
+archive writes the rows finished before T — processed webhook log rows, SMS and
+triage invites sent, email receipts processed — to a gzip'd JSON-lines file, reads it
+back and checks it, then deletes them a short batch at a time; replay --from-archive
+puts the archived log rows a filter selects back under their own ids, queued for replay.
 
 migrate --plan lists every object the scripts create or alter: absent, the
 same or different in the database, whose it is, and what a migration would
@@ -210,6 +223,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = c.firstSeen(ctx, rest)
 	case "coverage":
 		err = c.coverage(ctx, rest)
+	case "archive":
+		err = c.archive(ctx, rest)
 	case "syncqueue":
 		err = c.syncQueue(ctx, rest)
 	case "invites":
@@ -510,6 +525,7 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	all := fs.Bool("all", false, "allow a replay with no filter: every row of the log")
 	yes := fs.Bool("yes", false, "do not ask before resetting")
 	now := fs.Bool("now", false, "ask ingest to publish the reset rows now")
+	fromArchive := fs.String("from-archive", "", "put the rows chosen back from this archive file (primectl archive), queued for replay")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -526,8 +542,11 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		f.IDs = append(f.IDs, id)
 	}
 	if len(f.IDs) == 0 && !filtered && !*all {
-		fmt.Fprintln(c.stderr, "primectl replay: no rows named and no filter given; name rows, give a filter, or pass --all to replay the whole log")
+		fmt.Fprintln(c.stderr, "primectl replay: no rows named and no filter given; name rows, give a filter, or pass --all to replay the whole log (or archive)")
 		return ErrUsage
+	}
+	if *fromArchive != "" {
+		return c.replayFromArchive(ctx, *fromArchive, f, *yes, *now)
 	}
 	st, err := c.open(ctx)
 	if err != nil {
@@ -552,16 +571,8 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 			return fmt.Errorf("%w; nothing reset", err)
 		}
 	}
-	if !*yes {
-		fmt.Fprintf(c.stdout, "Reset %s? [y/N] ", count(n, "row"))
-		answer, err := c.stdin.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			fmt.Fprintln(c.stdout, "Nothing reset.")
-			return nil
-		}
+	if ok, err := c.confirm(*yes, fmt.Sprintf("Reset %s?", count(n, "row")), "Nothing reset."); !ok {
+		return err
 	}
 	reset, err := st.ResetWebhookLog(ctx, f)
 	if err != nil {
@@ -572,6 +583,24 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		return c.processNow(ctx)
 	}
 	return nil
+}
+
+// confirm asks question on stdout and reads the answer: ok is true for y
+// or yes, or without asking when yes is set; otherwise it says no.
+func (c *cli) confirm(yes bool, question, no string) (ok bool, err error) {
+	if yes {
+		return true, nil
+	}
+	fmt.Fprintf(c.stdout, "%s [y/N] ", question)
+	answer, err := c.stdin.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		fmt.Fprintln(c.stdout, no)
+		return false, nil
+	}
+	return true, nil
 }
 
 // missingRows fails naming the ids the log has no row for: a mistyped id

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/nats-io/nats.go"
@@ -19,10 +20,14 @@ import (
 )
 
 // status prints the pipeline's state at a glance (pkg/status): from the
-// database, from NATS (NATS_URL: consumers, locks and the deployment's
-// Prime budget; before any process has spent the budget, the Prime
-// client's metrics of the process at INGEST_URL). What cannot
-// be reached is said, and the rest still printed. --json gives the Report.
+// database, from NATS (NATS_URL: consumers, locks, the deployment's Prime
+// budget and whether it is the database's instance's; before any process
+// has spent the budget, the Prime client's metrics of the process at
+// INGEST_URL) and from ingest (INGEST_URL's /livez). What cannot be
+// reached is said, and the rest still printed. --json gives the Report.
+// It exits with the report's verdict (status.Verdict): 0 all well, 1
+// something needs a person, 2 the database, NATS or ingest could not be
+// asked, or NATS is another instance's.
 func (c *cli) status(ctx context.Context, args []string) error {
 	fs := c.flags("status")
 	asJSON := fs.Bool("json", false, "the same as JSON")
@@ -36,10 +41,10 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	}
 	st, err := c.open(ctx)
 	if err != nil {
-		return err
+		return &ExitStatus{Code: int(status.CannotTell), Err: err}
 	}
 	defer st.Close()
-	src := status.Sources{Store: st, Now: c.now}
+	src := status.Sources{Store: st, Now: c.now, Ingest: status.Livez(c.cfg.ingestURL()), SyncGrace: c.cfg.SyncGrace}
 	nc, err := c.connectNATS()
 	if err != nil {
 		src.JSErr = err
@@ -52,15 +57,40 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	src.Budget = status.FromBudgetBucket(src.JS, status.FromMetricsURL(c.cfg.ingestURL(), c.cfg.Admin))
 	rep, err := status.Gather(ctx, src)
 	if err != nil {
-		return err
+		return &ExitStatus{Code: int(status.CannotTell), Err: err}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		err = enc.Encode(rep)
+	} else {
+		err = writeStatus(c.stdout, rep)
 	}
-	return writeStatus(c.stdout, rep)
+	if err != nil {
+		return err
+	}
+	if v := rep.Verdict(); v != status.AllWell {
+		return &ExitStatus{Code: int(v)}
+	}
+	return nil
 }
+
+// ExitStatus is an error that asks for an exit status of its own:
+// primectl status's verdict. Err, when set, is said as any error is; a
+// verdict alone has been printed already.
+type ExitStatus struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitStatus) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+func (e *ExitStatus) Unwrap() error { return e.Err }
 
 // connectNATS connects to NATS_URL (or NATS_LISTEN's embedded server)
 // once, without waiting for a server that is not there: status says so
@@ -87,7 +117,23 @@ func writeStatus(w io.Writer, r status.Report) error {
 		}
 		return t.UTC().Format(timeLayout) + " UTC (" + r.At.Sub(*t).Round(time.Second).String() + " ago)"
 	}
-	fmt.Fprintf(tw, "primeflow at %s UTC\n\n", r.At.Format(timeLayout))
+	fmt.Fprintf(tw, "primeflow at %s UTC\n", r.At.Format(timeLayout))
+	if len(r.Unreachable) > 0 {
+		fmt.Fprintln(tw, "\ncould not ask, so what follows may not be the whole story (exit status 2):")
+		for _, u := range r.Unreachable {
+			fmt.Fprintln(tw, "  "+Printable(u))
+		}
+	}
+	fmt.Fprintln(tw)
+	switch p := r.Instance; {
+	case p == nil:
+	case !p.Known():
+		line("instance", "the database is not paired with a NATS yet: a resolver pairs them when it starts")
+	case p.Same():
+		line("instance", "the database and NATS are one instance's ("+events.StreamWebhook+" created "+p.NATS+")")
+	default:
+		line("instance", "NATS is NOT this database's: above")
+	}
 
 	line("webhook log", fmt.Sprintf("%d unprocessed, %d capped, %d processed, %d unpublished",
 		r.Log.Unprocessed, r.Log.Capped, r.Log.Processed, r.Log.Unpublished))
@@ -111,7 +157,8 @@ func writeStatus(w io.Writer, r status.Report) error {
 		}
 	}
 	line("sms", smsStates(r.SMS.ByState))
-	line("triage invites", fmt.Sprintf("%d pending", r.Invites.Pending))
+	line("triage invites", fmt.Sprintf("%d pending, %d failed", r.Invites.Pending, r.Invites.Failed))
+	line("new-job emails", fmt.Sprintf("%d failed", r.Emails.Failed))
 	var dates []string
 	for _, p := range r.PlanDates {
 		dates = append(dates, fmt.Sprintf("%s %d (from %s)", p.Status, p.Dates, p.Earliest))
@@ -146,10 +193,20 @@ func writeStatus(w io.Writer, r status.Report) error {
 			writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, "missing: the service has not started")
 			continue
 		}
-		writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, strconv.FormatUint(cs.Pending, 10), strconv.Itoa(cs.AckPending), strconv.Itoa(cs.Redelivered))
+		redelivered := strconv.Itoa(cs.Redelivered)
+		if cs.Kept > 0 {
+			redelivered += fmt.Sprintf(" (+%d kept for a later pass)", cs.Kept)
+		}
+		writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, strconv.FormatUint(cs.Pending, 10), strconv.Itoa(cs.AckPending), redelivered)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, cs := range r.Consumers {
+		if cs.Kept > 0 {
+			fmt.Fprintf(w, "  %s/%s: %s of a job queued within SYNC_DRAIN_EMPTY_GRACE is the §7/§9 grace, not trouble: Prime had nothing yet, and the items are kept for a later pass\n",
+				cs.Stream, cs.Name, count(cs.Kept, "redelivery"))
+		}
 	}
 
 	fmt.Fprintln(w, "\nlast error of each stage")
@@ -165,9 +222,15 @@ func writeStatus(w io.Writer, r status.Report) error {
 			return err
 		}
 	}
-	if p := r.Problems(); len(p) > 0 {
+	if len(r.NeedsPerson) > 0 {
 		fmt.Fprintln(w, "\nneeds a person")
-		for _, s := range p {
+		for _, s := range r.NeedsPerson {
+			fmt.Fprintln(w, "  "+Printable(s))
+		}
+	}
+	if len(r.Unread) > 0 {
+		fmt.Fprintln(w, "\nnot read")
+		for _, s := range r.Unread {
 			fmt.Fprintln(w, "  "+Printable(s))
 		}
 	}

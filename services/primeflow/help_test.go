@@ -64,6 +64,7 @@ func TestHelpListsWhatMainReads(t *testing.T) {
 				"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
 				"GRAPH_TENANT_ID":                       "tenant", "GRAPH_CLIENT_ID": "client", "GRAPH_CLIENT_SECRET": "secret", "MAIL_USER": "jobs@example.com",
 				"MAIL_FOLDER": "Inbox/Prime Jobs", "MAIL_PROCESSED_FOLDER": "Inbox/Prime Jobs/Processed", "MAIL_FAILED_FOLDER": "Inbox/Prime Jobs/Failed",
+				"MAIL_ALLOWED_SENDERS": "noreply@primeeco.tech",
 			}
 			var mu sync.Mutex
 			asked := map[string]bool{}

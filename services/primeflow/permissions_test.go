@@ -107,7 +107,7 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 		{events.RoleMailIntake, mailintake.Main, map[string]string{"GRAPH_TENANT_ID": gc.TenantID, "GRAPH_CLIENT_ID": gc.ClientID,
 			"GRAPH_CLIENT_SECRET": gc.ClientSecret, "GRAPH_API_URL": gc.APIURL, "GRAPH_TOKEN_URL": gc.TokenURL, "MAIL_USER": mailbox.User(),
 			"MAIL_FOLDER": graphsim.DefaultFolders[0], "MAIL_PROCESSED_FOLDER": graphsim.DefaultFolders[1],
-			"MAIL_FAILED_FOLDER": graphsim.DefaultFolders[2], "MAIL_POLL_INTERVAL": "100ms"}},
+			"MAIL_FAILED_FOLDER": graphsim.DefaultFolders[2], "MAIL_POLL_INTERVAL": "100ms", "MAIL_ALLOWED_SENDERS": graphsim.DefaultFrom}},
 	} {
 		env := maps.Clone(common)
 		env["NATS_USER"], env["NATS_PASSWORD"] = svc.role.Name, svc.role.Name // natstest's passwords

@@ -359,7 +359,8 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	// The status page: the one process that holds every part of the
 	// pipeline may read every part (a service's NATS user may not).
 	r.Admin.Handle("/", status.Page(func(ctx context.Context) (status.Report, error) {
-		return status.Gather(ctx, status.Sources{Store: d.Store, JS: d.JS, Budget: status.FromBudgetBucket(d.JS, status.FromRegistry(d.Metrics))})
+		return status.Gather(ctx, status.Sources{Store: d.Store, JS: d.JS, Budget: status.FromBudgetBucket(d.JS, status.FromRegistry(d.Metrics)),
+			SyncGrace: cfg.ChildMirror.Drain.EmptyGrace})
 	})).Methods(http.MethodGet, http.MethodHead)
 	in, err := ingest.New(cfg.Ingest, d, r)
 	if err != nil {
@@ -462,14 +463,17 @@ func primeSimulator(state, token string, log *slog.Logger) (*primesim.Sim, error
 }
 
 // mailboxOfSimulator points the mail intake at the Graph simulator served
-// at baseURL: its app registration, and its mailbox and folders where none
-// are named.
+// at baseURL: its app registration, and its mailbox, folders and sender
+// where none are named.
 func mailboxOfSimulator(c *mailintake.Config, sim *graphsim.Sim, baseURL string) {
 	c.Graph = sim.ClientConfig(baseURL)
 	c.User = cmp.Or(c.User, sim.User())
 	c.Folder = cmp.Or(c.Folder, graphsim.DefaultFolders[0])
 	c.ProcessedFolder = cmp.Or(c.ProcessedFolder, graphsim.DefaultFolders[1])
 	c.FailedFolder = cmp.Or(c.FailedFolder, graphsim.DefaultFolders[2])
+	if len(c.AllowedSenders) == 0 {
+		c.AllowedSenders = []string{graphsim.DefaultFrom}
+	}
 }
 
 // The files under DATA_DIR that keep the credentials a local run makes.

@@ -32,6 +32,8 @@ type Store interface {
 	store.WebhookLog
 	store.JobReferences
 	store.Identify
+	// Settings pairs the database with PRIME_WEBHOOK's NATS (pkg/instance).
+	store.Settings
 	// InTx commits a replay's reset and its publication stamp together.
 	InTx(ctx context.Context, fn func(store.Store) error) error
 }

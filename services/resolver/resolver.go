@@ -17,6 +17,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/instance"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
@@ -84,8 +85,11 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
 	}, nil
 }
 
-// Run consumes prime.webhook.> until ctx ends.
+// Run consumes prime.webhook.> until ctx ends. It first pairs the database
+// with the NATS whose PRIME_WEBHOOK it consumes (pkg/instance), so that
+// primectl status can tell a database read beside another instance's NATS.
 func (r *Resolver) Run(ctx context.Context) error {
+	r.pair(ctx)
 	return consume.Run(ctx, r.js, consume.Spec{
 		Stream:        events.ConsumerResolver.Stream,
 		Durable:       events.ConsumerResolver.Durable,
@@ -97,6 +101,20 @@ func (r *Resolver) Run(ctx context.Context) error {
 			return laneKey(m.Data(), m.Headers().Get(events.HeaderLogID))
 		},
 	}, r.log, r.reg, r.handle)
+}
+
+// pair records PRIME_WEBHOOK's stream in the database, and says when it
+// replaces another; a failure only loses status's check, so it is logged.
+func (r *Resolver) pair(ctx context.Context) {
+	previous, err := instance.Pair(ctx, r.js, r.store)
+	switch {
+	case err != nil:
+		r.log.Warn("the database is not paired with this NATS: primectl status cannot tell whether they are one instance's", "err", err)
+	case previous != "":
+		r.log.Warn("the database was paired with another PRIME_WEBHOOK stream, now with this one: another instance's NATS, "+
+			"or the stream was made anew (its messages gone; rows never published are published by ingest's relay)",
+			"stream", events.StreamWebhook, "wasCreated", previous)
+	}
 }
 
 // Help is what bin/resolver --help prints: what it is and the variables its

@@ -19,6 +19,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/instance"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
@@ -119,6 +120,20 @@ func TestUnknownActionIsProcessedWithoutAStage(t *testing.T) {
 		is.Equal(row.ProcessStatus, fmt.Sprintf("No handler for '%s'", action)) // §3
 		is.Equal(len(e.resolved(id)), 0)                                        // no stage involved
 	}
+}
+
+// The resolver pairs its database with the NATS whose PRIME_WEBHOOK it
+// consumes, for primectl status to tell another instance's NATS apart.
+func TestTheDatabaseIsPairedWithItsNATS(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	flowtest.Eventually(t, "the database paired", func() bool {
+		p, err := instance.Check(context.Background(), e.JS, e.Store)
+		return err == nil && p.Known()
+	})
+	p, err := instance.Check(context.Background(), e.JS, e.Store)
+	is.NoErr(err)
+	is.True(p.Same()) // with this NATS
 }
 
 func TestChangeJobStatusIdentification(t *testing.T) {

@@ -2,12 +2,14 @@
 -- operator looks at first, read in one call. It only reads; its result sets
 -- come in the order below, each described in sql/README.md ("Status").
 
--- spPrimeflowStatusOverview: nine result sets.
+-- spPrimeflowStatusOverview: ten result sets.
 --   1. one row: the webhook log's rows queued under @MaxAttempts, capped and
 --      processed, those still to publish; the outbox's unpublished messages
 --      and when the oldest was written; jobs whose new-job pipeline failed
 --      and has not completed; triage invites not sent; orders whose last
---      write OptimoRoute refused.
+--      write OptimoRoute refused; triage invites Failed; new-job emails whose
+--      receipt is Failed; jobs with an ethSyncQueue item queued at or after
+--      @SyncQueuedSince (0 when it is NULL).
 --   2. the oldest queued log row (0 or 1 row).
 --   3. each eventAction's newest unprocessed row with a failed attempt.
 --   4. smsQueue's messages by State.
@@ -16,8 +18,11 @@
 --   7. optimoRoutePlan's dates by PlanStatus, with the earliest.
 --   8. the newest refused order (0 or 1 row).
 --   9. the newest plan date with an ErrorText (0 or 1 row).
+--  10. the newest Failed email receipt (0 or 1 row), as
+--      spPrimeflowEmailJobRegisteredGet returns one.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowStatusOverview
-    @MaxAttempts INT = 5
+    @MaxAttempts INT = 5,
+    @SyncQueuedSince DATETIME2(3) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -31,7 +36,10 @@ BEGIN
         (SELECT MIN(createdUTC) FROM dbo.primeflowOutbox WHERE publishedUTC IS NULL) AS outboxOldestUTC,
         (SELECT COUNT_BIG(*) FROM dbo.primeflowJobFirstSeen WHERE pipelineCompletedUTC IS NULL AND pipelineAttempts > 0) AS firstSeenFailing,
         (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue WHERE sentUTC IS NULL) AS invitesPending,
-        (SELECT COUNT_BIG(*) FROM dbo.optimoRouteOrder WHERE errorText IS NOT NULL) AS ordersFailing;
+        (SELECT COUNT_BIG(*) FROM dbo.optimoRouteOrder WHERE errorText IS NOT NULL) AS ordersFailing,
+        (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue WHERE sentUTC IS NULL AND state = N'Failed') AS invitesFailed,
+        (SELECT COUNT_BIG(*) FROM dbo.PrimeEmailJobRegistered WHERE outcome = N'Failed') AS emailsFailed,
+        (SELECT COUNT_BIG(DISTINCT jobId) FROM dbo.ethSyncQueue WHERE queuedUTC >= @SyncQueuedSince) AS syncQueueRecentJobs;
 
     SELECT TOP (1) id, receivedUTC, eventAction, processAttempts
     FROM dbo.ethPrimeWebhookLog
@@ -73,5 +81,12 @@ BEGIN
     FROM dbo.optimoRoutePlan
     WHERE ErrorText IS NOT NULL
     ORDER BY UpdatedUTC DESC, PlanDate;
+
+    SELECT TOP (1) id, internetMessageId, subject, receivedDateTime, fromAddress, bodyPreview, JobID, JobIDKind,
+           NumericReference, JobNumber, primeJobId, outcome, lastError, attempts, movedUTC, movedTo,
+           registeredUTC, updatedUTC, CAST(0 AS BIT) AS inserted
+    FROM dbo.PrimeEmailJobRegistered
+    WHERE outcome = N'Failed'
+    ORDER BY updatedUTC DESC, id DESC;
 END;
 GO

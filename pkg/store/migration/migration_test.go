@@ -274,3 +274,23 @@ func TestRefusedError(t *testing.T) {
 	is.True(strings.Contains(rerr.Error(), "logT, spInsert, spLegacy")) // names them
 	is.True(strings.Contains(rerr.Error(), "--adopt"))                  // and says what to do
 }
+
+// A procedure's WITH options end its parameters: EXECUTE AS OWNER's AS is
+// not the body's.
+func TestParseModuleReadsPastProcedureOptions(t *testing.T) {
+	for _, tc := range []struct{ name, batch string }{
+		{"execute as owner", "CREATE OR ALTER PROCEDURE dbo.p\n    @ID BIGINT,\n    @Count INT = 0\nWITH EXECUTE AS OWNER\nAS\nBEGIN SELECT 1; END;"},
+		{"two options", "CREATE PROCEDURE dbo.p @ID BIGINT, @Count INT = 0 WITH RECOMPILE, EXECUTE AS 'loader' AS SELECT 1;"},
+		{"none", "CREATE PROCEDURE dbo.p @ID BIGINT, @Count INT = 0 AS WITH x AS (SELECT 1 AS a) SELECT a FROM x;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			m, ok, err := ParseModule(tc.batch)
+			is.NoErr(err)
+			is.True(ok)
+			is.Equal(len(m.Params), 2)          // both parameters
+			is.Equal(m.Params[1].Default, "0")  // the last one whole
+			is.Equal(m.Params[1].Name, "Count") // named
+		})
+	}
+}

@@ -30,6 +30,10 @@ var (
 	procEnd    = regexp.MustCompile(`(?is)\bAS\b`)
 	funcEnd    = regexp.MustCompile(`(?is)\bRETURNS\b`)
 	paramRE    = regexp.MustCompile(`(?is)^@(\w+)\s+([\w.]+(?:\s*\([\w\s,]*\))?)\s*(?:=\s*(\S+?))?\s*(READONLY)?$`)
+	// procOptions are a procedure's WITH options before its AS
+	// (EXECUTE AS OWNER holds an AS of its own).
+	procOptions = regexp.MustCompile(`(?is)\bWITH\s+(?:EXECUTE\s+AS\s+(?:CALLER|SELF|OWNER|'[^']*')|RECOMPILE|ENCRYPTION)` +
+		`(?:\s*,\s*(?:EXECUTE\s+AS\s+(?:CALLER|SELF|OWNER|'[^']*')|RECOMPILE|ENCRYPTION))*\s+AS\b`)
 )
 
 // ParseModule reads the module a batch (or a stored definition) creates:
@@ -52,6 +56,9 @@ func ParseModule(batch string) (m Module, ok bool, err error) {
 	e := end.FindStringIndex(rest)
 	if e == nil {
 		return m, true, fmt.Errorf("%s %s has no body", m.Kind, m.Name)
+	}
+	if o := procOptions.FindStringIndex(rest); m.Kind == Procedure && o != nil && o[0] < e[0] {
+		e = o // the parameters end where the options start
 	}
 	list := strings.TrimSpace(rest[:e[0]])
 	if m.Kind == Function {

@@ -137,7 +137,7 @@ func TestFunctionCallsHaveEveryArgument(t *testing.T) {
 func TestStatusOverviewCallsItsProcedure(t *testing.T) {
 	is := is.New(t)
 	s, rec := recording(t)
-	_, err := s.StatusOverview(context.Background())
+	_, err := s.StatusOverview(context.Background(), store.OverviewQuery{SyncQueuedSince: time.Now()})
 	is.True(errors.Is(err, errRecorded))                                           // the method reached the database
 	is.Equal(checkCalls(t, rec, scriptModules(t, "070_status.sql"), fits, nil), 1) // the script's one procedure
 }

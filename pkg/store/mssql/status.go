@@ -13,9 +13,10 @@ const procStatusOverview = "dbo.spPrimeflowStatusOverview"
 
 // StatusOverview reads the Overview in one call (spPrimeflowStatusOverview),
 // its result sets in the procedure's order.
-func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
+func (s *Store) StatusOverview(ctx context.Context, oq store.OverviewQuery) (store.Overview, error) {
 	o := store.Overview{SMS: store.SendCounts()}
-	rows, err := s.q().QueryContext(ctx, procStatusOverview, sql.Named("MaxAttempts", store.MaxAttempts))
+	rows, err := s.q().QueryContext(ctx, procStatusOverview, sql.Named("MaxAttempts", store.MaxAttempts),
+		sql.Named("SyncQueuedSince", sqlTime(oq.SyncQueuedSince)))
 	if err != nil {
 		return o, fmt.Errorf("mssql: status overview: %w", err)
 	}
@@ -24,7 +25,7 @@ func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
 	sets := []func() error{
 		func() error {
 			return rows.Scan(&o.Unprocessed, &o.Capped, &o.Processed, &o.Unpublished, &o.OutboxUnpublished, scanTime{&o.OutboxOldestUTC},
-				&o.FirstSeenFailing, &o.InvitesPending, &o.OrdersFailing)
+				&o.FirstSeenFailing, &o.InvitesPending, &o.OrdersFailing, &o.InvitesFailed, &o.EmailsFailed, &o.SyncQueueRecentJobs)
 		},
 		func() error {
 			r := &o.OldestUnprocessed
@@ -53,6 +54,11 @@ func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
 		},
 		func() error { return rows.Scan(&o.OrderLastErrorNo, scanString{&o.OrderLastError}) },
 		func() error { return rows.Scan(scanDate{&o.PlanLastErrorDate}, scanString{&o.PlanLastError}) },
+		func() error {
+			var err error
+			o.EmailLastFailed, _, err = scanEmail(rows)
+			return err
+		},
 	}
 	for i, scan := range sets {
 		if i > 0 && !rows.NextResultSet() {

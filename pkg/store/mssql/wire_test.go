@@ -475,7 +475,10 @@ var wireDrives = map[string]wireDrive{
 	"SetSweepWatermark": func(ctx context.Context, s *Store, full bool) error {
 		return s.SetSweepWatermark(ctx, "jobs", wireTime)
 	},
-	"StatusOverview": func(ctx context.Context, s *Store, full bool) error { _, err := s.StatusOverview(ctx); return err },
+	"StatusOverview": func(ctx context.Context, s *Store, full bool) error {
+		_, err := s.StatusOverview(ctx, store.OverviewQuery{SyncQueuedSince: opt(full, wireTime)})
+		return err
+	},
 }
 
 func wireFilter(full bool) store.LogFilter {

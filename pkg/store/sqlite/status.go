@@ -11,7 +11,7 @@ import (
 )
 
 // StatusOverview reads the Overview, one query a figure.
-func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
+func (s *Store) StatusOverview(ctx context.Context, oq store.OverviewQuery) (store.Overview, error) {
 	var o store.Overview
 	q := s.r()
 	row := func(what, query string, args []any, dest ...any) error {
@@ -69,8 +69,25 @@ func (s *Store) StatusOverview(ctx context.Context) (store.Overview, error) {
 		&o.FirstSeenLastErrorJob, scanString{&o.FirstSeenLastError}); err != nil {
 		return o, err
 	}
-	if err := row("triage invites", `SELECT COUNT(*) FROM ethTriageInviteQueue WHERE sentUTC IS NULL`, nil, &o.InvitesPending); err != nil {
+	if err := row("triage invites", `SELECT COUNT(*), COUNT(CASE WHEN state = ? THEN 1 END) FROM ethTriageInviteQueue WHERE sentUTC IS NULL`,
+		[]any{string(store.SendFailed)}, &o.InvitesPending, &o.InvitesFailed); err != nil {
 		return o, err
+	}
+	if err := row("emails failed", `SELECT COUNT(*) FROM PrimeEmailJobRegistered WHERE outcome = ?`,
+		[]any{store.EmailFailed}, &o.EmailsFailed); err != nil {
+		return o, err
+	}
+	last, _, err := queryOne(ctx, q, "status overview: newest failed email", `SELECT `+emailColumns+`
+		FROM PrimeEmailJobRegistered WHERE outcome = ? ORDER BY updatedUTC DESC, id DESC LIMIT 1`, scanEmail, store.EmailFailed)
+	if err != nil {
+		return o, err
+	}
+	o.EmailLastFailed = last
+	if !oq.SyncQueuedSince.IsZero() {
+		if err := row("sync queue", `SELECT COUNT(DISTINCT jobId) FROM ethSyncQueue WHERE queuedUTC >= ?`,
+			[]any{formatTime(oq.SyncQueuedSince)}, &o.SyncQueueRecentJobs); err != nil {
+			return o, err
+		}
 	}
 	plans, err := queryAll(ctx, q, "status overview: plan dates", `SELECT PlanStatus, COUNT(*), MIN(PlanDate) FROM optimoRoutePlan
 		GROUP BY PlanStatus ORDER BY PlanStatus`, func(sc sqlrows.Scanner) (store.PlanDates, error) {

@@ -13,10 +13,12 @@ func testStatus(t *testing.T, open Opener) {
 	ctx := context.Background()
 	t.Run("empty", func(t *testing.T) {
 		is := is.New(t)
-		o, err := open(t).StatusOverview(ctx)
+		o, err := open(t).StatusOverview(ctx, store.OverviewQuery{SyncQueuedSince: time.Now().Add(-time.Hour)})
 		is.NoErr(err)
 		is.Equal(o.Unprocessed+o.Capped+o.Processed+o.Unpublished, 0) // no rows
-		is.Equal(o.OldestUnprocessed.ID, int64(0))                    // nothing queued
+		is.Equal(o.InvitesFailed+o.EmailsFailed+o.SyncQueueRecentJobs, 0)
+		is.Equal(o.EmailLastFailed.ID, int64(0))   // no failed email
+		is.Equal(o.OldestUnprocessed.ID, int64(0)) // nothing queued
 		is.Equal(len(o.Failing), 0)
 		is.True(o.OutboxOldestUTC.IsZero())
 		is.Equal(o.SMS[store.SendFailed], 0) // every state, at 0
@@ -70,6 +72,44 @@ func testStatus(t *testing.T, open Opener) {
 		queued, err := s.QueueTriageInvite(ctx, jobB, statusICM)
 		is.NoErr(err)
 		is.True(queued)
+		// A second job's invite, given up on: Failed, still pending.
+		_, err = s.UpsertJob(ctx, sampleJob(jobC, statusICM, 1))
+		is.NoErr(err)
+		queued, err = s.QueueTriageInvite(ctx, jobC, statusICM)
+		is.NoErr(err)
+		is.True(queued)
+		invites, err := s.ClaimTriageInvites(ctx, time.Now().Add(time.Second), time.Minute, 3, 10)
+		is.NoErr(err)
+		is.Equal(len(invites), 2)
+		for _, inv := range invites {
+			if inv.JobID == jobC {
+				is.NoErr(s.SetTriageInviteFailed(ctx, inv.ID, inv.Attempts, "invite endpoint: 400 no phone", time.Time{}, time.Now()))
+			} else {
+				is.NoErr(s.ReleaseTriageInvite(ctx, inv.ID, inv.Attempts, time.Now()))
+			}
+		}
+
+		// Two emails Failed (the newer one's receipt last written), one processed.
+		for i, e := range []struct{ id, outcome, err string }{
+			{"<a@prime>", store.EmailFailed, "no JobID in the email"},
+			{"<b@prime>", store.EmailProcessed, ""},
+			{"<c@prime>", store.EmailFailed, "prime: no job 259047"},
+		} {
+			r, _, err := s.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: e.id, Subject: "New Job " + e.id,
+				ReceivedUTC: t0.Add(time.Duration(i) * time.Minute)})
+			is.NoErr(err)
+			r.Outcome, r.LastError, r.Attempts = e.outcome, e.err, 3
+			r.MovedUTC, r.MovedTo = time.Now(), e.outcome
+			is.NoErr(s.UpdateEmailReceipt(ctx, r))
+			time.Sleep(2 * time.Millisecond) // each receipt written in a millisecond of its own
+		}
+
+		// Two jobs' objects queued for the drains just now.
+		before := time.Now().Add(-time.Minute)
+		for _, job := range []string{jobA, jobB} {
+			_, err := s.QueueMissingObjectsByJob(ctx, job)
+			is.NoErr(err)
+		}
 
 		is.NoErr(s.PlanUpsert(ctx, dayOne))
 		is.NoErr(s.PlanUpsert(ctx, dayTwo))
@@ -80,7 +120,7 @@ func testStatus(t *testing.T, open Opener) {
 		is.NoErr(s.RecordOrderFailure(ctx, store.OptimoOrder{OrderNo: apptA, AppointmentID: apptA, JobID: jobA,
 			Version: 3, ErrorText: "ERR_LOC_GEOCODING: no such street"}))
 
-		o, err := s.StatusOverview(ctx)
+		o, err := s.StatusOverview(ctx, store.OverviewQuery{SyncQueuedSince: before})
 		is.NoErr(err)
 		is.Equal(o.Unprocessed, 3)               // queued under the cap
 		is.Equal(o.Capped, 1)                    // at the cap
@@ -105,7 +145,19 @@ func testStatus(t *testing.T, open Opener) {
 		is.Equal(o.FirstSeenFailing, 1)
 		is.Equal(o.FirstSeenLastErrorJob, jobA)
 		is.Equal(o.FirstSeenLastError, "queue missing objects: locked")
-		is.Equal(o.InvitesPending, 1)
+		is.Equal(o.InvitesPending, 2)                                 // not sent, Failed or not
+		is.Equal(o.InvitesFailed, 1)                                  // given up on
+		is.Equal(o.EmailsFailed, 2)                                   // in the failed folder
+		is.Equal(o.EmailLastFailed.InternetMessageID, "<c@prime>")    // the newest of them
+		is.Equal(o.EmailLastFailed.LastError, "prime: no job 259047") // with why
+		is.Equal(o.EmailLastFailed.Subject, "New Job <c@prime>")      // and what it was
+		is.Equal(o.SyncQueueRecentJobs, 2)                            // jobs with items queued since
+		later, err := s.StatusOverview(ctx, store.OverviewQuery{SyncQueuedSince: time.Now().Add(time.Hour)})
+		is.NoErr(err)
+		is.Equal(later.SyncQueueRecentJobs, 0) // none queued since a time to come
+		none, err := s.StatusOverview(ctx, store.OverviewQuery{})
+		is.NoErr(err)
+		is.Equal(none.SyncQueueRecentJobs, 0) // no start, no count
 		plans := map[string]store.PlanDates{}
 		for _, p := range o.PlanDates {
 			plans[p.Status] = p

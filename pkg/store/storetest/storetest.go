@@ -40,4 +40,5 @@ func Run(t *testing.T, open Opener) {
 	t.Run("EmailReceipts", func(t *testing.T) { testEmailReceipts(t, open) })
 	t.Run("Coverage", func(t *testing.T) { testCoverage(t, open) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, open) })
+	t.Run("Archive", func(t *testing.T) { testArchive(t, open) })
 }

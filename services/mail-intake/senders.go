@@ -1,0 +1,103 @@
+package mailintake
+
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+
+	"github.com/ethosbuilding/primeflow/pkg/graph"
+)
+
+// senders are MAIL_ALLOWED_SENDERS: the addresses, and the domains (an
+// entry "@example.com"), whose mail is worked. Anyone can send mail to the
+// mailbox, and every JobID read from one costs a Prime call: only Prime's
+// notifications are read.
+type senders struct {
+	addrs, domains map[string]bool
+}
+
+// parseSenders reads MAIL_ALLOWED_SENDERS, naming it in its error.
+func parseSenders(list []string) (senders, error) {
+	s := senders{addrs: map[string]bool{}, domains: map[string]bool{}}
+	var bad []string
+	for _, e := range list {
+		e = strings.ToLower(strings.TrimSpace(e))
+		switch {
+		case e == "":
+		case strings.HasPrefix(e, "@") && validDomain(e[1:]):
+			s.domains[e[1:]] = true
+		case !strings.HasPrefix(e, "@") && validAddress(e):
+			s.addrs[e] = true
+		default:
+			bad = append(bad, fmt.Sprintf("%q", e))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		return s, fmt.Errorf("MAIL_ALLOWED_SENDERS: %s: want addresses (noreply@example.com) or domains (@example.com), comma-separated", strings.Join(bad, ", "))
+	case len(s.addrs)+len(s.domains) == 0:
+		return s, errors.New("MAIL_ALLOWED_SENDERS is not set: the addresses (or @domains) Prime's notifications come from; other mail goes to MAIL_FAILED_FOLDER unread")
+	}
+	return s, nil
+}
+
+func validAddress(e string) bool {
+	a, err := mail.ParseAddress(e)
+	_, domain, _ := strings.Cut(e, "@")
+	return err == nil && a.Address == e && validDomain(domain)
+}
+
+func validDomain(d string) bool {
+	return strings.Contains(d, ".") && !strings.ContainsAny(d, "@ ,;<>") && !strings.HasPrefix(d, ".") && !strings.HasSuffix(d, ".")
+}
+
+// refusal says why a message is not worked, "" when it is: its From is not
+// an allowed sender; or Exchange's Authentication-Results (graph/headers.go)
+// is there and says the message passed neither DMARC for the From's domain
+// nor a DKIM signature aligned with it. Where Graph gives no such header
+// (a simulator, a message made in the folder), the From is all there is to
+// go by.
+func (s senders) refusal(m graph.Message) string {
+	from := strings.ToLower(strings.TrimSpace(m.From.EmailAddress.Address))
+	at := strings.LastIndexByte(from, '@')
+	domain := from[at+1:]
+	if at < 0 || !(s.addrs[from] || s.domains[domain]) {
+		return fmt.Sprintf("refused unread: the sender %q is not in MAIL_ALLOWED_SENDERS", from)
+	}
+	results, ok := m.Authentication()
+	if !ok || authenticated(results, domain) {
+		return ""
+	}
+	var said []string
+	for _, r := range results {
+		if r.Method == "dmarc" || r.Method == "dkim" {
+			said = append(said, r.Method+"="+r.Result)
+		}
+	}
+	return fmt.Sprintf("refused unread: mail from %q passed neither DMARC nor DKIM for %s (Authentication-Results: %s)",
+		from, domain, strings.Join(said, ", "))
+}
+
+// authenticated reports whether the results say the From's domain sent the
+// message: DMARC passed for it, or a DKIM signature of it or of a domain it
+// is under passed (RFC 7489's relaxed alignment, as far as it can be told
+// without the public suffix list).
+func authenticated(results []graph.AuthResult, domain string) bool {
+	for _, r := range results {
+		if r.Result != "pass" {
+			continue
+		}
+		switch d := strings.ToLower(r.Props["header.d"]); r.Method {
+		case "dmarc":
+			if strings.EqualFold(r.Props["header.from"], domain) {
+				return true
+			}
+		case "dkim":
+			if validDomain(d) && (domain == d || strings.HasSuffix(domain, "."+d)) {
+				return true
+			}
+		}
+	}
+	return false
+}
