@@ -152,8 +152,13 @@ type SyncQueued struct {
 	// Objects are the items' objectName: the mirror tables to sync
 	// (primeAllocations, …).
 	Objects []string `json:"objects"`
-	// Source says who queued them, for the logs ("firstseen", "triage-invite").
+	// Source says who queued them, for the logs ("firstseen", "triage-invite",
+	// "backstop").
 	Source string `json:"source,omitempty"`
+	// Priority is the class of the drains' Prime calls for them, as
+	// prime.Priority names it ("drain", "sweep"); empty is "drain". The
+	// jobs-by-date backstop's are "sweep".
+	Priority string `json:"priority,omitempty"`
 }
 
 // SyncQueuedMsgID makes a hand-off of a job's queued objects publish once
@@ -324,17 +329,25 @@ type JobsSweepRequest struct {
 
 // JobsSweepReply says what a jobs-by-date sweep did. Error is set when it
 // stopped before the end of the list (RetryAfterMS when Prime's rate limit
-// stopped it); the watermark then stays where it was.
+// stopped it); the watermark then stays where it was, and the next sweep
+// goes on from the last page all of whose jobs went through.
 type JobsSweepReply struct {
-	// FromUTC is where the list started: the watermark less the overlap.
+	// FromUTC is where the list started: the watermark less the overlap,
+	// or the list of the sweep cut short that this one goes on with.
 	FromUTC time.Time `json:"fromUTC"`
+	// FromPage is the page this sweep went on from, that of a sweep cut
+	// short; 0 when it started at the first.
+	FromPage int `json:"fromPage,omitempty"`
 	// WatermarkUTC is where the next sweep starts from, less the overlap.
 	WatermarkUTC time.Time `json:"watermarkUTC"`
 	Pages        int       `json:"pages"`
 	Listed       int       `json:"listed"`
-	// Unchanged were mirrored at that version already (no write, no call).
+	// Unchanged were mirrored at that version already, their objects
+	// queued for it (no write, no call).
 	Unchanged int `json:"unchanged"`
-	// Updated were mirrored at an older version, now written.
+	// Updated were mirrored, but their version moved since the mirror's
+	// (the primeJobs row, or the objects last queued): written, and their
+	// objects queued again (§6 step 1), drained in the sweeps' class.
 	Updated int `json:"updated"`
 	// FirstSight were new to the mirror: first sight and the pipeline.
 	FirstSight   int    `json:"firstSight"`

@@ -404,6 +404,7 @@ func TestListJobsUpdatedSince(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(page.Number, n)
 		is.Equal(page.TotalPages, 3) // five jobs, two a page
+		is.Equal(page.PerPage, 2)    // as Prime cut them
 		for _, j := range page.Records {
 			got = append(got, j.ID)
 		}

@@ -135,6 +135,9 @@ type Page[T any] struct {
 	// Number is the page's number, from 1; TotalPages is meta.pagination's
 	// total_pages (0 when Prime sent no pagination).
 	Number, TotalPages int
+	// PerPage is meta.pagination's per_page: the size of the list's pages
+	// as Prime cut them (0 when Prime sent no pagination).
+	PerPage int
 }
 
 // Last reports whether no page follows this one.
@@ -170,7 +173,7 @@ func decodeList(endpoint string, page int, body []byte) (Page[resource], error) 
 	}
 	p := Page[resource]{Records: doc.Data, Number: page}
 	if doc.Meta.Pagination != nil {
-		p.TotalPages = doc.Meta.Pagination.TotalPages
+		p.TotalPages, p.PerPage = doc.Meta.Pagination.TotalPages, doc.Meta.Pagination.PerPage
 	}
 	return p, nil
 }
@@ -181,7 +184,7 @@ func decodePage[T any, PT recordPtr[T]](endpoint string, page int, body []byte) 
 	if err != nil {
 		return Page[T]{}, err
 	}
-	p := Page[T]{Number: l.Number, TotalPages: l.TotalPages}
+	p := Page[T]{Number: l.Number, TotalPages: l.TotalPages, PerPage: l.PerPage}
 	for _, r := range l.Records {
 		v, err := decode[T, PT](endpoint, r)
 		if err != nil {

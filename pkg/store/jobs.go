@@ -40,6 +40,9 @@ type Job struct {
 	SyncedUTC time.Time
 }
 
+// At is the job's version as the mirror holds it.
+func (j Job) At() JobVersion { return JobVersion{Version: j.Version, UpdatedAt: j.UpdatedAt} }
+
 // Jobs is the job mirror, primeJobs.
 type Jobs interface {
 	// UpsertJob inserts the job or updates the row with its id

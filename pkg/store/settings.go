@@ -6,7 +6,9 @@ import (
 )
 
 // Settings are the primeflowSettings rows: values that procedures called by
-// other systems read, because those callers do not pass them (§11, sql/README.md).
+// other systems read, because those callers do not pass them (§11,
+// sql/README.md), and the little state a service keeps between its runs
+// (the jobs-by-date backstop's checkpoint).
 type Settings interface {
 	// SetSetting writes a setting (at most MaxSettingLen characters).
 	SetSetting(ctx context.Context, name, value string) error

@@ -77,6 +77,30 @@ type SyncQueue interface {
 	// other object the queue holds, how many items it has, how many of
 	// them are claimed, and when the oldest was queued.
 	SyncQueueStats(ctx context.Context) ([]SyncQueueStat, error)
+	// GetJobObjectsQueued returns the version of the job that primeflow
+	// last queued its missing objects for (at its first sight, or by the
+	// jobs-by-date backstop once it changed); found is false when none
+	// was recorded (spPrimeflowGetJobObjectsQueued).
+	GetJobObjectsQueued(ctx context.Context, jobID string) (v JobVersion, found bool, err error)
+	// SetJobObjectsQueued records v as that version
+	// (spPrimeflowSetJobObjectsQueued).
+	SetJobObjectsQueued(ctx context.Context, jobID string, v JobVersion) error
+}
+
+// JobVersion is how far a job has changed: Prime's version, and its
+// updatedAt, which stands in for a version Prime does not give.
+type JobVersion struct {
+	Version   int64
+	UpdatedAt time.Time
+}
+
+// Covers reports whether v is w or newer: by version when w has one, by
+// updatedAt (to the millisecond the stores keep) when it has none.
+func (v JobVersion) Covers(w JobVersion) bool {
+	if w.Version != 0 {
+		return v.Version >= w.Version
+	}
+	return !w.UpdatedAt.Truncate(time.Millisecond).After(v.UpdatedAt)
 }
 
 // SyncQueueStat is one object's part of the sync queue.

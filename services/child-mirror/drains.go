@@ -29,19 +29,23 @@ import (
 //   - pushed: whoever queues items hands them on through the outbox in the
 //     same transaction (events.SyncQueued on prime.job.syncqueued: the
 //     new-job pipeline's first sight, a triage invite whose contact is not
-//     mirrored), so they are drained within seconds;
+//     mirrored, the jobs-by-date backstop for a known job that changed), so
+//     they are drained within seconds, in the class the hand-off names
+//     (the drains', or the sweeps' for the jobs-by-date backstop's);
 //   - the backstop: each drain goes through its whole queue at an interval
 //     of its own (SYNC_DRAIN_EVERY_*, 31, 37, 41 and 47 minutes, primes, so
 //     no two passes fall together again for hours), for items queued by
-//     callers outside primeflow (the email flow, §7) and any a push missed.
+//     callers outside primeflow (the email flow, §7) and any a push missed,
+//     each item once a pass.
 //
 // The race of §7 and §9: straight after a job's first sight Prime may not
 // have its allocation yet, and "Prime Sync Queued Allocations" treats an
 // empty answer as done. Here an empty answer for an item queued less than
 // SYNC_DRAIN_EMPTY_GRACE ago keeps the item for a later pass — after as
 // long again as it has waited, at least SYNC_DRAIN_EMPTY_WAIT — and only an
-// empty answer past the grace counts as done (spEthSyncQueueDelete); the
-// make-safe ladder still covers a make-safe job (§6).
+// empty answer past the grace counts as done: the item is removed
+// (spEthSyncQueueDelete) and the mirror keeps what it holds, as n8n's
+// drains did; the make-safe ladder still covers a make-safe job (§6).
 
 // DrainConfig configures the sync-queue drains.
 type DrainConfig struct {
@@ -101,7 +105,7 @@ type synced struct {
 // Outcomes of draining an item, as counted.
 const (
 	drainMirrored = "mirrored" // written, and the item removed
-	drainEmpty    = "empty"    // Prime had nothing and the item was past its grace: removed
+	drainEmpty    = "empty"    // Prime had nothing and the item was past its grace: removed, the mirror left as it was
 	drainKept     = "kept"     // Prime had nothing soon after the item was queued: kept for a later pass
 	drainRequeued = "requeued" // written, but the item was queued again meanwhile: kept for the next pass
 	drainNoJob    = "no_job"   // Prime has no such job: removed
@@ -136,14 +140,19 @@ type drainResult struct {
 	err     error
 }
 
-// drainItem drains one claimed item. An item it does not remove is given
-// back, so the next pass, or another drain, takes it at once.
-func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueueItem) drainResult {
+// left reports whether the item is still in the queue, and still claimed
+// by the drain that drained it: kept for a later pass, waiting for Prime,
+// or failed.
+func (r drainResult) left() bool {
+	return r.outcome == drainKept || r.outcome == drainWaited || r.outcome == drainFailed
+}
+
+// drainItem drains one claimed item, its Prime calls in the class prio. An
+// item it leaves in the queue (res.left) is still claimed: the caller gives
+// it back.
+func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueueItem, prio prime.Priority) drainResult {
 	log := c.log.With("object", it.Object, "jobId", it.JobID, "item", it.ID)
-	res := c.drainClaimed(ctx, log, d, it)
-	if res.outcome == drainKept || res.outcome == drainWaited || res.outcome == drainFailed {
-		c.giveBack(ctx, []store.SyncQueueItem{it})
-	}
+	res := c.drainClaimed(ctx, log, d, it, prio)
 	if ctx.Err() != nil && res.outcome == drainFailed {
 		log.Debug("sync queue item given back: the drain is stopping", "err", res.err)
 		return res // not the item's failure: it is drained after the restart
@@ -164,11 +173,12 @@ func (c *ChildMirror) drainItem(ctx context.Context, d drain, it store.SyncQueue
 // purposeSyncDrain is the purpose of the drains' Prime calls.
 const purposeSyncDrain = "sync-drain"
 
-func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drain, it store.SyncQueueItem) drainResult {
-	// The drains' calls, and the ensure-job one asks of job-mirror, go
-	// after the events' and before the sweeps' (PriorityDrain), whether
-	// the item was handed on or found by a backstop pass.
-	ctx = prime.WithCaller(prime.WithPriority(ctx, prime.PriorityDrain), ServiceName, purposeSyncDrain)
+func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drain, it store.SyncQueueItem, prio prime.Priority) drainResult {
+	// The drain's calls, and the ensure-job it asks of job-mirror, go in
+	// prio's class: the drains' (after the events', before the sweeps'),
+	// handed on or found by a backstop pass, or the sweeps' for the items
+	// the jobs-by-date backstop handed on.
+	ctx = prime.WithCaller(prime.WithPriority(ctx, prio), ServiceName, purposeSyncDrain)
 	job, err := c.drainJob(ctx, it.JobID)
 	if errors.Is(err, prime.ErrNotFound) {
 		return c.remove(ctx, log, it, synced{}, drainNoJob)
@@ -187,7 +197,11 @@ func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drai
 			wait := min(max(age, c.cfg.Drain.EmptyWait), c.cfg.Drain.EmptyGrace-age+time.Second)
 			return drainResult{outcome: drainKept, wait: wait}
 		}
-		return c.remove(ctx, log, it, s, drainEmpty)
+		// Done, as n8n's drains took it: the item is removed and the
+		// mirror keeps what it holds. An empty answer may be a Prime
+		// hiccup; replacing the job's status histories or relationships
+		// with it would erase them.
+		return c.remove(ctx, log, it, synced{}, drainEmpty)
 	}
 	return c.remove(ctx, log, it, s, drainMirrored)
 }
@@ -258,6 +272,14 @@ func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error 
 		return consume.Drop(fmt.Errorf("%s: not a sync hand-off of a job: %v", msg.Subject(), err))
 	}
 	jobID := strings.ToLower(sq.JobID)
+	prio := prime.PriorityDrain
+	if sq.Priority != "" {
+		var err error
+		if prio, err = prime.ParsePriority(sq.Priority); err != nil {
+			c.log.Warn("sync hand-off names an unknown class: drained in the drains'", "jobId", jobID, "source", sq.Source, "err", err)
+			prio = prime.PriorityDrain
+		}
+	}
 	drains := c.drains()
 	var later time.Duration
 	var cause, failed error
@@ -267,7 +289,7 @@ func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error 
 			c.log.Warn("sync hand-off names an object no drain syncs: left to whoever queued it", "object", object, "jobId", jobID, "source", sq.Source)
 			continue
 		}
-		res, err := c.drainOne(ctx, d, jobID)
+		res, err := c.drainOne(ctx, d, jobID, prio)
 		if err != nil {
 			return err // the database: redelivered with the consumer's backoff
 		}
@@ -300,17 +322,23 @@ func (c *ChildMirror) drainPushed(ctx context.Context, msg jetstream.Msg) error 
 // delivered before its items are left to the backstop.
 const maxPushDeliveries = 5
 
-// drainOne claims and drains a job's item of d's object. No item to claim is
-// no work, unless another drain holds it: then the result waits for that
-// claim to lapse, in case its drain died.
-func (c *ChildMirror) drainOne(ctx context.Context, d drain, jobID string) (drainResult, error) {
+// drainOne claims and drains a job's item of d's object, its calls in the
+// class prio; an item it leaves in the queue is given back, so that the message's redelivery, or a pass,
+// takes it at once. No item to claim is no work, unless another drain
+// holds it: then the result waits for that claim to lapse, in case its
+// drain died.
+func (c *ChildMirror) drainOne(ctx context.Context, d drain, jobID string, prio prime.Priority) (drainResult, error) {
 	f := store.SyncQueueFilter{Object: d.object, JobID: jobID, Limit: 1}
 	items, err := c.store.ClaimSyncQueue(ctx, f, time.Now().Add(-c.cfg.Drain.Lease))
 	if err != nil {
 		return drainResult{}, err
 	}
 	if len(items) == 1 {
-		return c.drainItem(ctx, d, items[0]), nil
+		res := c.drainItem(ctx, d, items[0], prio)
+		if res.left() {
+			c.giveBack(ctx, items)
+		}
+		return res, nil
 	}
 	held, err := c.store.ListSyncQueue(ctx, f)
 	if err != nil || len(held) == 0 || held[0].ClaimedUTC.IsZero() {
@@ -344,20 +372,38 @@ func (c *ChildMirror) backstop(ctx context.Context, d drain) {
 }
 
 // Pass is one backstop pass of object's drain: it claims the items no
-// drain holds, SYNC_DRAIN_BATCH at a time, and drains each, until none is
-// left, Prime asks it to wait, or ctx ends (the claims it has not worked
-// are given back). It returns how many items it worked.
+// drain holds, SYNC_DRAIN_BATCH at a time, oldest first, and drains each,
+// until a claim comes back short, Prime asks it to wait, or ctx ends. It
+// works each item at most once: an item it leaves in the queue (kept,
+// failed) stays claimed by the pass until the pass ends, and the pass's
+// later claims take a lapsed claim only if it was made before the pass's
+// first, so that no claim of the pass takes back an item it has worked,
+// however long it runs. The claims it holds are given back when it
+// returns, those it has not worked at once. It returns how many items it
+// worked.
 func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
 	d, ok := c.drains()[object]
 	if !ok {
 		return 0, fmt.Errorf("no drain syncs %s", object)
 	}
+	var left []store.SyncQueueItem // worked, still queued and claimed: given back at the end
+	defer func() { c.giveBack(ctx, left) }()
+	var first time.Time // the stamp of the pass's first claim
 	worked := 0
 	for ctx.Err() == nil {
 		claimed := time.Now()
-		items, err := c.store.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: object, Limit: c.cfg.Drain.Batch}, claimed.Add(-c.cfg.Drain.Lease))
+		staleBefore := claimed.Add(-c.cfg.Drain.Lease)
+		if !first.IsZero() && first.Before(staleBefore) {
+			staleBefore = first
+		}
+		items, err := c.store.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: object, Limit: c.cfg.Drain.Batch}, staleBefore)
 		if err != nil {
 			return worked, err
+		}
+		for _, it := range items {
+			if first.IsZero() || it.ClaimedUTC.Before(first) {
+				first = it.ClaimedUTC
+			}
 		}
 		var stop error
 		for i, it := range items {
@@ -367,8 +413,11 @@ func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
 				c.giveBack(ctx, items[i:])
 				break
 			}
-			res := c.drainItem(ctx, d, it)
+			res := c.drainItem(ctx, d, it, prime.PriorityDrain)
 			worked++
+			if res.left() {
+				left = append(left, it)
+			}
 			if res.outcome == drainWaited {
 				stop = res.err // Prime's budget is spent for now: the rest waits for the next pass
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	childmirror "github.com/ethosbuilding/primeflow/services/child-mirror"
@@ -166,17 +168,76 @@ func TestAnEarlyEmptyAnswerKeepsTheItemForALaterPass(t *testing.T) {
 	is.Equal(e.drained(store.TableAllocations, "empty"), 0.0) // never dropped as done
 }
 
-func TestAnEmptyAnswerPastTheGraceIsDone(t *testing.T) {
+// Past the grace an empty answer counts as done, as n8n's drains took it:
+// the item is removed, and the mirror keeps what it holds. A Prime hiccup
+// that answers a job's status histories or relationships with an empty
+// list erases nothing.
+func TestAnEmptyAnswerPastTheGraceIsDoneAndErasesNothing(t *testing.T) {
 	is := is.New(t)
 	e := start(t, options{cfg: drainConfig(func(c *childmirror.DrainConfig) { c.EmptyGrace = 0 })})
-	j := e.Sim.NewJob()
+	ctx := context.Background()
+	j := e.Sim.NewJob() // Prime lists no status history, relationship or allocation for it
 	e.mirrorJobOf(j.ID)
-	_, err := e.Env.Store.QueueMissingObjectsByJob(context.Background(), j.ID)
+	const history, relationship = "5a1e2b3c-0000-4000-8000-000000000001", "5a1e2b3c-0000-4000-8000-000000000002"
+	is.NoErr(e.Env.Store.ReplaceJobStatusHistory(ctx, j.ID, []store.JobStatusHistory{{StatusHistoryID: history, StatusID: j.StatusID, CreatedAt: time.Now()}}))
+	is.NoErr(e.Env.Store.ReplaceJobContactRelationships(ctx, j.ID, []store.ContactRelationship{{ContactRelationshipID: relationship, ContactID: j.PrimaryContactID}}))
+	_, err := e.Env.Store.QueueMissingObjectsByJob(ctx, j.ID)
 	is.NoErr(err)
-	e.publishSyncQueued(j.ID, store.TableAllocations)
-	flowtest.Eventually(t, "the allocations' item removed", func() bool { return e.drained(store.TableAllocations, "empty") == 1 })
+	emptied := []string{store.TableAllocations, store.TableJobStatusHistory, store.TableContactRelationships}
+	e.publishSyncQueued(j.ID, emptied...)
+	for _, o := range emptied {
+		e.waitDrained(o, "empty", 1)
+	}
 	for _, it := range e.queued(j.ID) {
-		is.True(it.Object != store.TableAllocations) // an empty answer past the grace counts as done (§7)
+		is.True(!slices.Contains(emptied, it.Object)) // an empty answer past the grace counts as done (§7): the items removed
+	}
+	hs, err := e.Env.Store.ListJobStatusHistory(ctx, j.ID)
+	is.NoErr(err)
+	is.Equal(len(hs), 1) // the mirrored status history is kept
+	is.Equal(hs[0].StatusHistoryID, history)
+	rels, err := e.Env.Store.ListJobContactRelationships(ctx, j.ID)
+	is.NoErr(err)
+	is.Equal(len(rels), 1) // and the mirrored relationship
+	is.Equal(rels[0].ContactRelationshipID, relationship)
+}
+
+// A backstop pass works each item once, however many it leaves in the
+// queue: SYNC_DRAIN_BATCH items whose call fails and as many that Prime
+// answers empty soon after they were queued (kept for a later pass) are
+// each asked of Prime once, and the pass ends; it claimed them again and
+// again before, the oldest first, for as long as it ran.
+func TestABackstopPassWorksEachItemOnce(t *testing.T) {
+	is := is.New(t)
+	const batch = 3
+	e := start(t, options{cfg: drainConfig()})
+	e.waitFirstPasses()
+	ctx := context.Background()
+	for range 2 * batch {
+		j := e.Sim.NewJob() // no allocation: Prime answers empty
+		e.mirrorJobOf(j.ID)
+		is.NoErr(e.Env.Store.UpsertSyncQueue(ctx, store.TableAllocations, j.ID)) // queued outside primeflow: no hand-off
+	}
+	e.Sim.SetFaults(primesim.Faults{Path: "/allocations", FailNext: batch}) // the oldest batch's calls fail
+	calls := func() int64 { return e.Sim.Stats().ByEndpoint["GET /allocations"] }
+	before := calls()
+
+	cfg := childmirror.DefaultConfig()
+	drainConfig(func(c *childmirror.DrainConfig) { c.Batch = batch })(&cfg)
+	cm, err := childmirror.New(cfg, e.deps, e.Prime)
+	is.NoErr(err)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second) // ends a pass that does not
+	defer cancel()
+	worked, err := cm.Pass(pctx, store.TableAllocations)
+	is.Equal(calls()-before, int64(2*batch)) // each item asked of Prime once
+	is.Equal(worked, 2*batch)                // and worked once
+	is.NoErr(err)                            // the pass ended on its own
+	is.Equal(e.drained(store.TableAllocations, "failed"), float64(batch))
+	is.Equal(e.drained(store.TableAllocations, "kept"), float64(batch))
+	items, err := e.Env.Store.ListSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations})
+	is.NoErr(err)
+	is.Equal(len(items), 2*batch) // all of them left for a later pass
+	for _, it := range items {
+		is.True(it.ClaimedUTC.IsZero()) // and given back when the pass ended
 	}
 }
 
@@ -386,4 +447,48 @@ func TestTheDrainsCallPrimeInTheirClass(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	is.NoErr(reg.Register(e.Prime))
 	is.True(flowtest.Counter(t, reg, "prime_client_calls_total", map[string]string{"caller": childmirror.ServiceName, "purpose": "sync-drain", "priority": "drain"}) > 0) // named as the drains'
+}
+
+// The jobs-by-date backstop keeps a known job's children current, as n8n's
+// copy of the pipeline did (§7): a job that moved on in Prime since its
+// first sight, its webhook lost, is listed by the sweep, its objects are
+// queued again and drained, its new status history mirrored, and every
+// call for it — the list and the drains' — goes in the sweeps' class.
+func TestTheBackstopKeepsAKnownJobsChildrenCurrent(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig()})
+	e.startPipeline()
+	ctx := context.Background()
+	j := e.Sim.NewJob()
+	e.Sim.NewContact(j.ID)
+	e.Sim.NewStatusHistory(j.ID, j.StatusID)
+	e.Sim.NewAllocation(j.ID, "Plumbing")
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	flowtest.Eventually(t, "the first sight's items drained", func() bool {
+		fs, found, err := e.Env.Store.GetFirstSeen(ctx, j.ID)
+		return err == nil && found && fs.Completed() && len(e.queued(j.ID)) == 0
+	})
+
+	const moved = "3f2a1b0c-9d8e-4f7a-8b6c-5d4e3f2a1b0c"
+	e.Sim.NewStatusHistory(j.ID, moved)
+	_, err := e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = moved }) // no webhook comes
+	is.NoErr(err)
+	before := e.Prime.Stats()
+	msg, err := e.NC.Request(events.SubjectSweepJobs, []byte(`{"source":"test"}`), 30*time.Second)
+	is.NoErr(err)
+	var reply events.JobsSweepReply
+	is.NoErr(json.Unmarshal(msg.Data, &reply))
+	is.Equal(reply.Error, "")
+	is.Equal(reply.Updated, 1) // the job that moved on
+	flowtest.Eventually(t, "the job's objects drained again", func() bool {
+		hs, err := e.Env.Store.ListJobStatusHistory(ctx, j.ID)
+		return err == nil && len(hs) == 2 && len(e.queued(j.ID)) == 0
+	})
+	for _, o := range store.MissingObjects() {
+		e.waitDrained(o, "mirrored", 2) // each drain's item, at first sight and again
+	}
+	after := e.Prime.Stats()
+	swept := after.ByPriority[prime.PrioritySweep] - before.ByPriority[prime.PrioritySweep]
+	is.True(swept > 1)                              // the list, and the drains' calls
+	is.Equal(swept, after.Requests-before.Requests) // every one in the sweeps' class
 }

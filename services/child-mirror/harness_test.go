@@ -145,6 +145,24 @@ func (s *recordingStore) InTx(ctx context.Context, fn func(store.Store) error) e
 	})
 }
 
+// ClaimSyncQueue records a backstop pass's claims ("claim:<object>").
+func (s *recordingStore) ClaimSyncQueue(ctx context.Context, f store.SyncQueueFilter, staleBefore time.Time) ([]store.SyncQueueItem, error) {
+	items, err := s.Store.ClaimSyncQueue(ctx, f, staleBefore)
+	if err == nil && f.JobID == "" {
+		s.record("claim:" + f.Object)
+	}
+	return items, err
+}
+
+// waitFirstPasses waits for the backstop pass each drain makes at start,
+// so that a test's items are no pass's but its own.
+func (e *env) waitFirstPasses() {
+	e.T.Helper()
+	for _, o := range store.MissingObjects() {
+		flowtest.Eventually(e.T, "the first backstop pass of "+o, func() bool { return e.store.count("claim:"+o) > 0 })
+	}
+}
+
 func (s *recordingStore) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 	created, err := s.Store.UpsertJob(ctx, j)
 	if err == nil {

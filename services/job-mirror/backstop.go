@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -80,19 +81,73 @@ func (m *Mirror) handleSweepJobs(ctx context.Context, req micro.Request) {
 	}
 }
 
+// SettingJobsSweepCheckpoint names the primeflowSettings row in which a
+// jobs-by-date sweep cut short keeps how far it got (a JSON checkpoint;
+// empty when none), so that the next sweep goes on from there.
+const SettingJobsSweepCheckpoint = "JobsSweepCheckpoint"
+
+// checkpoint is how far a jobs-by-date sweep got through its list: every
+// job on the pages before NextPage of the jobs updated since FromUTC,
+// newest first, went through. Newest first, a job updated since only moves
+// to the front (the pages after it shift onto jobs already read), so the
+// pages from NextPage still hold every job not read yet: a sweep that goes
+// on from there misses none, and the watermark moves once one of them
+// reaches the end of the list.
+type checkpoint struct {
+	FromUTC time.Time `json:"fromUTC"`
+	// PerPage is the size of the pages as Prime cut them: pages of another
+	// size (PRIME_PAGE_SIZE changed) start the list again.
+	PerPage  int `json:"perPage"`
+	NextPage int `json:"nextPage"`
+	// NewestUTC is the newest updatedAt the pages gone through listed.
+	NewestUTC time.Time `json:"newestUTC"`
+}
+
+// getCheckpoint reads the checkpoint a sweep cut short kept; found is
+// false when there is none.
+func (m *Mirror) getCheckpoint(ctx context.Context) (cp checkpoint, found bool, err error) {
+	v, found, err := m.store.GetSetting(ctx, SettingJobsSweepCheckpoint)
+	if err != nil || !found || v == "" {
+		return checkpoint{}, false, err
+	}
+	if err := json.Unmarshal([]byte(v), &cp); err != nil || cp.NextPage < 1 {
+		m.log.Warn("jobs sweep: the checkpoint does not read; the sweep starts from the watermark", "checkpoint", v, "err", err)
+		return checkpoint{}, false, nil
+	}
+	return cp, true, nil
+}
+
+// setCheckpoint keeps how far the sweep got; the zero checkpoint clears it.
+func (m *Mirror) setCheckpoint(ctx context.Context, cp checkpoint) error {
+	v := ""
+	if cp.NextPage > 0 {
+		b, err := json.Marshal(cp)
+		if err != nil {
+			return err
+		}
+		v = string(b)
+	}
+	return m.store.SetSetting(ctx, SettingJobsSweepCheckpoint, v)
+}
+
 // sweepJobs lists the jobs Prime updated since the watermark, less the
 // overlap window (JOBS_SWEEP_OVERLAP: a job whose change Prime committed
 // late, or clocks that disagree), newest first, one call a page, and puts
 // each through the one first-sight path: a job the mirror holds at that
-// version costs nothing more; one at an older version is written; one the
-// mirror lacks is written, claimed as first seen (via backstop) and handed
-// to the new-job pipeline. The watermark moves to the newest updatedAt
-// listed only when the whole list went through: a sweep that stops (Prime's
-// rate limit, a failed page, a job that could not be written, the
-// deadline) leaves it, and the next sweep starts from the same place. A
-// hold on Prime's budget stops the sweep at once, so that it never queues
-// up behind the webhook events for the budget they share. result labels
-// the outcome: ok, rate_limited or stopped.
+// version, its objects queued for that version, costs nothing more; one
+// whose version moved since is written and gets its objects queued again
+// (§6 step 1, as n8n's copy of the pipeline did for every job it listed),
+// drained in the sweeps' class; one the mirror lacks is written, claimed
+// as first seen (via backstop) and handed to the new-job pipeline. The
+// watermark moves to the newest updatedAt listed only when the whole list
+// went through. A sweep that stops (Prime's rate limit, a failed page, a
+// job that could not be written, the deadline) keeps, after each page
+// whose jobs all went through, a checkpoint, and the next sweep goes on
+// from its page, so that even a sweep always cut short gets to the end of
+// the list; a page with a job that failed is read again. A hold on Prime's
+// budget stops the sweep at once, so that it never queues up behind the
+// webhook events for the budget they share. result labels the outcome:
+// ok, rate_limited or stopped.
 func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.JobsSweepReply, result string) {
 	m.sweeping.Lock()
 	defer m.sweeping.Unlock()
@@ -108,13 +163,13 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 		reply.Error = err.Error()
 		if after := retry.Delay(err); after > 0 {
 			reply.RetryAfterMS = max(after.Milliseconds(), 1)
-			log.Warn("jobs sweep stopped by Prime's rate limit: the next one starts from the same watermark", "retryAfter", after, "reply", reply)
+			log.Warn("jobs sweep stopped by Prime's rate limit: the next one goes on from the last page it got through", "retryAfter", after, "reply", reply)
 			return reply, "rate_limited"
 		}
 		if parent.Err() != nil {
-			log.Info("jobs sweep cut short by the shutdown: the next one starts from the same watermark", "reply", reply)
+			log.Info("jobs sweep cut short by the shutdown: the next one goes on from the last page it got through", "reply", reply)
 		} else {
-			log.Error("jobs sweep stopped: the next one starts from the same watermark", "err", err, "reply", reply)
+			log.Error("jobs sweep stopped: the next one goes on from the last page it got through", "err", err, "reply", reply)
 		}
 		return reply, "stopped"
 	}
@@ -123,19 +178,39 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 	if err != nil {
 		return stop(fmt.Errorf("read the watermark: %w", err))
 	}
+	cp, resumed, err := m.getCheckpoint(ctx)
+	if err != nil {
+		return stop(fmt.Errorf("read the checkpoint: %w", err))
+	}
 	reply.WatermarkUTC = watermark
-	reply.FromUTC = watermark.Add(-m.cfg.JobsSweepOverlap)
-	if found {
-		m.metrics.jobsWatermark.Set(float64(watermark.Unix()))
-	} else {
+	switch {
+	case resumed:
+		reply.FromUTC, reply.FromPage = cp.FromUTC, cp.NextPage
+	case found:
+		reply.FromUTC = watermark.Add(-m.cfg.JobsSweepOverlap)
+	default:
 		reply.FromUTC = time.Now().Add(-m.cfg.JobsSweepFirst)
 	}
+	if found {
+		m.metrics.watermark(watermark)
+	}
 	newest := watermark
-	for n := 1; ; n++ {
+	if cp.NewestUTC.After(newest) {
+		newest = cp.NewestUTC
+	}
+	kept := resumed // a checkpoint is kept, to be cleared at the end
+	clean := true   // every job listed so far went through: the checkpoint may move
+	for n := max(cp.NextPage, 1); ; n++ {
 		page, err := m.prime.ListJobsUpdatedSince(ctx, reply.FromUTC, n)
 		if err != nil {
 			return stop(fmt.Errorf("list page %d: %w", n, err))
 		}
+		if resumed && n > 1 && page.PerPage != cp.PerPage {
+			log.Info("jobs sweep: Prime's pages are of another size than the checkpoint's; the list starts again", "perPage", page.PerPage, "checkpoint", cp.PerPage)
+			resumed, n, reply.FromPage = false, 0, 0
+			continue
+		}
+		resumed = false
 		reply.Pages++
 		reply.Listed += len(page.Records)
 		ids := make([]string, len(page.Records))
@@ -145,6 +220,7 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 		if _, err := m.store.RecordBackstopSeen(ctx, ids, time.Now()); err != nil {
 			return stop(fmt.Errorf("record what page %d listed: %w", n, err))
 		}
+		failed := reply.Failed
 		for _, j := range page.Records {
 			if err := m.sweepJob(ctx, log, j, &reply); err != nil {
 				return stop(fmt.Errorf("job %s: %w", j.ID, err))
@@ -153,8 +229,15 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 				newest = j.UpdatedAt.Time
 			}
 		}
+		clean = clean && reply.Failed == failed
 		if page.Last() {
 			break
+		}
+		if clean {
+			if err := m.setCheckpoint(ctx, checkpoint{FromUTC: reply.FromUTC, PerPage: page.PerPage, NextPage: n + 1, NewestUTC: newest}); err != nil {
+				return stop(fmt.Errorf("keep the checkpoint after page %d: %w", n, err))
+			}
+			kept = true
 		}
 	}
 	if reply.Failed > 0 {
@@ -166,7 +249,14 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 		}
 		reply.WatermarkUTC = newest
 	}
-	m.metrics.jobsWatermark.Set(float64(reply.WatermarkUTC.Unix()))
+	if kept {
+		if err := m.setCheckpoint(ctx, checkpoint{}); err != nil {
+			return stop(fmt.Errorf("clear the checkpoint: %w", err))
+		}
+	}
+	if !reply.WatermarkUTC.IsZero() {
+		m.metrics.watermark(reply.WatermarkUTC)
+	}
 	log.Info("jobs sweep finished", "reply", reply)
 	return reply, "ok"
 }
@@ -180,13 +270,18 @@ func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, re
 		m.metrics.jobsSwept.WithLabelValues(outcome).Inc()
 	}
 	held, found, err := m.store.GetJob(ctx, j.ID)
-	if err == nil && found && current(held, j) {
-		count("unchanged", &reply.Unchanged)
-		return nil
+	if err == nil && found {
+		var queued store.JobVersion
+		var marked bool
+		queued, marked, err = m.store.GetJobObjectsQueued(ctx, j.ID)
+		if err == nil && marked && queued.Covers(versionOf(j)) && held.At().Covers(versionOf(j)) {
+			count("unchanged", &reply.Unchanged)
+			return nil
+		}
 	}
 	firstSight := false
 	if err == nil {
-		firstSight, err = m.mirrorJob(ctx, sighting{job: j, firstSight: !found, via: store.ViaBackstop})
+		firstSight, err = m.mirrorJob(ctx, sighting{job: j, firstSight: !found, via: store.ViaBackstop, requeue: true})
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -205,11 +300,33 @@ func (m *Mirror) sweepJob(ctx context.Context, log *slog.Logger, j prime.Job, re
 	return nil
 }
 
-// current reports whether the mirror holds a job at the listed version or a
-// newer one (by updatedAt when Prime gives no version).
-func current(held store.Job, listed prime.Job) bool {
-	if listed.Version != 0 {
-		return held.Version >= listed.Version
+// versionOf is the listed job's version.
+func versionOf(j prime.Job) store.JobVersion {
+	return store.JobVersion{Version: j.Version, UpdatedAt: j.UpdatedAt.Time}
+}
+
+// queueObjects is the backstop's copy of §6 step 1 for a job the mirror
+// knew whose version moved since its objects were last queued (n8n's
+// "Prime Sync Jobs by Date" ran the pipeline for every job it listed):
+// queue its status histories, contacts, allocations and contact
+// relationships (skipping those queued already), record the version they
+// are queued for, and hand them to the drains, whose calls for them go in
+// the sweeps' class, after everyone else's. All of it in tx, the job's
+// write.
+func queueObjects(ctx context.Context, tx store.Store, jobID string, j prime.Job) error {
+	if _, err := tx.QueueMissingObjectsByJob(ctx, jobID); err != nil {
+		return fmt.Errorf("queue the job's objects: %w", err)
 	}
-	return !listed.UpdatedAt.After(held.UpdatedAt)
+	v := versionOf(j)
+	if err := tx.SetJobObjectsQueued(ctx, jobID, v); err != nil {
+		return err
+	}
+	body, err := json.Marshal(events.SyncQueued{JobID: jobID, Objects: store.MissingObjects(), Source: store.ViaBackstop,
+		Priority: prime.PrioritySweep.String()})
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("%s@%d:%d", jobID, v.Version, v.UpdatedAt.UnixMilli())
+	_, err = tx.InsertOutbox(ctx, []store.OutboxMessage{outbox.Message(events.SubjectSyncQueued, events.SyncQueuedMsgID(store.ViaBackstop, key), body)})
+	return err
 }

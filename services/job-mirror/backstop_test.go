@@ -3,6 +3,7 @@ package jobmirror_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -160,9 +161,12 @@ func TestBackstopStopsInA429StormAndWebhooksGoFirst(t *testing.T) {
 	e.Sim.SetFaults(primesim.Faults{})
 	next := e.sweepJobs()
 	is.Equal(next.Error, "")
-	is.Equal(next.Listed, 9)                      // every job updated since
-	is.Equal(reply.FirstSight+next.FirstSight, 6) // those no webhook brought, between the two sweeps
-	is.Equal(next.Unchanged, 3+reply.FirstSight)  // the webhook's and the stopped sweep's, at their version
+	if reply.Pages > 0 {
+		is.Equal(next.FromPage, reply.Pages+1) // on from the stopped sweep's checkpoint
+	}
+	is.Equal(next.Listed, 9-2*reply.Pages)                // the jobs updated since, less the pages gone through
+	is.Equal(reply.FirstSight+next.FirstSight, 6)         // those no webhook brought, between the two sweeps
+	is.Equal(next.Unchanged, next.Listed-next.FirstSight) // the rest at their version
 }
 
 // JOBS_SWEEP_EVERY sweeps on its own, at start and then on schedule; off
@@ -190,4 +194,201 @@ func TestBackstopSchedule(t *testing.T) {
 		is.Equal(e.listCalls(), int64(0))                               // and has swept nothing
 		is.Equal(e.sweepJobs().Listed, 2)                               // but sweeps when asked
 	})
+}
+
+// syncHandOffs are the sync-queue hand-offs of a job on PRIME_JOB, once
+// there are want of them (the outbox publishes them just after the commit
+// a test waits for).
+func (e *env) syncHandOffs(jobID string, want int) []events.SyncQueued {
+	e.T.Helper()
+	var out []events.SyncQueued
+	flowtest.Eventually(e.T, "the sync hand-offs", func() bool {
+		out = nil
+		for _, body := range e.Published(events.StreamJob, events.SubjectSyncQueued) {
+			var sq events.SyncQueued
+			if json.Unmarshal(body, &sq) == nil && sq.JobID == jobID {
+				out = append(out, sq)
+			}
+		}
+		return len(out) >= want
+	})
+	return out
+}
+
+// objectsQueued is the objects ethSyncQueue holds for a job.
+func (e *env) objectsQueued(jobID string) []string {
+	e.T.Helper()
+	items, err := e.Store.ListSyncQueue(context.Background(), store.SyncQueueFilter{JobID: jobID})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Object)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// n8n's "Prime Sync Jobs by Date" ran its copy of the pipeline for every
+// job it listed, so the children of known jobs stayed current. A job the
+// mirror knows whose version moved since its objects were last queued —
+// changed in Prime with no webhook, or mirrored by its webhook since — gets
+// them queued again (§6 step 1, skipping those queued already) and handed
+// to the drains in the sweeps' class; a job at that version costs nothing.
+func TestBackstopQueuesTheObjectsOfAKnownJobThatChanged(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages})
+	ctx := context.Background()
+	var quiet, webhooked, silent primesim.Job
+	for _, j := range []*primesim.Job{&quiet, &webhooked, &silent} {
+		*j = e.Sim.NewJob()
+		e.WaitProcessed(e.Fire("change-job-status", j.ID)) // first sight: the pipeline queues its objects for this version
+	}
+	first := e.sweepJobs()
+	is.Equal(first.Error, "")
+	is.Equal(first.Unchanged, 3) // each at the version its objects were queued for
+	for _, j := range []primesim.Job{quiet, webhooked, silent} {
+		is.Equal(len(e.objectsQueued(j.ID)), 0) // nothing queued again (the pipeline, which queues first sights, does not run here)
+	}
+
+	_, err := e.Sim.UpdateJob(webhooked.ID, func(j *prime.Job) { j.Description = "changed, and its webhook came" })
+	is.NoErr(err)
+	e.WaitProcessed(e.Fire("change-job-status", webhooked.ID)) // the mirror holds the new version
+	_, err = e.Sim.UpdateJob(silent.ID, func(j *prime.Job) { j.Description = "changed, no webhook" })
+	is.NoErr(err)
+	is.NoErr(e.Store.UpsertSyncQueue(ctx, store.TableAllocations, silent.ID)) // one of its objects queued already
+	gets := e.jobCalls()
+
+	second := e.sweepJobs()
+	is.Equal(second.Error, "")
+	is.Equal(second.Updated, 2)   // the two that changed
+	is.Equal(second.Unchanged, 1) // the quiet one costs nothing
+	is.Equal(e.jobCalls(), gets)  // and no job is fetched: the list has them
+	want := slices.Sorted(slices.Values(store.MissingObjects()))
+	is.Equal(e.objectsQueued(webhooked.ID), want) // status histories, contacts, allocations, relationships
+	is.Equal(e.objectsQueued(silent.ID), want)    // each once
+	is.Equal(len(e.objectsQueued(quiet.ID)), 0)
+	is.Equal(e.job(silent.ID).Description, "changed, no webhook") // and the job written
+	for _, j := range []primesim.Job{webhooked, silent} {
+		hs := e.syncHandOffs(j.ID, 1)
+		is.Equal(len(hs), 1)                                   // handed to the drains
+		is.Equal(hs[0].Objects, store.MissingObjects())        // every object
+		is.Equal(hs[0].Priority, prime.PrioritySweep.String()) // in the sweeps' class
+		is.Equal(hs[0].Source, store.ViaBackstop)
+	}
+
+	third := e.sweepJobs()
+	is.Equal(third.Updated, 0)   // nothing moved since
+	is.Equal(third.Unchanged, 3) // at their versions, their objects queued for them
+	is.Equal(len(e.syncHandOffs(silent.ID, 1)), 1)
+}
+
+// A sweep cut short keeps what it finished: each page all of whose jobs
+// went through is a checkpoint, and the next sweep goes on from there. So
+// sweeps that are all cut short — here every second call to list the jobs
+// fails — still get to the end of the list and move the watermark; each
+// page is listed once it has gone through.
+func TestBackstopSweepCutShortGoesOnFromItsCheckpoint(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages})
+	var newest time.Time
+	for i := range 6 {
+		at := time.Now().UTC().Add(-time.Duration(10-i) * time.Minute).Truncate(time.Second)
+		e.Sim.NewJob(func(j *prime.Job) { j.UpdatedAt = prime.Time{Time: at} })
+		newest = at
+	}
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", ErrorRate: 0.5, FailStatus: 502}) // calls 2, 4, 6 …
+	lists := e.listCalls()
+
+	var replies []events.JobsSweepReply
+	for range 3 {
+		replies = append(replies, e.sweepJobs())
+	}
+	w, found, err := e.Store.GetSweepWatermark(context.Background(), jobmirror.WatermarkJobsByDate)
+	is.NoErr(err)
+	is.True(found)                                            // the third reached the end of the list
+	is.True(w.Equal(newest))                                  // and moved the watermark to the newest listed
+	is.True(replies[0].Error != "" && replies[1].Error != "") // the first two cut short
+	is.Equal(replies[2].Error, "")
+	is.Equal(replies[0].FirstSight, 2)                    // each after the page it got through
+	is.Equal(replies[1].FromPage, 2)                      // the next on from there
+	is.True(replies[1].FromUTC.Equal(replies[0].FromUTC)) // over the same list
+	is.Equal(replies[1].FirstSight, 2)
+	is.Equal(replies[2].FromPage, 3)
+	is.Equal(replies[2].FirstSight, 2)             // every job found, once
+	is.True(replies[2].WatermarkUTC.Equal(newest)) // as the reply says
+	is.Equal(e.listCalls()-lists, int64(5))        // three pages, and the two failures
+
+	e.Sim.SetFaults(primesim.Faults{})
+	next := e.sweepJobs()
+	is.Equal(next.FromPage, 0) // a finished sweep leaves no checkpoint
+	is.True(next.FromUTC.Equal(newest.Add(-jobmirror.DefaultConfig().JobsSweepOverlap)))
+}
+
+// A checkpoint counts pages of a size: pages Prime cuts to another size
+// (PRIME_PAGE_SIZE changed between two sweeps) start the list again, from
+// the same place, rather than skip the jobs between the two sizes' pages.
+func TestBackstopCheckpointOfAnotherPageSizeStartsTheListAgain(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: smallPages})
+	for i := range 6 {
+		at := time.Now().UTC().Add(-time.Duration(10-i) * time.Minute).Truncate(time.Second)
+		e.Sim.NewJob(func(j *prime.Job) { j.UpdatedAt = prime.Time{Time: at} })
+	}
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", ErrorRate: 0.5, FailStatus: 502})
+	cut := e.sweepJobs()
+	is.True(cut.Error != "")    // cut short
+	is.Equal(cut.FirstSight, 2) // after its first page of two
+	e.Sim.SetFaults(primesim.Faults{})
+
+	e.stopMirror()
+	cfg := e.Sim.ClientConfig(e.SimURL)
+	cfg.PageSize = 4
+	pc, err := prime.New(cfg)
+	is.NoErr(err)
+	m, err := jobmirror.New(func() jobmirror.Config {
+		c := jobmirror.DefaultConfig()
+		c.TriageInitialContactMadeStatusID, c.JobsSweepEvery = statusICM, jobmirror.SweepOff
+		return c
+	}(), e.deps, pc, jobmirror.LogInvites{Log: e.deps.Log})
+	is.NoErr(err)
+	e.Run("job-mirror, pages of four", m)
+	e.waitForEnsureService()
+
+	next := e.sweepJobs()
+	is.Equal(next.Error, "")
+	is.Equal(next.Listed, 6)     // the whole list again, in pages of four
+	is.Equal(next.Pages, 2)      // (the page that told the size read again)
+	is.Equal(next.FirstSight, 4) // the four the cut sweep had not reached
+	is.Equal(next.Unchanged, 2)  // those it had
+}
+
+// Before a sweep has listed a job there is no watermark, and the gauge
+// serves none: a dashboard shows no data, not year 1 (−6.2e13 s).
+func TestBackstopWatermarkGaugeWaitsForAWatermark(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	const gauge = "primeflow_jobmirror_jobs_sweep_watermark_seconds"
+	served := func() (float64, bool) {
+		mfs, err := e.Deps.Metrics.Gather()
+		is.NoErr(err)
+		for _, mf := range mfs {
+			if mf.GetName() == gauge && len(mf.GetMetric()) > 0 {
+				return mf.GetMetric()[0].GetGauge().GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	empty := e.sweepJobs()
+	is.Equal(empty.Error, "")
+	is.Equal(empty.Listed, 0)
+	_, ok := served()
+	is.True(!ok) // no watermark, none served
+
+	j := e.Sim.NewJob()
+	is.Equal(e.sweepJobs().FirstSight, 1)
+	v, ok := served()
+	is.True(ok)                            // served once a sweep listed a job
+	is.Equal(int64(v), j.UpdatedAt.Unix()) // at its updatedAt
 }

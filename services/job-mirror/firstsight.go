@@ -31,6 +31,10 @@ type sighting struct {
 	// via is the path the job came by (store.ViaWebhook …), for the
 	// first-sight record and the coverage report (§7.1).
 	via string
+	// requeue: a write that claims no first sight queues the job's objects
+	// again (queueObjects): the backstop's, for a job whose version moved
+	// since they were last queued.
+	requeue bool
 }
 
 // writeJob mirrors a job inside tx: upsert primeJobs, save the numeric
@@ -39,7 +43,9 @@ type sighting struct {
 // caller's transaction publishes once it commits (outbox.Publisher.InTx,
 // or the stage's). It is the one implementation of first sight, for
 // change-job-status and ensure-job alike; firstSight says this write
-// claimed it.
+// claimed it. A first sight records the job's version as the one its
+// objects are queued for (the pipeline queues them, §6 step 1), so that the
+// backstop queues them again only once the job has changed since.
 //
 // First sight is claimed, never assumed: the caller's view of "new" came
 // before this transaction, and another event or request may have mirrored
@@ -60,11 +66,19 @@ func writeJob(ctx context.Context, tx store.Store, s sighting) (firstSight bool,
 			return false, fmt.Errorf("save job reference %d: %w", s.numericRef, err)
 		}
 	}
-	if !(s.firstSight || created || (s.newIfRefInserted && inserted)) {
+	claimed := false
+	if s.firstSight || created || (s.newIfRefInserted && inserted) {
+		if claimed, err = tx.ClaimFirstSeen(ctx, jobID, s.logID, s.via); err != nil {
+			return false, err
+		}
+	}
+	if !claimed {
+		if s.requeue {
+			return false, queueObjects(ctx, tx, jobID, s.job)
+		}
 		return false, nil
 	}
-	claimed, err := tx.ClaimFirstSeen(ctx, jobID, s.logID, s.via)
-	if err != nil || !claimed {
+	if err := tx.SetJobObjectsQueued(ctx, jobID, versionOf(s.job)); err != nil {
 		return false, err
 	}
 	body, err := json.Marshal(events.JobFirstSeen{JobID: jobID, LogID: s.logID})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -11,12 +12,18 @@ import (
 )
 
 type collectors struct {
-	firstSight    *prometheus.CounterVec
-	wipFailures   prometheus.Counter
-	ensure        *prometheus.CounterVec
-	jobsSweeps    *prometheus.CounterVec
-	jobsSwept     *prometheus.CounterVec
-	jobsWatermark prometheus.Gauge
+	firstSight  *prometheus.CounterVec
+	wipFailures prometheus.Counter
+	ensure      *prometheus.CounterVec
+	jobsSweeps  *prometheus.CounterVec
+	jobsSwept   *prometheus.CounterVec
+	// jobsWatermark has no labels; it is served once a watermark is known.
+	jobsWatermark *prometheus.GaugeVec
+}
+
+// watermark sets the jobs-by-date watermark gauge, served from then on.
+func (m *collectors) watermark(t time.Time) {
+	m.jobsWatermark.WithLabelValues().Set(float64(t.Unix()))
 }
 
 func newMetrics(reg prometheus.Registerer) (*collectors, error) {
@@ -36,16 +43,16 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	}
 	m.jobsSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_jobmirror_jobs_sweeps_total",
-		Help: "Jobs-by-date sweeps (the backstop) by result: ok (the whole list went through; the watermark moved), rate_limited (stopped by Prime's rate limit), stopped (a page or a job failed, or the deadline came). A sweep that did not finish leaves the watermark.",
+		Help: "Jobs-by-date sweeps (the backstop) by result: ok (the whole list went through; the watermark moved), rate_limited (stopped by Prime's rate limit), stopped (a page or a job failed, or the deadline came). A sweep that did not finish leaves the watermark, and the next goes on from its checkpoint.",
 	}, []string{"result"})
 	m.jobsSwept = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_jobmirror_jobs_swept_total",
-		Help: "Jobs the jobs-by-date sweeps listed, by outcome: unchanged (mirrored at that version: no write, no call), updated, first_sight (new to the mirror: the new-job pipeline handed off), failed.",
+		Help: "Jobs the jobs-by-date sweeps listed, by outcome: unchanged (mirrored at that version, its objects queued for it: no write, no call), updated (its version moved since: written, its objects queued again for the drains), first_sight (new to the mirror: the new-job pipeline handed off), failed.",
 	}, []string{"outcome"})
-	m.jobsWatermark = prometheus.NewGauge(prometheus.GaugeOpts{
+	m.jobsWatermark = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "primeflow_jobmirror_jobs_sweep_watermark_seconds",
-		Help: "The jobs-by-date sweep's watermark (Unix time): the newest updatedAt its last finished sweep listed. Alert when it stops moving.",
-	})
+		Help: "The jobs-by-date sweep's watermark (Unix time): the newest updatedAt its last finished sweep listed; not served before a sweep has listed a job. Alert when it stops moving.",
+	}, nil)
 	if err := errors.Join(metrics.Register(reg, &m.firstSight), metrics.Register(reg, &m.wipFailures), metrics.Register(reg, &m.ensure),
 		metrics.Register(reg, &m.jobsSweeps), metrics.Register(reg, &m.jobsSwept), metrics.Register(reg, &m.jobsWatermark)); err != nil {
 		return nil, fmt.Errorf("job-mirror metrics: %w", err)

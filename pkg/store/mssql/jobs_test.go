@@ -98,6 +98,9 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, err = s.SyncQueueStats(ctx)
 	try(err)
+	_, _, err = s.GetJobObjectsQueued(ctx, job)
+	try(err)
+	try(s.SetJobObjectsQueued(ctx, job, store.JobVersion{Version: 3, UpdatedAt: time.Now()}))
 	try(s.ReplaceJobStatusHistory(ctx, job, []store.JobStatusHistory{{StatusHistoryID: status, StatusID: status, CreatedAt: time.Now(), Attributes: "{}"}}))
 	_, err = s.ListJobStatusHistory(ctx, job)
 	try(err)
@@ -124,7 +127,7 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	// 051 redefines the first-sight procedures of 010 (a later CREATE OR
 	// ALTER wins) and brings the new-job path's own.
 	checkCalls(t, rec, scriptModules(t, "010_jobs.sql", "011_job_triggers.sql", "012_sync_queue.sql", "051_new_job_path.sql",
-		"060_sync_drains.sql", "061_triage_invites.sql"), fitsNullable, nil)
+		"060_sync_drains.sql", "061_triage_invites.sql", "062_job_objects_queued.sql"), fitsNullable, nil)
 }
 
 // The email path's receipt: every method calls a procedure of 050 that

@@ -171,3 +171,42 @@ func (s *Store) SyncQueueStats(ctx context.Context) ([]store.SyncQueueStat, erro
 	}
 	return store.EveryObject(stats), nil
 }
+
+// The procedures of the versions whose objects were queued
+// (sql/mssql/062_job_objects_queued.sql).
+const (
+	procGetJobObjectsQueued = "dbo.spPrimeflowGetJobObjectsQueued"
+	procSetJobObjectsQueued = "dbo.spPrimeflowSetJobObjectsQueued"
+)
+
+// GetJobObjectsQueued reads the version of the job whose objects were last
+// queued (spPrimeflowGetJobObjectsQueued).
+func (s *Store) GetJobObjectsQueued(ctx context.Context, jobID string) (store.JobVersion, bool, error) {
+	id, ok := jobGUID(jobID)
+	if !ok {
+		return store.JobVersion{}, false, nil
+	}
+	var v store.JobVersion
+	err := s.q().QueryRowContext(ctx, procGetJobObjectsQueued, sql.Named("JobId", id)).Scan(&v.Version, scanTime{&v.UpdatedAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.JobVersion{}, false, nil
+	}
+	if err != nil {
+		return store.JobVersion{}, false, fmt.Errorf("mssql: get job objects queued: %w", err)
+	}
+	return v, true, nil
+}
+
+// SetJobObjectsQueued records the version of the job whose objects were
+// queued now (spPrimeflowSetJobObjectsQueued).
+func (s *Store) SetJobObjectsQueued(ctx context.Context, jobID string, v store.JobVersion) error {
+	id, err := parseGUID(jobID)
+	if err != nil {
+		return fmt.Errorf("mssql: set job objects queued: %w", err)
+	}
+	if _, err := s.q().ExecContext(ctx, procSetJobObjectsQueued, sql.Named("JobId", id), sql.Named("Version", v.Version),
+		sql.Named("UpdatedAt", v.UpdatedAt.UTC().Truncate(time.Millisecond))); err != nil {
+		return fmt.Errorf("mssql: set job objects queued: %w", err)
+	}
+	return nil
+}

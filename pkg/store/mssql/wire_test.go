@@ -342,6 +342,15 @@ var wireDrives = map[string]wireDrive{
 		return err
 	},
 	"SyncQueueStats": func(ctx context.Context, s *Store, full bool) error { _, err := s.SyncQueueStats(ctx); return err },
+	"GetJobObjectsQueued": func(ctx context.Context, s *Store, full bool) error {
+		_, _, err := s.GetJobObjectsQueued(ctx, wireJob)
+		return err
+	},
+	"SetJobObjectsQueued": func(ctx context.Context, s *Store, full bool) error {
+		// A job Prime gives no version is recorded at version 0 by its
+		// updatedAt; the zero updatedAt goes as year 1, never NULL.
+		return s.SetJobObjectsQueued(ctx, wireJob, filled(full, store.JobVersion{}, map[string]any{"Version": int64(3), "UpdatedAt": wireTime}))
+	},
 	"RecordBackstopSeen": func(ctx context.Context, s *Store, full bool) error {
 		_, err := s.RecordBackstopSeen(ctx, []string{wireJob, wireOther}, wireTime)
 		return err

@@ -194,3 +194,28 @@ func (s *Store) SyncQueueStats(ctx context.Context) ([]store.SyncQueueStat, erro
 	}
 	return store.EveryObject(stats), nil
 }
+
+// GetJobObjectsQueued reads the version of the job whose objects were last
+// queued (primeflowJobObjectsQueued).
+func (s *Store) GetJobObjectsQueued(ctx context.Context, jobID string) (store.JobVersion, bool, error) {
+	return queryOne(ctx, s.r(), "get job objects queued", `SELECT version, updatedAt FROM primeflowJobObjectsQueued WHERE jobId = ?`,
+		func(sc sqlrows.Scanner) (store.JobVersion, error) {
+			var v store.JobVersion
+			err := sc.Scan(&v.Version, scanTime{&v.UpdatedAt})
+			return v, err
+		}, strings.ToLower(jobID))
+}
+
+// SetJobObjectsQueued records the version of the job whose objects were
+// queued now.
+func (s *Store) SetJobObjectsQueued(ctx context.Context, jobID string, v store.JobVersion) error {
+	if jobID == "" {
+		return errors.New("sqlite: set job objects queued: no job id")
+	}
+	if _, err := s.w().ExecContext(ctx, `INSERT INTO primeflowJobObjectsQueued (jobId, version, updatedAt, queuedUTC) VALUES (?, ?, ?, ?)
+		ON CONFLICT (jobId) DO UPDATE SET version = excluded.version, updatedAt = excluded.updatedAt, queuedUTC = excluded.queuedUTC`,
+		strings.ToLower(jobID), v.Version, formatTime(v.UpdatedAt.Truncate(time.Millisecond)), formatTime(time.Now())); err != nil {
+		return fmt.Errorf("sqlite: set job objects queued: %w", err)
+	}
+	return nil
+}

@@ -30,6 +30,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("TriageInvites", func(t *testing.T) { testTriageInvites(t, open) })
 	t.Run("SyncQueue", func(t *testing.T) { testSyncQueue(t, open) })
 	t.Run("SyncQueueDrains", func(t *testing.T) { testSyncQueueDrains(t, open) })
+	t.Run("JobObjectsQueued", func(t *testing.T) { testJobObjectsQueued(t, open) })
 	t.Run("StatusHistories", func(t *testing.T) { testStatusHistories(t, open) })
 	t.Run("TriageInviteQueue", func(t *testing.T) { testTriageInviteQueue(t, open) })
 	t.Run("Makesafe", func(t *testing.T) { testMakesafe(t, open) })

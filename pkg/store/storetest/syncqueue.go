@@ -19,6 +19,19 @@ func objects(items []store.SyncQueueItem) []string {
 	return out
 }
 
+// queuedTwoJobs is a store whose queue holds the missing objects of jobA
+// and jobB.
+func queuedTwoJobs(t *testing.T, open Opener) store.Store {
+	t.Helper()
+	s := open(t)
+	for _, j := range []string{jobA, jobB} {
+		if _, err := s.QueueMissingObjectsByJob(context.Background(), j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 func testSyncQueue(t *testing.T, open Opener) {
 	ctx := context.Background()
 
@@ -82,11 +95,7 @@ func testSyncQueue(t *testing.T, open Opener) {
 
 	t.Run("claims", func(t *testing.T) {
 		is := is.New(t)
-		s := open(t)
-		_, err := s.QueueMissingObjectsByJob(ctx, jobA)
-		is.NoErr(err)
-		_, err = s.QueueMissingObjectsByJob(ctx, jobB)
-		is.NoErr(err)
+		s := queuedTwoJobs(t, open)
 		stale := time.Now().Add(-time.Minute)
 
 		got, err := s.ClaimSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableContacts, Limit: 1}, stale)
@@ -124,6 +133,38 @@ func testSyncQueue(t *testing.T, open Opener) {
 			is.Equal(n, 1) // each by one claim only
 		}
 	})
+}
+
+// The version of a job whose objects were last queued: none at first,
+// then the last one set, filed under the job (a job's GUID in any case),
+// another job's left alone.
+func testJobObjectsQueued(t *testing.T, open Opener) {
+	ctx := context.Background()
+	is := is.New(t)
+	s := open(t)
+	_, found, err := s.GetJobObjectsQueued(ctx, jobA)
+	is.NoErr(err)
+	is.True(!found) // none recorded
+	at := time.Date(2026, 3, 2, 1, 2, 3, 456_000_000, time.UTC)
+	is.NoErr(s.SetJobObjectsQueued(ctx, strings.ToUpper(jobA), store.JobVersion{Version: 3, UpdatedAt: at}))
+	is.NoErr(s.SetJobObjectsQueued(ctx, jobB, store.JobVersion{UpdatedAt: at}))
+	v, found, err := s.GetJobObjectsQueued(ctx, jobA)
+	is.NoErr(err)
+	is.True(found)
+	is.Equal(v.Version, int64(3))  // the version
+	is.True(v.UpdatedAt.Equal(at)) // and updatedAt, to the millisecond
+	is.True(v.Covers(store.JobVersion{Version: 3, UpdatedAt: at.Add(time.Hour)}))
+	is.True(!v.Covers(store.JobVersion{Version: 4}))
+	is.NoErr(s.SetJobObjectsQueued(ctx, jobA, store.JobVersion{Version: 5, UpdatedAt: at.Add(time.Hour)}))
+	v, _, err = s.GetJobObjectsQueued(ctx, strings.ToUpper(jobA))
+	is.NoErr(err)
+	is.Equal(v.Version, int64(5)) // the last one set
+	v, _, err = s.GetJobObjectsQueued(ctx, jobB)
+	is.NoErr(err)
+	is.Equal(v.Version, int64(0))  // another job's is its own
+	is.True(v.UpdatedAt.Equal(at)) // a job Prime gives no version: by updatedAt
+	is.True(v.Covers(store.JobVersion{UpdatedAt: at}))
+	is.True(!v.Covers(store.JobVersion{UpdatedAt: at.Add(time.Second)}))
 }
 
 func testSyncQueueDrains(t *testing.T, open Opener) {
@@ -175,6 +216,37 @@ func testSyncQueueDrains(t *testing.T, open Opener) {
 		items, err := s.ListSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations})
 		is.NoErr(err)
 		is.Equal(len(items), 0) // gone
+	})
+
+	// A backstop pass works each item once: the items it leaves in the
+	// queue stay claimed until it ends, and its later claims take a lapsed
+	// claim only if it was made before the pass's first (staleBefore at
+	// that claim's stamp), so none takes back an item the pass has worked.
+	t.Run("a claim at staleBefore's stamp is not taken again", func(t *testing.T) {
+		is := is.New(t)
+		s := queuedTwoJobs(t, open)
+		first, err := s.ClaimSyncQueue(ctx, store.SyncQueueFilter{Limit: 3}, stale())
+		is.NoErr(err)
+		is.Equal(len(first), 3)
+		stamp := first[0].ClaimedUTC
+		for _, it := range first {
+			is.True(it.ClaimedUTC.Equal(stamp)) // one claim, one stamp
+		}
+		time.Sleep(5 * time.Millisecond) // the next claim gets a later stamp
+		rest, err := s.ClaimSyncQueue(ctx, store.SyncQueueFilter{}, stamp)
+		is.NoErr(err)
+		is.Equal(len(rest), 5) // the others, not one claimed at the stamp
+		for _, it := range rest {
+			for _, f := range first {
+				is.True(it.ID != f.ID) // none of the first claim's
+			}
+		}
+		none, err := s.ClaimSyncQueue(ctx, store.SyncQueueFilter{}, stamp)
+		is.NoErr(err)
+		is.Equal(len(none), 0) // every item claimed at or after the stamp
+		again, err := s.ClaimSyncQueue(ctx, store.SyncQueueFilter{}, stamp.Add(time.Millisecond))
+		is.NoErr(err)
+		is.Equal(len(again), 3) // claimed before staleBefore: taken again
 	})
 
 	t.Run("stats by object", func(t *testing.T) {
