@@ -50,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 		}),
 		rungs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_makesafe_rungs_fired_total",
-			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), synced (allocations synced from Prime), rate_limited, failed.",
+			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), in_hours (a job created in business hours: nothing to wait for, Prime not asked), synced (allocations synced from Prime), rate_limited, failed.",
 		}, []string{"outcome"}),
 		rungLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_makesafe_rung_lateness_seconds",
@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 			m.detections.WithLabelValues(trigger, result)
 		}
 	}
-	for _, outcome := range []string{"called", "makesafe", "synced", "rate_limited", "failed"} {
+	for _, outcome := range []string{"called", "makesafe", "in_hours", "synced", "rate_limited", "failed"} {
 		m.rungs.WithLabelValues(outcome)
 	}
 	return m, nil
@@ -113,6 +113,8 @@ func rungLabel(outcome string, err error) string {
 		return "called"
 	case outcome == RungMakeSafe:
 		return "makesafe"
+	case outcome == RungInHours:
+		return "in_hours"
 	case strings.HasPrefix(outcome, RungSynced):
 		return "synced"
 	}
