@@ -253,9 +253,10 @@ func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drai
 // since it was queued is asked of Prime again: as long again as it has
 // waited and SYNC_DRAIN_EMPTY_WAIT more, so that asks go 30s, 1m, 2m, 4m,
 // 8m … apart, back by the end of its grace. A job's allocations are left
-// to the next rung of its make-safe ladder when it asks Prime for them
-// before that (§6: it upserts the item, syncs the allocations and deletes
-// it): then the drain looks again SYNC_DRAIN_EMPTY_WAIT after it.
+// to the next rung of its make-safe ladder while one is to come that asks
+// Prime for them (a job created out of hours; §6: the rung upserts the
+// item, syncs the allocations and deletes it): the drain looks again
+// SYNC_DRAIN_EMPTY_WAIT after that rung's time.
 func (c *ChildMirror) reaskIn(ctx context.Context, d drain, job store.Job, age time.Duration) (time.Duration, error) {
 	cfg := c.cfg.Drain
 	wait := min(age+cfg.EmptyWait, cfg.EmptyGrace-age+time.Second)
