@@ -105,6 +105,9 @@ type email struct {
 	// sender: it must be mirrored, and the email filed as processed. ""
 	// for the others, which must end in the failed folder.
 	job string
+	// refused: not Prime's, so its receipt must say Rejected (junk, for
+	// nobody), where the others in the failed folder say Failed.
+	refused bool
 }
 
 // mailWorkload drops Prime's new-job emails, and some that are not, into
@@ -137,6 +140,7 @@ var mailKinds = []struct {
 	{"webhook job", 3},        // a job of the webhook workload: both paths
 	{"unknown job", 1},        // a JobID Prime does not know: failed after its attempts
 	{"no JobID", 1},           // failed after its attempts
+	{"relayed", 1},            // Prime's, signed by its sending service's subdomain, no DMARC: aligned
 	{"not Prime's sender", 1}, // a known job's JobID from another sender: refused unread
 	{"spoofed", 1},            // from Prime's address, failing DMARC and DKIM: refused unread
 	{"too large", 1},          // over MAIL_MAX_BODY_BYTES: failed unread
@@ -189,15 +193,18 @@ func (m *mailWorkload) send(kind string) (email, error) {
 	n := graphsim.NewMessage{Folder: mailFolder, Subject: "New Job", Headers: []graph.Header{authResults("pass")}}
 	e := email{kind: kind}
 	switch kind {
-	case "new job", "large", "not Prime's sender":
+	case "new job", "large", "relayed", "not Prime's sender":
 		j := sim.NewJob()
 		n.Subject, n.Body = "New Job "+j.JobNumber, notification(j.Ref, j.JobNumber)
 		e.job = j.ID
 		switch kind {
 		case "large":
 			n.PadTo = 1_400_000
+		case "relayed":
+			n.Headers = []graph.Header{{Name: "Authentication-Results", Value: "spf=pass (sender IP is 198.51.100.7) smtp.mailfrom=em1234.primeeco.tech; " +
+				"dkim=pass (signature was verified) header.d=em1234.primeeco.tech;dmarc=none action=none header.from=primeeco.tech;compauth=pass reason=109"}}
 		case "not Prime's sender":
-			n.From, n.Headers, e.job = "jobs@elsewhere.example", nil, ""
+			n.From, n.Headers, e.job, e.refused = "jobs@elsewhere.example", nil, "", true
 		}
 	case "link only":
 		j := sim.NewJob()
@@ -223,12 +230,23 @@ func (m *mailWorkload) send(kind string) (email, error) {
 	case "spoofed":
 		j := sim.NewJob()
 		n.Body, n.Headers = notification(j.Ref, j.JobNumber), []graph.Header{authResults("fail")}
+		e.refused = true
 	case "too large":
 		n.Body, n.PadTo = "<p>See the attachment.</p>", 3<<20
 	}
 	msg, err := m.ext.graph.Deliver(n)
 	e.msgID = msg.InternetMessageID
 	return e, err
+}
+
+// failedOutcome is the receipt an email that is not filed as processed
+// must end with: Rejected for one refused as not Prime's, Failed for the
+// others.
+func failedOutcome(e email) string {
+	if e.refused {
+		return store.EmailRejected
+	}
+	return store.EmailFailed
 }
 
 func (m *mailWorkload) sent() []email {
@@ -353,8 +371,8 @@ func checkMail(ctx context.Context, db *sql.DB, ext *externals, mw *mailWorkload
 		switch {
 		case e.job != "" && (rc.outcome != store.EmailProcessed || rc.jobID != strings.ToLower(e.job)):
 			r.mailReceipt = append(r.mailReceipt, fmt.Sprintf("%s: %s, job %q", what, rc.outcome, rc.jobID))
-		case e.job == "" && (rc.outcome != store.EmailFailed || rc.lastError == ""):
-			r.mailReceipt = append(r.mailReceipt, fmt.Sprintf("%s: %s %q", what, rc.outcome, rc.lastError))
+		case e.job == "" && (rc.outcome != failedOutcome(e) || rc.lastError == ""):
+			r.mailReceipt = append(r.mailReceipt, fmt.Sprintf("%s: %s %q, want %s", what, rc.outcome, rc.lastError, failedOutcome(e)))
 		}
 		if e.job != "" && done[strings.ToLower(e.job)] != "completed" {
 			r.mailJobPending = append(r.mailJobPending, fmt.Sprintf("%s: job %s %s", what, e.job, cmp.Or(done[strings.ToLower(e.job)], "not mirrored")))

@@ -62,6 +62,14 @@ func startStack(ctx context.Context, opts Options, sc Scenario, dir string, ext 
 		st.stop(logf)
 		return nil, fmt.Errorf("primectl migrate: %w\n%s", err, out)
 	}
+	// The operators' step for NATS: the services only check the streams
+	// and consumers, and wait until they are as defined.
+	apply := exec.CommandContext(ctx, filepath.Join(opts.Bin, "primectl"), "streams", "apply")
+	apply.Env = []string{"NATS_URL=" + strings.Join(urls, ","), fmt.Sprintf("NATS_STREAM_REPLICAS=%d", sc.NATSNodes)}
+	if out, err := apply.CombinedOutput(); err != nil {
+		st.stop(logf)
+		return nil, fmt.Errorf("primectl streams apply: %w\n%s", err, out)
+	}
 	admin := rand.Text()
 	prime := ext.prime.ClientConfig(ext.url + "/prime")
 	env := []string{

@@ -143,7 +143,7 @@ func TestComposeFileLoads(t *testing.T) {
 	is.Equal(p.Name, "primeflow") // the project name docker compose uses
 	want := append([]string{
 		"mssql", "db-init", "migrate", "db-grants",
-		"nats-1", "nats-2", "nats-3",
+		"nats-1", "nats-2", "nats-3", "nats-streams",
 		"nats-exporter-1", "nats-exporter-2", "nats-exporter-3",
 		"prometheus", "grafana",
 	}, appServices...)
@@ -162,6 +162,31 @@ func TestComposeFileLoads(t *testing.T) {
 	is.Equal(cfg.Password, "")                // the password from a file, not the URL
 	is.Equal(mountedSecret(t, p, tools, "DATABASE_PASSWORD_FILE"), "PRIMEFLOW_OPERATORS_PASSWORD")
 	is.Equal(mountedSecret(t, p, tools, "ADMIN_PASSWORD_FILE"), "ADMIN_PASSWORD")
+	is.Equal(env(tools, "NATS_URL"), env(service(t, p, "ingest"), "NATS_URL"))                            // the services' cluster
+	is.Equal(env(tools, "NATS_USER"), "operators-readonly")                                               // status with the read-only user
+	is.Equal(mountedSecret(t, p, tools, "NATS_PASSWORD_FILE"), natsauthPasswordVar("operators-readonly")) // from a file
+	is.Equal(env(tools, "NATS_STREAM_REPLICAS"), "3")                                                     // streams check as the services check
+}
+
+// nats-streams is the operators' step for NATS, as migrate is for SQL:
+// `primectl streams apply` with the operators' user, once the cluster is
+// healthy, before any service starts (TestAppServices).
+func TestNATSStreams(t *testing.T) {
+	is := is.New(t)
+	p := loadProject(t)
+	s := service(t, p, "nats-streams")
+	is.Equal(s.Image, service(t, p, "migrate").Image)                                        // the image migrate builds
+	is.Equal([]string(s.Command), []string{"streams", "apply"})                              // running `primectl streams apply`
+	is.Equal(s.Restart, "no")                                                                // once
+	is.True(s.ReadOnly)                                                                      // read-only root
+	is.Equal(s.CapDrop, []string{"ALL"})                                                     // no capabilities
+	is.Equal(env(s, "NATS_URL"), env(service(t, p, "ingest"), "NATS_URL"))                   // the services' cluster
+	is.Equal(env(s, "NATS_USER"), "operators")                                               // as the operators
+	is.Equal(mountedSecret(t, p, s, "NATS_PASSWORD_FILE"), natsauthPasswordVar("operators")) // with their password, from a file
+	is.Equal(env(s, "NATS_STREAM_REPLICAS"), "3")                                            // R3, as the services check them
+	for _, n := range []string{"nats-1", "nats-2", "nats-3"} {
+		is.Equal(s.DependsOn[n].Condition, types.ServiceConditionHealthy) // once every NATS node is healthy
+	}
 }
 
 func TestEveryServiceDirectoryIsComposed(t *testing.T) {
@@ -195,8 +220,9 @@ func TestAppServices(t *testing.T) {
 			is.True(s.ReadOnly)                                                        // read-only root
 			is.Equal(s.CapDrop, []string{"ALL"})                                       // no capabilities
 
-			is.Equal(s.DependsOn["migrate"].Condition, types.ServiceConditionCompletedSuccessfully)   // starts after the migration
-			is.Equal(s.DependsOn["db-grants"].Condition, types.ServiceConditionCompletedSuccessfully) // and the grants
+			is.Equal(s.DependsOn["migrate"].Condition, types.ServiceConditionCompletedSuccessfully)      // starts after the migration
+			is.Equal(s.DependsOn["db-grants"].Condition, types.ServiceConditionCompletedSuccessfully)    // and the grants
+			is.Equal(s.DependsOn["nats-streams"].Condition, types.ServiceConditionCompletedSuccessfully) // and the streams and consumers
 			for _, n := range []string{"nats-1", "nats-2", "nats-3"} {
 				is.Equal(s.DependsOn[n].Condition, types.ServiceConditionHealthy) // and once every NATS node is healthy
 			}
@@ -259,7 +285,7 @@ func TestServiceEnvironmentIsRead(t *testing.T) {
 	root := repoRoot(t)
 	idx := newEnvIndex(t, root)
 	everywhere := idx.names(goDirs(t, filepath.Join(root, "pkg"), filepath.Join(root, "services")))
-	commands := map[string]string{"migrate": "primectl", "primectl": "primectl"} // compose service → services/<dir>
+	commands := map[string]string{"migrate": "primectl", "primectl": "primectl", "nats-streams": "primectl"} // compose service → services/<dir>
 	for _, name := range appServices {
 		commands[name] = name
 	}

@@ -71,6 +71,9 @@ func TestDockerfile(t *testing.T) {
 	is.True(slices.Contains(final, instruction{"USER", "nonroot:nonroot"})) // and runs as that user
 	is.True(slices.Contains(build, instruction{"ARG", "SERVICE"}))          // the service is a build argument
 	is.True(slices.Contains(final, instruction{"ARG", "SERVICE"}))          // (both stages read it)
+	// A binary listens on loopback unless HTTP_ADDR says otherwise: in a
+	// container every interface, or nothing outside it reaches the service.
+	is.True(slices.Contains(final, instruction{"ENV", "HTTP_ADDR=:8080"}))
 
 	var envs, runs, copies []string
 	for _, in := range build {

@@ -19,26 +19,28 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// appearWithTraffic are the families whose label values come from the
-// traffic itself (an eventAction, a Prime endpoint, an OptimoRoute
-// operation), so no series exists before the first one; every other
+// appearWithTraffic are the families whose label values (or, for a gauge
+// of a time, whose value) come from the traffic itself (an eventAction, a
+// Prime endpoint, an OptimoRoute operation), so no series exists before the
+// first one; every other
 // family a dashboard queries is exported from the start and must read 0,
 // not "no data", before any traffic. A family added later belongs here
 // only if its labels cannot be known in advance; otherwise the service
 // exports its label values at 0.
 var appearWithTraffic = map[string]string{
-	"primeflow_webhooks_total":                   "action is the webhook's eventAction",
-	"primeflow_resolver_events_total":            "by the events' action and outcome",
-	"primeflow_resolver_prime_probes_total":      "by the entity a GUID turned out to be",
-	"prime_client_requests_total":                "by the Prime endpoints called",
-	"prime_client_rate_limit_waits_total":        "by the reason of a wait, once a call waited",
-	"prime_client_rate_limit_wait_seconds_total": "by the reason of a wait, once a call waited",
-	"prime_client_ratelimit_remaining":           "the x-ratelimit headers of Prime's last answer",
-	"prime_client_calls_total":                   "by the callers and purposes of the calls made",
-	"prime_client_coalesced_total":               "by the callers and purposes of the calls coalesced",
-	"prime_budget_remaining":                     "the day's only once Prime has sent x-ratelimit-day-remaining",
-	"optimoroute_requests_total":                 "by the OptimoRoute operations called",
-	"optimoroute_request_duration_seconds":       "by the OptimoRoute operations called",
+	"primeflow_webhooks_total":                         "action is the webhook's eventAction",
+	"primeflow_resolver_events_total":                  "by the events' action and outcome",
+	"primeflow_resolver_prime_probes_total":            "by the entity a GUID turned out to be",
+	"prime_client_requests_total":                      "by the Prime endpoints called",
+	"prime_client_rate_limit_waits_total":              "by the reason of a wait, once a call waited",
+	"prime_client_rate_limit_wait_seconds_total":       "by the reason of a wait, once a call waited",
+	"prime_client_ratelimit_remaining":                 "the x-ratelimit headers of Prime's last answer",
+	"prime_client_calls_total":                         "by the callers and purposes of the calls made",
+	"prime_client_coalesced_total":                     "by the callers and purposes of the calls coalesced",
+	"prime_budget_remaining":                           "the day's only once Prime has sent x-ratelimit-day-remaining",
+	"optimoroute_requests_total":                       "by the OptimoRoute operations called",
+	"optimoroute_request_duration_seconds":             "by the OptimoRoute operations called",
+	"primeflow_jobmirror_jobs_sweep_watermark_seconds": "served once a jobs sweep has listed a job: no watermark is known before",
 }
 
 // faultAlerts are the alerts the test's faults fire: a capped row, an SMS
@@ -120,6 +122,7 @@ func TestLivePrometheus(t *testing.T) {
 		"RESOLVER_BACKOFF=10ms,10ms,10ms,10ms", // a failing event reaches the cap at once
 		"MAKESAFE_LADDER=1s,2s,3s,4s",          // the re-check rungs fire within the test
 		"SMS_SEND_URL=" + sms.URL, "SMS_MAX_ATTEMPTS=1", "MAKESAFE_SMS_TO=+61400000000",
+		"JOBS_SWEEP_EVERY=2s", // the backstop lists the traffic's new job within the test
 	})
 
 	prom := startPrometheus(t, prometheus, promtool, dir, pf.http)
@@ -315,6 +318,21 @@ func (pf *livePrimeflow) start(t *testing.T, bin string, env []string) {
 // needs a step here that makes it appear.
 func (pf *livePrimeflow) traffic(t *testing.T) {
 	t.Helper()
+	// A job no webhook brings, which the backstop's next sweep lists: its
+	// watermark is known, and served (before Prime's day budget is cut
+	// below, which holds the sweeps' class).
+	pf.do(t, http.MethodPost, "http://"+pf.sim+"/prime/_sim/jobs", `{}`, "")
+	waitFor(t, 60*time.Second, "the jobs sweep's watermark served", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+pf.http+"/metrics", nil)
+		req.SetBasicAuth(liveAdmin, livePassword)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "\nprimeflow_jobmirror_jobs_sweep_watermark_seconds ")
+	})
 	// Fault: Prime's day budget nearly spent (PrimeDailyBudgetLow), the
 	// minute's wide enough for the test.
 	pf.do(t, http.MethodPut, "http://"+pf.sim+"/prime/_sim/ratelimit", `{"perMinute":600,"perDay":450,"maxConcurrent":5}`, "")

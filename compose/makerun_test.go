@@ -10,7 +10,7 @@ import (
 
 // The Prometheus docs/monitoring.md gives for `make run`
 // (prometheus/make-run.yml) scrapes bin/primeflow where make run serves it
-// (HTTP_ADDR :8080), with the login make run makes (admin, the password in
+// (HTTP_ADDR 127.0.0.1:8080), with the login make run makes (admin, the password in
 // DATA_DIR/admin-password, ./data from the repository), loads compose's
 // alert rules, and promtool accepts it.
 func TestMakeRunPrometheus(t *testing.T) {

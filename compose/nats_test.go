@@ -58,14 +58,24 @@ func TestNATSCluster(t *testing.T) {
 			for _, u := range opts.Users {
 				users[u.Username] = u
 			}
-			for _, name := range append(slices.Clone(appServices), "portals", "operators") {
+			for _, name := range append(slices.Clone(appServices), "portals", "operators", "operators-readonly") {
 				u := users[name]
-				is.True(u != nil)                                       // a user a service, the portals and the operators (users.conf)
+				is.True(u != nil)                                       // a user a service, the portals and the operators' two (users.conf)
 				is.Equal(u.Password, env(s, natsauthPasswordVar(name))) // its password from the node's environment
 				is.True(u.Password != "")                               // set
-				is.Equal(u.Permissions == nil, name == "operators")     // only the operators may do everything
+				is.True(u.Permissions != nil)                           // each held to its permissions
+				is.True(u.Permissions.Subscribe != nil)
+				everything := slices.Contains(u.Permissions.Publish.Allow, ">")
+				is.Equal(everything, name == "operators") // only the operators may publish anything
+				own := "_INBOX_" + name + ".>"
+				if everything {
+					is.True(!slices.Contains(u.Permissions.Subscribe.Deny, own))       // the operators read their own replies
+					is.True(slices.Contains(u.Permissions.Subscribe.Deny, "_INBOX.>")) // and no one else's
+				} else {
+					is.True(slices.Contains(u.Permissions.Subscribe.Allow, own)) // each reads replies on its own inbox prefix
+				}
 			}
-			is.Equal(len(opts.Users), len(appServices)+2)           // and no one else
+			is.Equal(len(opts.Users), len(appServices)+3)           // and no one else
 			is.Equal(opts.Username, "")                             // no shared user
 			is.True(opts.MaxPayload > 1<<20)                        // a 1 MiB webhook (INGEST_MAX_BODY_BYTES) plus headers fits
 			is.Equal(int64(opts.MaxPayload), embeddedMaxPayload(t)) // as much as the embedded server (bin/primeflow) takes

@@ -164,3 +164,46 @@ func tool(t *testing.T, variable, name string) string {
 	}
 	return p
 }
+
+// alertRowRE is a row of docs/monitoring.md's alert table: its first cell
+// names one alert or several ("`A`, `B`"), then its severity.
+var alertRowRE = regexp.MustCompile("^\\| (`[A-Za-z]+`(?:, `[A-Za-z]+`)*) \\| (page|ticket) \\|")
+
+// TestEveryAlertIsInTheMonitoringDoc: docs/monitoring.md's alert table lists
+// every alert of the rule files, with its severity, and no other.
+func TestEveryAlertIsInTheMonitoringDoc(t *testing.T) {
+	rules := make(map[string]string) // alert → severity
+	for _, file := range ruleFiles(t) {
+		var rf ruleFile
+		readYAML(t, file, &rf)
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				rules[r.Alert] = r.Labels["severity"]
+			}
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), monitoringDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := make(map[string]string)
+	for _, line := range strings.Split(string(doc), "\n") {
+		m := alertRowRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		for _, name := range strings.Split(m[1], ", ") {
+			listed[strings.Trim(name, "`")] = m[2]
+		}
+	}
+	for alert, severity := range rules {
+		if listed[alert] != severity {
+			t.Errorf("%s (%s) is not in %s's alert table with that severity (listed: %q)", alert, severity, monitoringDoc, listed[alert])
+		}
+	}
+	for alert := range listed {
+		if _, ok := rules[alert]; !ok {
+			t.Errorf("%s lists %s, which no rule file holds", monitoringDoc, alert)
+		}
+	}
+}

@@ -63,28 +63,30 @@ func TestServicesStartWithComposeEnvironment(t *testing.T) {
 	if out, err := migrate.CombinedOutput(); err != nil {
 		t.Fatalf("primectl migrate: %v\n%s", err, out)
 	}
+	// nats-streams, the operators' step, before any service; then the
+	// tools' primectl, as the read-only user, finds it all as defined.
+	for _, step := range []struct {
+		service string
+		args    []string
+	}{{"nats-streams", nil}, {"primectl", []string{"streams", "check"}}} {
+		s := service(t, p, step.service)
+		cmd := exec.Command(filepath.Join(bin, "primectl"), append(s.Command, step.args...)...)
+		cmd.Env = append(composeEnv(t, p, s, natsURL(s)), "DATABASE_URL="+db)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: primectl %s: %v\n%s", step.service, strings.Join(cmd.Args[1:], " "), err, out)
+		}
+	}
 
 	for _, name := range appServices {
 		t.Run(name, func(t *testing.T) {
 			s := service(t, p, name)
 			port := freePort(t)
-			vars := []string{}
-			for k, v := range s.Environment {
-				if v != nil {
-					vars = append(vars, k+"="+*v)
-				}
-			}
-			// Only where the stack's hosts are: the cluster, the database
-			// (SQLite has no password), free ports, the secret files.
-			// Everything else is compose's.
-			vars = slices.DeleteFunc(vars, func(v string) bool { return strings.HasPrefix(v, "DATABASE_PASSWORD_FILE=") })
-			vars = append(vars, "NATS_URL="+natsURL(s), "DATABASE_URL="+db, fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", port))
+			vars := append(composeEnv(t, p, s, natsURL(s)), "DATABASE_URL="+db, fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", port))
 			health := port
 			if s.Environment["OPS_ADDR"] != nil {
 				health = freePort(t)
 				vars = append(vars, fmt.Sprintf("OPS_ADDR=127.0.0.1:%d", health))
 			}
-			vars = append(vars, secretFiles(t, p, s)...)
 			if s.Environment["TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID"] != nil {
 				// .env.example's placeholder, which job-mirror refuses: a
 				// status GUID, as an operator sets it.
@@ -106,6 +108,22 @@ func TestServicesStartWithComposeEnvironment(t *testing.T) {
 			})
 		})
 	}
+}
+
+// composeEnv is the environment compose gives s, changed only where the
+// stack's hosts are: natsURL for the cluster, the secret files written
+// here, and no database password (SQLite has none; the caller gives
+// DATABASE_URL).
+func composeEnv(t *testing.T, p *types.Project, s types.ServiceConfig, natsURL string) []string {
+	t.Helper()
+	var vars []string
+	for k, v := range s.Environment {
+		if v != nil && k != "DATABASE_PASSWORD_FILE" && k != "DATABASE_URL" {
+			vars = append(vars, k+"="+*v)
+		}
+	}
+	vars = slices.DeleteFunc(vars, func(v string) bool { return strings.HasPrefix(v, "NATS_URL=") })
+	return append(append(vars, "NATS_URL="+natsURL), secretFiles(t, p, s)...)
 }
 
 // startCluster runs compose/nats/nats-N.conf as three servers in this

@@ -24,7 +24,7 @@ import (
 )
 
 // defaultAddr is service.Config's HTTP_ADDR default (pkg/service).
-const defaultAddr = ":8080"
+const defaultAddr = "127.0.0.1:8080"
 
 // timeout stays under the compose healthcheck's timeout (5s), so a slow
 // answer is reported as ours rather than killed.

@@ -1,7 +1,7 @@
 package config
 
 import (
-	"fmt"
+	"errors"
 	"strings"
 	"time"
 )
@@ -17,9 +17,9 @@ func ParseInterval(v string) (d time.Duration, off bool, err error) {
 	d, err = time.ParseDuration(v)
 	switch {
 	case err != nil:
-		return 0, false, fmt.Errorf("not a duration or \"off\": %w", err)
+		return 0, false, errors.New(`not a duration (15m) or "off"`)
 	case d < 0:
-		return 0, false, fmt.Errorf("%s: a negative interval", v)
+		return 0, false, errors.New("a negative interval")
 	}
 	return d, d == 0, nil
 }

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,19 +33,15 @@ import (
 // an error that makes the work wait without an attempt: see package retry.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
 
-// Spec describes a durable consumer.
+// Spec describes how a durable consumer is read.
 type Spec struct {
-	Stream   string
-	Durable  string
-	Subjects []string // filter subjects; empty is the whole stream
+	// Consumer is the consumer's definition (pkg/events), which the
+	// operators' step made: Run reads it, and waits while NATS does not
+	// hold it as defined. Every message it holds, waiting or in hand, is
+	// kept alive with a heartbeat every third of its AckWait.
+	Consumer events.Consumer
 	// Workers is how many messages are handled at once (default 8).
 	Workers int
-	// MaxAckPending bounds the messages handed out and not yet acked (default 1024).
-	MaxAckPending int
-	// AckWait is how long the server waits for an ack before redelivering
-	// (default 30s); every message the consumer holds, waiting or in hand,
-	// is kept alive with a heartbeat every third of it.
-	AckWait time.Duration
 	// Key, when set, orders messages: those with the same key are handled
 	// one at a time in the order the stream holds them.
 	Key func(jetstream.Msg) string
@@ -77,34 +75,23 @@ func (e *dropError) Unwrap() error { return e.err }
 // redelivered. Use it when the message can never succeed.
 func Drop(err error) error { return &dropError{err: err} }
 
-// Run creates or updates the consumer and handles its messages until ctx
-// ends; it waits for handlers in flight before it returns.
+// Run reads the consumer and handles its messages until ctx ends; it
+// waits for handlers in flight before it returns.
 func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logger, reg prometheus.Registerer, h Handler) error {
 	spec = withDefaults(spec)
-	cfg := jetstream.ConsumerConfig{
-		Durable:       spec.Durable,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       spec.AckWait,
-		MaxAckPending: spec.MaxAckPending,
-		MaxDeliver:    -1,
-	}
-	if len(spec.Subjects) == 1 {
-		cfg.FilterSubject = spec.Subjects[0]
-	} else {
-		cfg.FilterSubjects = spec.Subjects
-	}
-	cons, err := createConsumer(ctx, js, spec.Stream, cfg, log)
+	cfg := spec.Consumer.Config()
+	cons, err := bind(ctx, js, spec.Consumer, log)
 	if err != nil {
 		return err
 	}
-	m, err := newMetrics(spec.Durable, reg)
+	m, err := newMetrics(cfg.Durable, reg)
 	if err != nil {
 		return err
 	}
-	log = log.With("consumer", spec.Durable)
-	msgs, err := cons.Messages(jetstream.PullMaxMessages(min(spec.MaxAckPending, 256)))
+	log = log.With("consumer", cfg.Durable)
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(min(cfg.MaxAckPending, 256)))
 	if err != nil {
-		return fmt.Errorf("consumer %s: %w", spec.Durable, err)
+		return fmt.Errorf("consumer %s: %w", cfg.Durable, err)
 	}
 	// On the way down, messages already fetched are handed back (Nak) rather
 	// than left to the server's AckWait, so another instance takes them now.
@@ -118,7 +105,7 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 	// off the iterator at once (the server's MaxAckPending bounds how many
 	// wait), so none sits unseen in its buffer while AckWait runs out.
 	held := newHolder()
-	stopBeats := held.heartbeat(spec.AckWait / 3)
+	stopBeats := held.heartbeat(cfg.AckWait / 3)
 	queues := make([]*queue, spec.Workers)
 	var wg sync.WaitGroup
 	shared := newQueue()
@@ -179,25 +166,39 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 	}
 }
 
-// createConsumer creates or updates the consumer, trying again with
-// backoff while JetStream does not answer (a failover, a node restarting,
-// no quorum), each wait logged. A configuration JetStream refuses (400) is
-// returned at once, as is ctx's end.
-func createConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, log *slog.Logger) (jetstream.Consumer, error) {
+// bind finds the consumer as it is defined, waiting with backoff while
+// JetStream does not answer (a failover, a node restarting, no quorum), and
+// while the consumer is missing or not as defined (the operators' step,
+// events.ApplyCommand, makes it), each wait logged.
+func bind(ctx context.Context, js jetstream.JetStream, c events.Consumer, log *slog.Logger) (jetstream.Consumer, error) {
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cons, err := js.CreateOrUpdateConsumer(cctx, stream, cfg)
+		cons, err := js.Consumer(cctx, c.Stream, c.Durable)
 		cancel()
-		if err == nil {
-			return cons, nil
+		switch {
+		case err == nil:
+			diff := c.Drift(cons.CachedInfo().Config)
+			if len(diff) == 0 {
+				return cons, nil
+			}
+			err = &events.NotAppliedError{Problems: []string{fmt.Sprintf("consumer %s/%s differs from its definition in %s", c.Stream, c.Durable, strings.Join(diff, ", "))}}
+		case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
+			err = &events.NotAppliedError{Problems: []string{fmt.Sprintf("consumer %s/%s is missing", c.Stream, c.Durable)}}
+		case errors.Is(err, jetstream.ErrNotPullConsumer):
+			err = &events.NotAppliedError{Problems: []string{events.PushConsumerProblem(c)}}
+		default:
+			err = fmt.Errorf("consumer %s on %s: %w", c.Durable, c.Stream, err)
 		}
-		err = fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, err)
-		var api *jetstream.APIError
-		if ctx.Err() != nil || errors.As(err, &api) && api.Code == 400 {
-			return nil, err
+		if ctx.Err() != nil {
+			return nil, errors.Join(ctx.Err(), err)
 		}
-		pause := createRetry.After(attempt)
-		log.Warn("JetStream did not create the consumer; trying again", "consumer", cfg.Durable, "stream", stream, "in", pause, "err", err)
+		pause := bindRetry.After(attempt)
+		var notApplied *events.NotAppliedError
+		if errors.As(err, &notApplied) {
+			log.Warn("waiting for the operators' step", "consumer", c.Durable, "stream", c.Stream, "run", events.ApplyCommand, "in", pause, "err", err)
+		} else {
+			log.Warn("JetStream did not answer for the consumer; trying again", "consumer", c.Durable, "stream", c.Stream, "in", pause, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, errors.Join(ctx.Err(), err)
@@ -206,18 +207,12 @@ func createConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	}
 }
 
-// createRetry paces the attempts to create a consumer.
-var createRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second}
+// bindRetry paces the attempts to find the consumer.
+var bindRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second}
 
 func withDefaults(s Spec) Spec {
 	if s.Workers <= 0 {
 		s.Workers = 8
-	}
-	if s.MaxAckPending <= 0 {
-		s.MaxAckPending = 1024
-	}
-	if s.AckWait <= 0 {
-		s.AckWait = 30 * time.Second
 	}
 	if len(s.Backoff) == 0 {
 		s.Backoff = DefaultBackoff()

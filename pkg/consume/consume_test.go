@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/consume"
+	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/matryer/is"
@@ -33,10 +36,11 @@ func setup(t *testing.T) jetstream.JetStream {
 // run consumes with h until the test ends.
 func run(t *testing.T, js jetstream.JetStream, spec consume.Spec, h consume.Handler) {
 	t.Helper()
-	spec.Stream = stream
-	if spec.Durable == "" {
-		spec.Durable = "test"
+	spec.Consumer.Stream = stream
+	if spec.Consumer.Durable == "" {
+		spec.Consumer.Durable = "test"
 	}
+	apply(t, js, spec.Consumer)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -48,6 +52,14 @@ func run(t *testing.T, js jetstream.JetStream, spec consume.Spec, h consume.Hand
 			t.Errorf("consume.Run: %v", err)
 		}
 	})
+}
+
+// apply makes the consumer, as the operators' step does.
+func apply(t *testing.T, js jetstream.JetStream, c events.Consumer) {
+	t.Helper()
+	if _, err := events.ApplyConsumer(context.Background(), js, c); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func publish(t *testing.T, js jetstream.JetStream, subject string, n int) {
@@ -165,7 +177,7 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 	var calls atomic.Int32
 	release := make(chan struct{})
 	const ackWait = 1500 * time.Millisecond // heartbeats every ackWait/3: 1s of room for a stalled process
-	run(t, js, consume.Spec{AckWait: ackWait}, func(ctx context.Context, _ jetstream.Msg) error {
+	run(t, js, consume.Spec{Consumer: events.Consumer{AckWait: ackWait}}, func(ctx context.Context, _ jetstream.Msg) error {
 		calls.Add(1)
 		<-release
 		return nil
@@ -186,7 +198,8 @@ func TestStoppedConsumerHandsBackWhatItFetched(t *testing.T) {
 	js := setup(t)
 	const n = 50
 	publish(t, js, "t.x", n)
-	spec := consume.Spec{Stream: stream, Durable: "handover", Workers: 1, AckWait: time.Hour}
+	spec := consume.Spec{Consumer: events.Consumer{Stream: stream, Durable: "handover", AckWait: time.Hour}, Workers: 1}
+	apply(t, js, spec.Consumer)
 	started := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -203,7 +216,7 @@ func TestStoppedConsumerHandsBackWhatItFetched(t *testing.T) {
 	is.NoErr(<-done)
 
 	var handled atomic.Int32
-	run(t, js, consume.Spec{Durable: "handover", Workers: 4, AckWait: time.Hour}, func(context.Context, jetstream.Msg) error {
+	run(t, js, consume.Spec{Consumer: events.Consumer{Durable: "handover", AckWait: time.Hour}, Workers: 4}, func(context.Context, jetstream.Msg) error {
 		handled.Add(1)
 		return nil
 	})
@@ -230,7 +243,7 @@ func TestWaitingMessagesAreKeptAlive(t *testing.T) {
 			const ackWait = 1500 * time.Millisecond // heartbeats every ackWait/3: 1s of room for a stalled process on a loaded machine
 			var mu sync.Mutex
 			var got []string // body#delivery, in the order handled
-			run(t, js, consume.Spec{Workers: 1, AckWait: ackWait, Key: tc.key}, func(_ context.Context, msg jetstream.Msg) error {
+			run(t, js, consume.Spec{Consumer: events.Consumer{AckWait: ackWait}, Workers: 1, Key: tc.key}, func(_ context.Context, msg jetstream.Msg) error {
 				mu.Lock()
 				got = append(got, fmt.Sprintf("%s#%d", msg.Data(), delivered(msg)))
 				mu.Unlock()
@@ -284,7 +297,7 @@ func TestRedeliveredCopyOfAHeldMessageIsNotHandled(t *testing.T) {
 
 			var calls atomic.Int32
 			release := make(chan struct{})
-			run(t, js, consume.Spec{Durable: "dup", Subjects: []string{"t.dup"}, Workers: tc.workers, AckWait: ackWait, Key: tc.key},
+			run(t, js, consume.Spec{Consumer: events.Consumer{Durable: "dup", Subjects: []string{"t.dup"}, AckWait: ackWait}, Workers: tc.workers, Key: tc.key},
 				func(context.Context, jetstream.Msg) error {
 					calls.Add(1)
 					<-release
@@ -303,4 +316,49 @@ func TestRedeliveredCopyOfAHeldMessageIsNotHandled(t *testing.T) {
 			is.Equal(info.NumAckPending, 0) // and the message is settled
 		})
 	}
+}
+
+// TestRunWaitsForTheOperatorsStep: a consumer the operators' step has not
+// made, or one not as defined (a push consumer, delivering where its maker
+// chose), is waited for, the wait naming the command that makes it; once
+// it is made as defined, its messages are handled.
+func TestRunWaitsForTheOperatorsStep(t *testing.T) {
+	is := is.New(t)
+	js := setup(t)
+	ctx := context.Background()
+	c := events.Consumer{Stream: stream, Durable: "unmade", Subjects: []string{"t.unmade"}}
+	publish(t, js, "t.unmade", 1)
+	push := c.Config()
+	push.DeliverSubject = "elsewhere"
+	_, err := js.CreateOrUpdateConsumer(ctx, stream, push)
+	is.NoErr(err) // someone made it otherwise
+
+	logs := &flowtest.Buffer{}
+	handled := make(chan struct{}, 1)
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- consume.Run(rctx, js, consume.Spec{Consumer: c}, slog.New(slog.NewTextHandler(logs, nil)), prometheus.NewRegistry(),
+			func(context.Context, jetstream.Msg) error {
+				handled <- struct{}{}
+				return nil
+			})
+	}()
+	flowtest.Eventually(t, "the wait for the operators' step logged", func() bool {
+		return strings.Contains(logs.String(), "is a push consumer (deliver_subject)") &&
+			strings.Contains(logs.String(), events.ApplyCommand)
+	})
+	is.NoErr(js.DeleteConsumer(ctx, stream, c.Durable))
+	flowtest.Eventually(t, "the missing consumer named", func() bool {
+		return strings.Contains(logs.String(), "consumer "+stream+"/unmade is missing")
+	})
+	select {
+	case <-handled:
+		t.Fatal("a message was handled from a consumer not as defined")
+	default:
+	}
+	apply(t, js, c) // the operators' step
+	<-handled
+	stop()
+	is.NoErr(<-done)
 }

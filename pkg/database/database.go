@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/mssql"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
@@ -37,6 +38,21 @@ func Open(ctx context.Context, url, dataDir string) (store.Store, error) {
 	return nil, fmt.Errorf("DATABASE_URL: want sqlite:<path> or sqlserver://…, got %s", described(url))
 }
 
+// Check refuses a DATABASE_URL that names no store Open can open, and a
+// DATABASE_PASSWORD that cannot go with it (WithPassword), without opening
+// anything: each a config.Refusal.
+func Check(url, password string) error {
+	var bad error
+	switch path, sqlite := SQLitePath(url, ""); {
+	case sqlite && path == "":
+		bad = config.Refuse("DATABASE_URL", "no file after sqlite:")
+	case !sqlite && !strings.HasPrefix(url, "sqlserver://"):
+		bad = config.Refuse("DATABASE_URL", "want sqlite:<path> or sqlserver://…, got %s", described(url))
+	}
+	_, err := WithPassword(url, password)
+	return errors.Join(bad, err)
+}
+
 // WithPassword is url with password as its user's password, for a
 // sqlserver:// URL whose password is given apart (DATABASE_PASSWORD, or
 // DATABASE_PASSWORD_FILE from a mounted secret); a blank password leaves url
@@ -53,14 +69,14 @@ func WithPasswordOf(urlVar, passwordVar, url, password string) (string, error) {
 		return url, nil
 	}
 	if !strings.HasPrefix(url, "sqlserver://") {
-		return "", fmt.Errorf("%s is set but %s is not a sqlserver:// URL: SQLite has no password", passwordVar, urlVar)
+		return "", config.Refuse(passwordVar, "is set but %s is not a sqlserver:// URL: SQLite has no password", urlVar)
 	}
 	u, err := neturl.Parse(url)
 	if err != nil || u.User == nil || u.User.Username() == "" {
-		return "", fmt.Errorf("%s is set but %s names no user (sqlserver://user@host…)", passwordVar, urlVar)
+		return "", config.Refuse(passwordVar, "is set but %s names no user (sqlserver://user@host…)", urlVar)
 	}
 	if _, has := u.User.Password(); has {
-		return "", fmt.Errorf("%s is set but %s holds a password too: give it one way", passwordVar, urlVar)
+		return "", config.Refuse(passwordVar, "is set but %s holds a password too: give it one way", urlVar)
 	}
 	u.User = neturl.UserPassword(u.User.Username(), password)
 	return u.String(), nil

@@ -77,7 +77,7 @@ func TestWithPassword(t *testing.T) {
 		{"sqlserver://u:old@mssql", "new", "", "holds a password too"},
 		{"sqlserver://mssql", "new", "", "names no user"},
 		{"sqlite:/tmp/x.db", "new", "", "not a sqlserver:// URL"},
-		{"sqlserver://u:old@mssql", "new", "", "DATABASE_PASSWORD is set but DATABASE_URL holds a password too"},
+		{"sqlserver://u:old@mssql", "new", "", "DATABASE_PASSWORD: is set but DATABASE_URL holds a password too"},
 	} {
 		t.Run(tc.url+" "+tc.password, func(t *testing.T) {
 			is := is.New(t)
@@ -100,7 +100,7 @@ func TestWithPasswordOf(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(got, "sqlserver://reader:pw@live:1433?database=prod")
 	_, err = database.WithPasswordOf("LIVE_DATABASE_URL", "LIVE_DATABASE_PASSWORD", "sqlite:/x.db", "pw")
-	is.True(err != nil && strings.Contains(err.Error(), "LIVE_DATABASE_PASSWORD is set but LIVE_DATABASE_URL is not a sqlserver:// URL"))
+	is.True(err != nil && strings.Contains(err.Error(), "LIVE_DATABASE_PASSWORD: is set but LIVE_DATABASE_URL is not a sqlserver:// URL"))
 }
 
 // TestTransient: what a service waits out at start (a database another

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,35 +31,29 @@ type Config struct {
 	Workers int `env:"SEND_WORKERS" envDefault:"4"`
 }
 
-// Validate reports a setting the drainer cannot work with, naming its
-// variable under prefix ("SMS_"). NewDrainer calls it.
+// Validate refuses the settings the drainer cannot work with, each naming
+// its variable under prefix ("SMS_"; config.Refusal). NewDrainer calls it.
 func (c Config) Validate(prefix string) error {
-	switch {
-	case c.MaxAttempts < 1:
-		return fmt.Errorf("%sMAX_ATTEMPTS must be at least 1", prefix)
-	case len(c.Backoff) == 0:
-		return fmt.Errorf("%sRETRY_BACKOFF needs at least one duration", prefix)
-	case c.Lease <= 0 || c.Sweep <= 0 || c.Workers < 1:
-		return fmt.Errorf("%[1]sCLAIM_LEASE, %[1]sSWEEP_INTERVAL and %[1]sSEND_WORKERS must be above zero", prefix)
-	}
-	for _, b := range c.Backoff {
-		if b <= 0 {
-			return fmt.Errorf("%sRETRY_BACKOFF durations must be above zero", prefix)
-		}
-	}
-	return nil
+	return errors.Join(
+		config.Positive(prefix+"MAX_ATTEMPTS", c.MaxAttempts),
+		config.Steps(prefix+"RETRY_BACKOFF", c.Backoff),
+		config.Positive(prefix+"CLAIM_LEASE", c.Lease),
+		config.Positive(prefix+"SWEEP_INTERVAL", c.Sweep),
+		config.Positive(prefix+"SEND_WORKERS", c.Workers))
 }
 
-// ValidateWith is Validate for a drainer that posts with send, with
-// send.Validate, and refuses a lease that a post can outlast: a claim that
-// lapses during a post lets the row be posted again.
+// ValidateWith is Validate for a drainer that posts with send, as a
+// service checks its settings at start: with send.Validate, a timeout of
+// the post's that is not above zero (a zero in a config made in code is
+// SendTimeout's default; read from the environment, where it has a
+// default of its own, it is refused), and a lease that a post can outlast:
+// a claim that lapses during a post lets the row be posted again.
 func (c Config) ValidateWith(prefix string, send HTTPConfig) error {
 	var lease error
-	if t := send.SendTimeout(); c.Lease <= t {
-		lease = fmt.Errorf("%sCLAIM_LEASE (%s) must be longer than %sSEND_TIMEOUT (%s): a claim that lapses during a post lets it be posted again",
-			prefix, c.Lease, prefix, t)
+	if t := send.SendTimeout(); c.Lease > 0 && c.Lease <= t {
+		lease = config.Refuse(prefix+"CLAIM_LEASE", "must be longer than %sSEND_TIMEOUT (%s): a claim that lapses during a post lets it be posted again", prefix, t)
 	}
-	return errors.Join(lease, c.Validate(prefix), send.Validate(prefix))
+	return errors.Join(lease, c.Validate(prefix), send.Validate(prefix), config.Positive(prefix+"SEND_TIMEOUT", send.Timeout))
 }
 
 // Drainer sends a queue's rows: when kicked, when a retry falls due, and at
@@ -69,8 +64,8 @@ type Drainer[M any] struct {
 	kind Kind
 	q    Queue[M]
 	s    Sender[M]
-	// logOnly: s only logs what it is given (no endpoint configured).
-	logOnly bool
+	// notSent, when set, says why s sends nothing (Options.NotSent).
+	notSent string
 	log     *slog.Logger
 	m       Collectors
 	kick    chan struct{}
@@ -81,9 +76,10 @@ type Options[M any] struct {
 	Kind   Kind
 	Queue  Queue[M]
 	Sender Sender[M]
-	// LogOnly says Sender only logs the messages (no endpoint is
-	// configured): they are recorded sent and counted as logged.
-	LogOnly bool
+	// NotSent, when set, says that Sender sends nothing, and why
+	// (NotSentBy: a NotSender's NotSent, for a Sender that may be wrapped):
+	// its rows are recorded Logged, never Sent, and counted as logged.
+	NotSent string
 	Log     *slog.Logger
 	// Collectors are the kind's metrics, registered with Registry.
 	Collectors Collectors
@@ -102,7 +98,7 @@ func NewDrainer[M any](cfg Config, o Options[M]) (*Drainer[M], error) {
 	if err := m.register(o.Registry, o.Queue); err != nil {
 		return nil, fmt.Errorf("%s metrics: %w", o.Kind.Name, err)
 	}
-	return &Drainer[M]{cfg: cfg, kind: o.Kind, q: o.Queue, s: o.Sender, logOnly: o.LogOnly, log: o.Log, m: m, kick: make(chan struct{}, 1)}, nil
+	return &Drainer[M]{cfg: cfg, kind: o.Kind, q: o.Queue, s: o.Sender, notSent: o.NotSent, log: o.Log, m: m, kick: make(chan struct{}, 1)}, nil
 }
 
 // Kick asks for a drain now. It never blocks; kicks while a drain runs
@@ -195,8 +191,9 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 	handed := time.Now()
 	err := d.s.Send(context.WithoutCancel(ctx), c.Msg)
 	now := time.Now()
-	if wait := retry.Delay(err); wait > 0 {
-		d.wait(rctx, log, c, err, now.Add(wait), now)
+	var w retry.Waiter
+	if errors.As(err, &w) {
+		d.wait(rctx, log, c, err, now.Add(d.waitFor(w, now.Sub(c.QueuedUTC))), now)
 		return
 	}
 	if c.Attempt == 1 {
@@ -233,32 +230,43 @@ func (d *Drainer[M]) send(ctx context.Context, c Claim[M]) {
 		"next", retryAt.Sub(now).Round(time.Millisecond), "nextAt", retryAt.UTC().Format(time.RFC3339))
 }
 
-// maxRetryAfter is the longest an endpoint's Retry-After holds a retry.
+// maxRetryAfter is the longest an endpoint's Retry-After holds a retry or
+// a wait.
 const maxRetryAfter = time.Hour
 
-// wait records a row that could not be sent yet (a retry.Waiter: something
-// it needs is not there) as due again at until, its attempt not counted,
-// when the queue can (a Deferrer); else as a failed attempt retried then.
+// waitFor is how long a row waits now for w, having waited waited since
+// it was queued: as long again (Config.Backoff.AfterWaiting: between its
+// first and last step), or as w asks when that is longer (at most
+// maxRetryAfter). A row whose endpoint stays down is so looked at again
+// less and less often, up to the last step, however long that lasts.
+func (d *Drainer[M]) waitFor(w retry.Waiter, waited time.Duration) time.Duration {
+	return max(d.cfg.Backoff.AfterWaiting(waited), min(w.RetryAfter(), maxRetryAfter))
+}
+
+// wait records a row that could not be sent yet (a retry.Waiter: the
+// endpoint is not taking posts, or something the message needs is not
+// there) as due again at until, its attempt not counted.
 func (d *Drainer[M]) wait(ctx context.Context, log *slog.Logger, c Claim[M], cause error, until, at time.Time) {
-	df, ok := d.q.(Deferrer)
-	if !ok {
-		if err := d.q.SetFailed(ctx, c.ID, c.Attempt, cause.Error(), until, at); err != nil {
-			log.Error(d.kind.Name+" wait not recorded: it is tried again when its claim lapses", "err", err, "cause", cause)
-		}
-		return
+	why, level := cause.Error(), slog.LevelInfo
+	if errors.Is(cause, ErrUnavailable) {
+		// The row's last error says it waits, not that it failed.
+		why, level = "waiting for the endpoint, no attempt counted: "+why, slog.LevelWarn
 	}
-	if err := df.Defer(ctx, c.ID, c.Attempt, cause.Error(), until, at); err != nil {
+	if err := d.q.Defer(ctx, c.ID, c.Attempt, why, until, at); err != nil {
 		log.Error(d.kind.Name+" wait not recorded: it is tried again when its claim lapses", "err", err, "cause", cause)
 		return
 	}
-	log.Info(d.kind.Name+" waits; no attempt counted", "why", cause, "next", until.Sub(at).Round(time.Millisecond))
+	d.m.Waits.Inc()
+	log.Log(ctx, level, d.kind.Name+" waits; no attempt counted", "why", cause, "waited", at.Sub(c.QueuedUTC).Round(time.Second),
+		"next", until.Sub(at).Round(time.Millisecond), "nextAt", until.UTC().Format(time.RFC3339))
 }
 
-// sent records a row the sender accepted.
+// sent records a row the sender accepted: Sent, or Logged when the sender
+// sends nothing.
 func (d *Drainer[M]) sent(ctx context.Context, log *slog.Logger, c Claim[M], at time.Time) {
 	what, record := d.kind.Name+" sent", d.q.SetSent
-	if d.logOnly {
-		what, record = d.kind.Name+" logged (not sent: no "+d.kind.Prefix+"SEND_URL)", d.q.SetLogged
+	if d.notSent != "" {
+		what, record = d.kind.Name+" logged (not sent: "+d.notSent+")", d.q.SetLogged
 		d.m.Logged.Inc()
 	} else {
 		d.m.Sent.Inc()

@@ -8,13 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
@@ -41,22 +44,25 @@ type HTTPConfig struct {
 }
 
 // Validate reports a setting a Poster cannot work with, naming its
-// variable under prefix ("SMS_"): a URL that is not https (http only to a
-// loopback address: a post carries a customer's name and number, and the
-// auth header), or an AlreadyDone status other than 409 and 422. A blank URL
-// passes: the kind then only logs (its service decides whether it may).
+// variable under prefix ("SMS_"; config.Refusal): a URL that is not https
+// (http only to a loopback address: a post carries a customer's name and
+// number, and the auth header), or an AlreadyDone status other than 409
+// and 422. A blank URL passes: the kind then only logs (its service decides
+// whether it may).
 func (c HTTPConfig) Validate(prefix string) error {
+	var errs []error
 	if c.URL != "" {
 		if err := checkURL(c.URL); err != nil {
-			return fmt.Errorf("%sSEND_URL %q %w", prefix, redactURL(c.URL), err)
+			errs = append(errs, config.Refuse(prefix+"SEND_URL", "%v", err))
 		}
 	}
 	for _, st := range c.AlreadyDone {
 		if st != http.StatusConflict && st != http.StatusUnprocessableEntity {
-			return fmt.Errorf("%sSEND_ALREADY_DONE_STATUSES: %d is not 409 or 422, the statuses an endpoint answers a repeated Idempotency-Key with", prefix, st)
+			errs = append(errs, config.Refuse(prefix+"SEND_ALREADY_DONE_STATUSES", "%d is not 409 or 422, the statuses an endpoint answers a repeated Idempotency-Key with", st))
+			break
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // checkURL refuses a URL that is not https, or http to a loopback address.
@@ -122,12 +128,29 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // body (422).
 const AttemptHeader = "Primeflow-Attempt"
 
-// Poster posts JSON to one URL: 2xx is accepted, and so is an AlreadyDone
-// status; 408, 409, 429, 5xx and 3xx, and any failure to get an answer, are
-// worth a retry (an *AnswerError says when the endpoint asked for it); any
-// other status is ErrPermanent. It never follows a redirect: a 3xx would
-// carry the body and its auth header to another URL (a 307), or turn the
-// post into a GET whose 2xx says nothing of it (a 302).
+// Poster posts JSON to one URL and reads the outcome in three kinds:
+//
+//   - accepted: 2xx, and an AlreadyDone status;
+//   - a wait, no attempt counted (Unavailable): the endpoint is not there
+//     or not taking posts now, whatever the message — the request was never
+//     written (no such host, connection refused, a TLS failure, a timeout
+//     before it went out), 429 (the endpoint's rate limit), 502, 503 and
+//     504 (the endpoint, or a gateway in front of it, says it cannot answer
+//     now: a stopped flow behind its proxy answers every post so);
+//   - a failed attempt, retried until the last (Config.MaxAttempts): an
+//     answer about this post (500 and the other 5xx, 408, 409, a 3xx), and
+//     a post that went out and got no answer (SendTimeout, the connection
+//     lost after the request was written). The endpoint may have acted on
+//     such a post, so a retry may be a second copy where the endpoint does
+//     not honour the Idempotency-Key: counting it bounds the copies to
+//     MaxAttempts, where a wait would repeat it for as long as the
+//     endpoint stays slow;
+//   - refused for good (ErrPermanent): any other status.
+//
+// An *AnswerError says what the endpoint answered and when it asked to be
+// tried again (Retry-After). It never follows a redirect: a 3xx would carry
+// the body and its auth header to another URL (a 307), or turn the post
+// into a GET whose 2xx says nothing of it (a 302).
 type Poster struct {
 	url         string
 	redacted    string
@@ -140,10 +163,12 @@ type Poster struct {
 // NewPoster makes a poster for cfg, refusing what cfg.Validate refuses, and
 // a blank URL; prefix ("SMS_") names the variables in the error. hc nil is a
 // client with cfg's timeout; a client given is used as a copy that follows
-// no redirect.
+// no redirect, and its transport must report net/http/httptrace's
+// WroteRequest (an *http.Transport does) for a post that went out to be
+// told from one that did not.
 func NewPoster(cfg HTTPConfig, prefix string, hc *http.Client) (*Poster, error) {
 	if cfg.URL == "" {
-		return nil, fmt.Errorf("%sSEND_URL is not set", prefix)
+		return nil, config.Refuse(prefix+"SEND_URL", "is not set")
 	}
 	if err := cfg.Validate(prefix); err != nil {
 		return nil, err
@@ -184,10 +209,22 @@ func (p *Poster) Post(ctx context.Context, key string, attempt int, body []byte)
 	if p.authValue != "" {
 		req.Header.Set(p.authHeader, p.authValue)
 	}
+	var wrote atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(w httptrace.WroteRequestInfo) {
+			if w.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	}))
 	resp, err := p.hc.Do(req)
 	if err != nil {
 		// url.Error quotes the URL, query and all: keep only its cause.
-		return fmt.Errorf("post to %s: %w", p.redacted, unwrapURLError(err))
+		err = fmt.Errorf("post to %s: %w", p.redacted, unwrapURLError(err))
+		if !wrote.Load() {
+			return Unavailable(fmt.Errorf("%w: the request was not sent", err), 0)
+		}
+		return fmt.Errorf("%w: the request was sent, and no answer came", err)
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInError+1))
@@ -202,13 +239,16 @@ func (p *Poster) Post(ctx context.Context, key string, attempt int, body []byte)
 		err = &AnswerError{Status: status, msg: fmt.Sprintf("post to %s: HTTP %d redirect to %s not followed: the URL must name the endpoint itself",
 			p.redacted, status, redactURL(resp.Header.Get("Location")))}
 	}
-	switch {
-	case status < 400, status == http.StatusRequestTimeout, status == http.StatusConflict,
-		status == http.StatusTooManyRequests, status >= 500:
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return Unavailable(err, RetryAfter(err))
+	case http.StatusRequestTimeout, http.StatusConflict:
 		return err
-	default:
-		return Permanent(err)
 	}
+	if status < 400 || status >= 500 {
+		return err
+	}
+	return Permanent(err)
 }
 
 // RetryAfter is the wait the endpoint's answer in err asked for (its

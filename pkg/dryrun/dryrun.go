@@ -6,7 +6,8 @@
 // process.
 //
 // A Recorder appends one JSON line a record to DRY_RUN_DIR/<kind>.jsonl
-// (DRY_RUN_DIR defaults to DATA_DIR/dryrun), and logs each at WARN. To make
+// (DRY_RUN_DIR defaults to DATA_DIR/dryrun; the files 0600, the folder 0700
+// when it makes it), and logs each at WARN. To make
 // a sender of any message type record instead of send, wrap it where the
 // process builds it, in one line:
 //
@@ -23,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -72,16 +74,37 @@ type Recorder struct {
 }
 
 // Open opens (making it and its folder if need be) the file at path for
-// appending.
+// appending. The records hold SMS bodies and customers' phone numbers: the
+// file is readable and writable by its owner only (0600; one an earlier
+// release made readable by others is narrowed), and a folder it makes is
+// its owner's (0700).
 func Open(path string, log *slog.Logger) (*Recorder, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("dryrun: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("dryrun: %w", err)
 	}
+	if err := narrow(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("dryrun: %w", err)
+	}
 	return &Recorder{f: f, path: path, log: log}, nil
+}
+
+// narrow makes f readable by its owner only when others may read it; a
+// file of another owner (several processes may append to one), which this
+// process may not change, is left as that owner made it.
+func narrow(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return err
+	}
+	if err := f.Chmod(fi.Mode().Perm() & 0o700); err != nil && !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return nil
 }
 
 // Path is the file the records go to.
@@ -152,8 +175,13 @@ type Sink[T any] struct {
 	Kind     string
 }
 
-// Send records m and reports it sent.
+// Send records m and accepts it.
 func (s Sink[T]) Send(_ context.Context, m T) error { return s.Recorder.Record(s.Kind, "", m) }
+
+// NotSent says that a Sink sends nothing, and where it records (what
+// pkg/delivery's NotSender asks): a drainer records its messages Logged,
+// never Sent, so that nothing counts a recorded message as sent.
+func (s Sink[T]) NotSent() string { return "SEND_DRY_RUN, recorded in " + s.Recorder.Path() }
 
 // OpenSink opens the recorder of kind under cfg and returns a Sink on it,
 // saying loudly in the log that nothing of kind is sent.

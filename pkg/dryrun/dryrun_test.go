@@ -109,3 +109,31 @@ func TestOptimoRouteIsAnsweredInTheProcess(t *testing.T) {
 	is.NoErr(err)
 	is.True(!strings.Contains(string(file), "the-real-key")) // never the key
 }
+
+// The records hold SMS bodies and customers' phone numbers: readable by
+// their owner only, in a folder of the owner's when it is made, and a file
+// an earlier release made readable by others is narrowed when it is opened.
+func TestRecordsAreTheOwnersOnly(t *testing.T) {
+	is := is.New(t)
+	log := slog.New(slog.DiscardHandler)
+	dir := filepath.Join(t.TempDir(), "dryrun")
+	rec, err := dryrun.Open(filepath.Join(dir, "sms.jsonl"), log)
+	is.NoErr(err)
+	is.NoErr(rec.Record("sms", "", sms.Message{To: "+61400000000", Body: "MAKE SAFE"}))
+	is.NoErr(rec.Close())
+	mode := func(path string) os.FileMode {
+		fi, err := os.Stat(path)
+		is.NoErr(err)
+		return fi.Mode().Perm()
+	}
+	is.Equal(mode(dir), os.FileMode(0o700))                             // the folder it made
+	is.Equal(mode(filepath.Join(dir, "sms.jsonl")), os.FileMode(0o600)) // the records
+
+	older := filepath.Join(dir, "triage-invite.jsonl")
+	is.NoErr(os.WriteFile(older, []byte{}, 0o644))
+	is.NoErr(os.Chmod(older, 0o644)) // whatever the umask
+	rec, err = dryrun.Open(older, log)
+	is.NoErr(err)
+	is.NoErr(rec.Close())
+	is.Equal(mode(older), os.FileMode(0o600)) // narrowed
+}

@@ -14,9 +14,15 @@ const (
 	StreamWebhook  = "PRIME_WEBHOOK"
 	StreamResolved = "PRIME_RESOLVED"
 	StreamJob      = "PRIME_JOB"
+	// StreamMakesafe holds the make-safe ladder: the rungs' schedules and
+	// the re-checks they deliver. Only makesafe writes to it, and it alone
+	// takes scheduled messages (makesafe.go).
 	StreamMakesafe = "MAKESAFE"
-	StreamOptimo   = "OPTIMO"
-	StreamSMS      = "SMS"
+	// StreamMakesafeDetect holds the detection requests of the services
+	// that ask makesafe for one; it takes no schedule.
+	StreamMakesafeDetect = "MAKESAFE_DETECT"
+	StreamOptimo         = "OPTIMO"
+	StreamSMS            = "SMS"
 )
 
 // BucketLocks is the KV bucket that holds the planning locks (stream KV_locks).
@@ -48,7 +54,8 @@ const (
 	SubjectSyncQueued = "prime.job.syncqueued"
 	// SubjectMakesafeDetect asks for make-safe detection of a job (§5.5, §6).
 	SubjectMakesafeDetect = "makesafe.detect"
-	// SubjectMakesafeRecheck is where scheduled re-checks of the ladder land.
+	// SubjectMakesafeRecheck is where scheduled re-checks of the ladder land
+	// (on StreamMakesafe, which only makesafe writes).
 	SubjectMakesafeRecheck = "makesafe.recheck"
 	// SubjectOptimoCreate asks optimo-create to turn queued appointments into orders.
 	SubjectOptimoCreate = "optimo.create.requested"

@@ -12,6 +12,14 @@ import (
 // is a schedule message on its own subject, MakesafeScheduleSubject, which
 // the server turns into a MakesafeRecheck on SubjectMakesafeRecheck at its
 // time and then purges.
+//
+// A schedule's target must be a subject of its own stream, and the server
+// checks no permission when it delivers one: whoever may publish to a
+// stream that takes schedules may have the server publish any of its
+// subjects, at any time, for ever (@every). So MAKESAFE, the one stream
+// that takes them, is written by makesafe alone, and the detection
+// requests others send live on MAKESAFE_DETECT, which takes none; makesafe
+// still works a rung only when its own row says that rung is due.
 
 // SubjectMakesafeScheduleAll matches every rung's schedule subject.
 const SubjectMakesafeScheduleAll = makesafeSchedulePrefix + ">"

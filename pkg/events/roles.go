@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -16,17 +17,27 @@ const (
 	DurableSyncDrain      = "child-mirror-sync"
 	DurableNewJobPipeline = "newjob-pipeline"
 	DurableMakesafe       = "makesafe"
+	DurableMakesafeDetect = "makesafe-detect"
 	DurableMakesafeSMS    = "makesafe-sms"
 	DurableOptimoCreate   = "optimo-create"
 	DurableOptimoPlan     = "optimo-plan"
 )
 
-// Consumer is a durable JetStream consumer: its stream, its name and the
-// subjects it filters on.
+// Consumer is a durable JetStream pull consumer: its stream, its name, the
+// subjects it filters on and what the server holds it to. It is the one
+// definition of the consumer: the operators' step (Apply) creates it from
+// this, and the service that reads it (pkg/consume) checks that the one it
+// finds is this.
 type Consumer struct {
 	Stream   string
 	Durable  string
 	Subjects []string
+	// AckWait is how long the server waits for an ack before it delivers a
+	// message again (its reader heartbeats every third of it); zero is 30 s.
+	AckWait time.Duration
+	// MaxAckPending bounds the messages handed out and not yet acked; zero
+	// is 1024.
+	MaxAckPending int
 }
 
 // Takes reports whether the consumer's subjects take the resolved events of
@@ -37,16 +48,30 @@ func (c Consumer) Takes(action string) bool {
 
 // Every durable consumer.
 var (
-	ConsumerResolver       = Consumer{StreamWebhook, DurableResolver, []string{SubjectWebhookAll}}
-	ConsumerJobMirror      = Consumer{StreamResolved, DurableJobMirror, []string{ResolvedSubject(ActionChangeJobStatus)}}
-	ConsumerChildMirror    = Consumer{StreamResolved, DurableChildMirror, resolvedSubjects(childActions)}
-	ConsumerSyncDrain      = Consumer{StreamJob, DurableSyncDrain, []string{SubjectSyncQueued}}
-	ConsumerNewJobPipeline = Consumer{StreamJob, DurableNewJobPipeline, []string{SubjectJobFirstSeen}}
-	ConsumerMakesafe       = Consumer{StreamMakesafe, DurableMakesafe, []string{SubjectMakesafeDetect, SubjectMakesafeRecheck}}
-	ConsumerMakesafeSMS    = Consumer{StreamSMS, DurableMakesafeSMS, []string{SubjectSMSSend}}
-	ConsumerOptimoCreate   = Consumer{StreamOptimo, DurableOptimoCreate, []string{SubjectOptimoCreate}}
-	ConsumerOptimoPlan     = Consumer{StreamOptimo, DurableOptimoPlan, []string{SubjectOptimoPlan}}
+	// The resolver holds up to 16 messages a lane (RESOLVER_LANES, 64 by
+	// default) waiting for their job's lane.
+	ConsumerResolver       = Consumer{Stream: StreamWebhook, Durable: DurableResolver, Subjects: []string{SubjectWebhookAll}, AckWait: time.Minute, MaxAckPending: 1024}
+	ConsumerJobMirror      = Consumer{Stream: StreamResolved, Durable: DurableJobMirror, Subjects: []string{ResolvedSubject(ActionChangeJobStatus)}}
+	ConsumerChildMirror    = Consumer{Stream: StreamResolved, Durable: DurableChildMirror, Subjects: resolvedSubjects(childActions), AckWait: time.Minute}
+	ConsumerSyncDrain      = Consumer{Stream: StreamJob, Durable: DurableSyncDrain, Subjects: []string{SubjectSyncQueued}, AckWait: time.Minute}
+	ConsumerNewJobPipeline = Consumer{Stream: StreamJob, Durable: DurableNewJobPipeline, Subjects: []string{SubjectJobFirstSeen}}
+	// The ladder's rungs, on the stream only makesafe writes (§6).
+	ConsumerMakesafe = Consumer{Stream: StreamMakesafe, Durable: DurableMakesafe, Subjects: []string{SubjectMakesafeRecheck}, AckWait: time.Minute}
+	// The detection requests child-mirror and the new-job pipeline send.
+	ConsumerMakesafeDetect = Consumer{Stream: StreamMakesafeDetect, Durable: DurableMakesafeDetect, Subjects: []string{SubjectMakesafeDetect}, AckWait: time.Minute}
+	ConsumerMakesafeSMS    = Consumer{Stream: StreamSMS, Durable: DurableMakesafeSMS, Subjects: []string{SubjectSMSSend}}
+	ConsumerOptimoCreate   = Consumer{Stream: StreamOptimo, Durable: DurableOptimoCreate, Subjects: []string{SubjectOptimoCreate}}
+	ConsumerOptimoPlan     = Consumer{Stream: StreamOptimo, Durable: DurableOptimoPlan, Subjects: []string{SubjectOptimoPlan}}
 )
+
+// Consumers is every durable consumer, in the roles' order.
+func Consumers() []Consumer {
+	var out []Consumer
+	for _, r := range ServiceRoles {
+		out = append(out, r.Consumes...)
+	}
+	return out
+}
 
 // childActions are the events child-mirror handles (§5.2–§5.5).
 var childActions = []string{ActionCreateAppointment, ActionCompleteAppointment,
@@ -75,9 +100,10 @@ type Endpoint struct {
 
 // Role is everything one process does on NATS, and so everything its NATS
 // user may do: pkg/natsauth turns each role into nats-server permissions
-// (compose/nats/users.conf), and a process connecting as a role applies
-// only the streams the role touches. A new subject, consumer, endpoint or
-// lock is added here, to the roles that use it, and nowhere else.
+// (compose/nats/users.conf), and a process connecting as a role checks
+// the streams the role touches and its consumers before it starts (the
+// operators' step, Apply, makes them). A new subject, consumer, endpoint
+// or lock is added here, to the roles that use it, and nowhere else.
 type Role struct {
 	// Name is the process's NATS user and connection name.
 	Name string
@@ -87,7 +113,7 @@ type Role struct {
 	Publishes []string
 	// Subscribes are core NATS subjects it subscribes to.
 	Subscribes []string
-	// Consumes are the durable consumers it creates and reads.
+	// Consumes are the durable consumers it reads (Apply creates them).
 	Consumes []Consumer
 	// Serves are the micro services it answers.
 	Serves []Endpoint
@@ -104,7 +130,12 @@ type Role struct {
 // InboxPrefix is the prefix of the role's inboxes, where the replies to its
 // requests and JetStream's answers arrive: its own, so its user may
 // subscribe to its replies and no one else's.
-func (r Role) InboxPrefix() string { return "_INBOX_" + r.Name }
+func (r Role) InboxPrefix() string { return InboxPrefix(r.Name) }
+
+// InboxPrefix is the inbox prefix of the NATS user called user: every
+// user's replies arrive under a prefix of its own (pkg/natsauth lets it
+// subscribe to that one only), the operators' and the portals' too.
+func InboxPrefix(user string) string { return "_INBOX_" + user }
 
 // SubjectDoneAll matches every DoneSubject.
 const SubjectDoneAll = donePrefix + "*"
@@ -128,8 +159,10 @@ var (
 		CallsPrime: true}
 	RoleNewJobPipeline = Role{Name: "newjob-pipeline", Consumes: []Consumer{ConsumerNewJobPipeline},
 		Publishes: []string{SubjectMakesafeDetect, SubjectSyncQueued}}
-	RoleMakesafe = Role{Name: "makesafe", Consumes: []Consumer{ConsumerMakesafe, ConsumerMakesafeSMS},
-		Publishes: []string{SubjectMakesafeScheduleAll}, CallsPrime: true}
+	// Only makesafe writes to MAKESAFE, the stream that takes schedules:
+	// its rungs' schedules, and the re-checks its sweep fires (rungs.go).
+	RoleMakesafe = Role{Name: "makesafe", Consumes: []Consumer{ConsumerMakesafeDetect, ConsumerMakesafe, ConsumerMakesafeSMS},
+		Publishes: []string{SubjectMakesafeScheduleAll, SubjectMakesafeRecheck}, CallsPrime: true}
 	RoleOptimoCreate = Role{Name: "optimo-create", Consumes: []Consumer{ConsumerOptimoCreate},
 		Publishes: []string{SubjectOptimoPlan}, Requests: []string{SubjectSweepAppointments},
 		Locks: []string{LockOptimoCreate}}
@@ -140,9 +173,10 @@ var (
 	// asks; it publishes nothing of its own.
 	RoleMailIntake = Role{Name: "mail-intake", Requests: []string{SubjectEnsureJobEmail}}
 	// RolePortals is the admin and customer portals, which ask for
-	// planning after an order write (§10.7). Theirs is not our code: their
-	// JetStream acks come to nats.go's default inbox.
-	RolePortals = Role{Name: "portals", Publishes: []string{SubjectOptimoPlan}, Subscribes: []string{"_INBOX.>"}}
+	// planning after an order write (§10.7). Theirs is not our code: they
+	// connect with their inbox prefix (nats.CustomInboxPrefix), where
+	// JetStream's acks come, and may publish their one subject.
+	RolePortals = Role{Name: "portals", Publishes: []string{SubjectOptimoPlan}}
 )
 
 // ServiceRoles are the services' roles, one a process of services/.
@@ -160,8 +194,9 @@ func RoleNamed(name string) (Role, bool) {
 
 // Streams are the streams of streams/ the role touches: those that take a
 // subject it publishes, those it consumes from, the locks' bucket if it
-// takes a lock, and the Prime budget's if it calls Prime. A process applies
-// these at start-up, and only these.
+// takes a lock, and the Prime budget's if it calls Prime. A process checks
+// these at start-up (CheckRole), and its user may read their info, and no
+// other stream's.
 func (r Role) Streams() ([]string, error) {
 	cfgs, err := StreamConfigs(0)
 	if err != nil {

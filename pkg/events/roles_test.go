@@ -32,7 +32,7 @@ func TestSubjectWithin(t *testing.T) {
 	}
 }
 
-// Every stream of streams/ is some service's to apply, every consumer is
+// Every stream of streams/ is some service's to check, every consumer is
 // one service's, and every subject a service publishes lands in a stream
 // or is core NATS that another service subscribes to.
 func TestRolesCoverTheStreams(t *testing.T) {
@@ -61,7 +61,32 @@ func TestRolesCoverTheStreams(t *testing.T) {
 		}
 	}
 	for _, c := range cfgs {
-		is.True(applied[c.Name]) // every stream is applied by a service that uses it
+		is.True(applied[c.Name]) // every stream is checked by a service that uses it
+	}
+}
+
+// A stream that takes scheduled messages lets whoever may publish to it
+// have the server publish any of its subjects, at any time, for ever (a
+// schedule's target is checked against the stream's subjects, not against
+// the publisher's permissions): only makesafe publishes to one (§6's
+// ladder), and no one else's subject lands there.
+func TestOnlyMakesafePublishesWhereSchedulesAre(t *testing.T) {
+	cfgs, err := events.StreamConfigs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfgs {
+		if !c.AllowMsgSchedules {
+			continue
+		}
+		for _, r := range append(slices.Clone(events.ServiceRoles), events.RolePortals) {
+			for _, p := range r.Publishes {
+				lands := slices.ContainsFunc(c.Subjects, func(s string) bool { return events.SubjectWithin(p, s) || events.SubjectWithin(s, p) })
+				if lands && r.Name != events.RoleMakesafe.Name {
+					t.Errorf("%s publishes %s to %s, which takes scheduled messages: only makesafe may", r.Name, p, c.Name)
+				}
+			}
+		}
 	}
 }
 

@@ -1,12 +1,10 @@
 package events
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 
 	"github.com/ethosbuilding/primeflow/streams"
@@ -51,34 +49,8 @@ func streamConfig(name string, b []byte, replicas int) (jetstream.StreamConfig, 
 	return cfg, nil
 }
 
-// EnsureStreams creates every stream defined in streams/ (or, when names are
-// given, those of them), and updates one only when its configuration differs
-// from the file's: each process applies the streams its Role touches at
-// start-up, and an update that changes nothing still takes the
-// stream's locks while other processes create their consumers on it
-// (nats-server 2.15.2 reads the store's configuration without the lock
-// there, a data race that make race found).
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int, names ...string) error {
-	cfgs, err := StreamConfigs(replicas)
-	if err != nil {
-		return err
-	}
-	for _, cfg := range cfgs {
-		if len(names) > 0 && !slices.Contains(names, cfg.Name) {
-			continue
-		}
-		// A create of a stream that exists with the same configuration
-		// succeeds; with another, it fails with ErrStreamNameAlreadyInUse.
-		_, err := js.CreateStream(ctx, cfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			_, err = js.UpdateStream(ctx, cfg)
-		}
-		if err != nil {
-			return fmt.Errorf("stream %s: %w", cfg.Name, err)
-		}
-	}
-	return nil
-}
+// streamFile is the file of streams/ that defines the stream name.
+func streamFile(name string) ([]byte, error) { return streams.FS.ReadFile(name + ".json") }
 
 // IsKVConflict reports a failed expected-revision check on a KV bucket: the
 // key exists, or has moved on since the revision a write expected.

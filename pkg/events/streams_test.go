@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,13 +21,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func TestEnsureStreamsIsRepeatable(t *testing.T) {
+func TestApplyIsRepeatable(t *testing.T) {
 	is := is.New(t)
 	srv := natstest.Server(t)
-	_, js := natstest.Connect(t, srv) // applies the streams once
+	_, js := natstest.Connect(t, srv) // applies the streams and consumers once
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	is.NoErr(events.EnsureStreams(ctx, js, 0)) // and again, unchanged
+	did, err := events.Apply(ctx, js, 0)
+	is.NoErr(err)
+	is.Equal(did, []string(nil)) // and again: nothing to change
+	is.NoErr(events.CheckAll(ctx, js, 0))
 
 	cfgs, err := events.StreamConfigs(0)
 	is.NoErr(err)
@@ -34,13 +39,18 @@ func TestEnsureStreamsIsRepeatable(t *testing.T) {
 		is.NoErr(err)                                          // every stream in streams/ exists
 		is.Equal(s.CachedInfo().Config.Subjects, cfg.Subjects) // with the file's subjects
 	}
+	for _, c := range events.Consumers() {
+		_, err := js.Consumer(ctx, c.Stream, c.Durable)
+		is.NoErr(err) // and every durable consumer
+	}
 	_, err = js.KeyValue(ctx, events.BucketLocks)
 	is.NoErr(err) // the KV_locks stream binds as the locks bucket
 }
 
-// TestEnsureStreamsUpdatesOnlyWhatDiffers: applying the streams again
-// updates none that matches its file, and puts back one that was changed.
-func TestEnsureStreamsUpdatesOnlyWhatDiffers(t *testing.T) {
+// TestApplyUpdatesOnlyWhatDiffers: applying again updates no stream that
+// matches its file, and puts back one that was changed, and a consumer
+// too, saying what it changed.
+func TestApplyUpdatesOnlyWhatDiffers(t *testing.T) {
 	is := is.New(t)
 	srv := natstest.Server(t)
 	nc, js := natstest.Connect(t, srv) // applies the streams once
@@ -50,7 +60,8 @@ func TestEnsureStreamsUpdatesOnlyWhatDiffers(t *testing.T) {
 	is.NoErr(err)
 	is.NoErr(nc.Flush())
 
-	is.NoErr(events.EnsureStreams(ctx, js, 0))
+	_, err = events.Apply(ctx, js, 0)
+	is.NoErr(err)
 	is.NoErr(nc.Flush())
 	_, err = updates.NextMsg(200 * time.Millisecond)
 	is.True(errors.Is(err, nats.ErrTimeout)) // nothing updated
@@ -64,7 +75,23 @@ func TestEnsureStreamsUpdatesOnlyWhatDiffers(t *testing.T) {
 	is.NoErr(err)
 	_, err = updates.NextMsg(2 * time.Second) // that change's advisory
 	is.NoErr(err)
-	is.NoErr(events.EnsureStreams(ctx, js, 0))
+	c := events.ConsumerResolver
+	cfg := c.Config()
+	cfg.AckWait = time.Hour
+	_, err = js.UpdateConsumer(ctx, c.Stream, cfg)
+	is.NoErr(err)
+	var notApplied *events.NotAppliedError
+	err = events.CheckRole(ctx, js, events.RoleResolver, 0)
+	is.True(errors.As(err, &notApplied)) // the resolver would wait for the operators' step
+	is.Equal(notApplied.Problems, []string{
+		"stream PRIME_WEBHOOK differs from streams/PRIME_WEBHOOK.json in max_age",
+		"consumer PRIME_WEBHOOK/resolver differs from its definition (pkg/events) in ack_wait",
+	})
+	is.True(strings.Contains(err.Error(), events.ApplyCommand)) // naming it
+
+	did, err := events.Apply(ctx, js, 0)
+	is.NoErr(err)
+	is.Equal(did, []string{"stream PRIME_WEBHOOK updated: max_age", "consumer PRIME_WEBHOOK/resolver updated: ack_wait"})
 	msg, err := updates.NextMsg(2 * time.Second)
 	is.NoErr(err)
 	is.Equal(msg.Subject, "$JS.EVENT.ADVISORY.STREAM.UPDATED."+events.StreamWebhook) // the changed one is put back
@@ -73,6 +100,130 @@ func TestEnsureStreamsUpdatesOnlyWhatDiffers(t *testing.T) {
 	is.Equal(s.CachedInfo().Config.MaxAge, want)
 	_, err = updates.NextMsg(200 * time.Millisecond)
 	is.True(errors.Is(err, nats.ErrTimeout)) // and only it
+	is.NoErr(events.CheckRole(ctx, js, events.RoleResolver, 0))
+}
+
+// emptyJetStream is a server where nothing is applied yet.
+func emptyJetStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(natstest.EmptyServer(t).ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// A role's check on a NATS the operators' step has not applied names each
+// stream and consumer it lacks.
+func TestCheckRoleNamesWhatIsMissing(t *testing.T) {
+	is := is.New(t)
+	js := emptyJetStream(t)
+	var notApplied *events.NotAppliedError
+	is.True(errors.As(events.CheckRole(context.Background(), js, events.RoleMakesafe, 0), &notApplied))
+	is.Equal(notApplied.Problems, []string{
+		"stream KV_prime_answers is missing", "stream KV_prime_budget is missing",
+		"stream MAKESAFE is missing", "stream MAKESAFE_DETECT is missing", "stream SMS is missing",
+		"consumer MAKESAFE_DETECT/makesafe-detect is missing", "consumer MAKESAFE/makesafe is missing",
+		"consumer SMS/makesafe-sms is missing",
+	})
+}
+
+// TestApplyMovesMakesafeDetectOffALiveMakesafe upgrades a deployment whose
+// MAKESAFE stream took makesafe.> (detections and the ladder, schedules
+// allowed). JetStream cannot turn message schedules off on a stream, so
+// MAKESAFE keeps them and keeps the ladder, and makesafe.detect moves to
+// MAKESAFE_DETECT: the detections makesafe had not acked are published
+// there again, once; a schedule someone stored on makesafe.detect is
+// dropped, not carried; the rungs already scheduled still fire; and a
+// second apply finds nothing to do.
+func TestApplyMovesMakesafeDetectOffALiveMakesafe(t *testing.T) {
+	is := is.New(t)
+	js := emptyJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The layout before: streams/MAKESAFE.json took makesafe.>, and
+	// makesafe's consumer read detections and re-checks.
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.StreamMakesafe, Subjects: []string{"makesafe.>"},
+		MaxAge: 7 * 24 * time.Hour, Duplicates: 15 * time.Minute, AllowDirect: true, AllowMsgSchedules: true, AllowMsgTTL: true})
+	is.NoErr(err)
+	old := events.ConsumerMakesafe.Config()
+	old.FilterSubject, old.FilterSubjects = "", []string{events.SubjectMakesafeDetect, events.SubjectMakesafeRecheck}
+	cons, err := js.CreateOrUpdateConsumer(ctx, events.StreamMakesafe, old)
+	is.NoErr(err)
+	publishDetect := func(i int) {
+		m := nats.NewMsg(events.SubjectMakesafeDetect)
+		m.Data = fmt.Appendf(nil, `{"jobId":"%d"}`, i)
+		m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("detect-%d", i))
+		_, err := js.PublishMsg(ctx, m)
+		is.NoErr(err)
+	}
+	publishDetect(0)
+	first, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	is.NoErr(err)
+	is.NoErr(first.DoubleAck(ctx)) // makesafe handled the first
+	// The attack the old layout let child-mirror make (a schedule rolls
+	// up its subject: it purges every detection waiting before it).
+	forged := nats.NewMsg(events.SubjectMakesafeDetect)
+	forged.Data = []byte(`{"jobId":"forged"}`)
+	forged.Header.Set(jetstream.ScheduleHeader, "@every 1h")
+	forged.Header.Set(jetstream.ScheduleTargetHeader, events.SubjectMakesafeRecheck)
+	_, err = js.PublishMsg(ctx, forged)
+	is.NoErr(err)
+	publishDetect(1)
+	publishDetect(2) // two are owed
+	rung := nats.NewMsg(events.MakesafeScheduleSubject("job", 1))
+	rung.Data = []byte(`{"jobId":"job","rung":1}`)
+	for k, v := range events.ScheduleHeaders(time.Now().Add(2*time.Second), events.SubjectMakesafeRecheck) {
+		rung.Header.Set(k, v)
+	}
+	_, err = js.PublishMsg(ctx, rung)
+	is.NoErr(err) // a rung scheduled before the upgrade
+
+	did, err := events.Apply(ctx, js, 0)
+	is.NoErr(err)
+	is.True(slices.Contains(did, "stream MAKESAFE updated: description, subjects"))
+	is.True(slices.Contains(did, "stream MAKESAFE_DETECT created"))
+	is.True(slices.Contains(did, "makesafe.detect moved from MAKESAFE to MAKESAFE_DETECT: 2 messages not acked yet published again there, the rest purged; 1 schedules on it dropped (MAKESAFE_DETECT takes none)"))
+	is.True(slices.Contains(did, "consumer MAKESAFE/makesafe updated: filter_subjects"))
+	is.True(slices.Contains(did, "consumer MAKESAFE_DETECT/makesafe-detect created"))
+
+	detect, err := js.Consumer(ctx, events.StreamMakesafeDetect, events.DurableMakesafeDetect)
+	is.NoErr(err)
+	var got []string
+	for range 2 {
+		m, err := detect.Next(jetstream.FetchMaxWait(5 * time.Second))
+		is.NoErr(err)
+		got = append(got, string(m.Data())+" "+m.Headers().Get(nats.MsgIdHdr))
+		is.NoErr(m.Ack())
+	}
+	is.Equal(got, []string{`{"jobId":"1"} detect-1`, `{"jobId":"2"} detect-2`}) // the owed detections, with their ids
+	info, err := detect.Info(ctx)
+	is.NoErr(err)
+	is.Equal(info.NumPending, uint64(0)) // and not the forged schedule
+
+	ms, err := js.Stream(ctx, events.StreamMakesafe)
+	is.NoErr(err)
+	msInfo, err := ms.Info(ctx, jetstream.WithSubjectFilter(events.SubjectMakesafeDetect))
+	is.NoErr(err)
+	is.Equal(len(msInfo.State.Subjects), 0)  // MAKESAFE holds no detection any more
+	is.True(msInfo.Config.AllowMsgSchedules) // and keeps its schedules, for the ladder
+	recheck, err := js.Consumer(ctx, events.StreamMakesafe, events.DurableMakesafe)
+	is.NoErr(err)
+	m, err := recheck.Next(jetstream.FetchMaxWait(20 * time.Second))
+	is.NoErr(err) // the rung scheduled before the upgrade fired after it
+	is.Equal(m.Subject(), events.SubjectMakesafeRecheck)
+	is.Equal(string(m.Data()), `{"jobId":"job","rung":1}`)
+
+	_, err = js.Publish(ctx, events.SubjectMakesafeDetect, []byte(`{}`))
+	is.NoErr(err) // detections land on MAKESAFE_DETECT now
+	did, err = events.Apply(ctx, js, 0)
+	is.NoErr(err)
+	is.Equal(did, []string(nil)) // nothing left to do
 }
 
 func TestWebhookSubjects(t *testing.T) {
@@ -118,7 +269,7 @@ func FuzzActionToken(f *testing.F) {
 func TestNatsCLIAcceptsStreamFiles(t *testing.T) {
 	cli := natstest.CLI(t)
 	is := is.New(t)
-	srv := natstest.Server(t)
+	srv := natstest.EmptyServer(t)
 	files, err := filepath.Glob("../../streams/*.json")
 	is.NoErr(err)
 	is.True(len(files) > 0) // stream files found

@@ -147,6 +147,25 @@ func (e *Env) Run(name string, r service.Runner) (stop func()) {
 	return stop
 }
 
+// Consumer makes a consumer of the test's own, as the operators' step makes
+// the services' (events.Apply already has), and returns it for a
+// consume.Spec.
+func (e *Env) Consumer(c events.Consumer) events.Consumer {
+	e.T.Helper()
+	if _, err := events.ApplyConsumer(context.Background(), e.JS, c); err != nil {
+		e.T.Fatalf("consumer %s: %v", c.Durable, err)
+	}
+	return c
+}
+
+// Pulling reports whether a reader of the consumer is waiting for its
+// messages: the consumer exists from the start (the operators' step), so
+// this, not its existence, says the service reads it.
+func (e *Env) Pulling(stream, durable string) bool {
+	c, err := e.JS.Consumer(context.Background(), stream, durable)
+	return err == nil && c.CachedInfo().NumWaiting > 0
+}
+
 // Publish stores a webhook the way ingest does — a log row, then its
 // message on prime.webhook.<action> — and returns the row's id.
 func (e *Env) Publish(action, body string) int64 {

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
@@ -66,28 +67,23 @@ func (c Config) String() string {
 	return fmt.Sprintf("graph.Config{TenantID:%s ClientID:%s APIURL:%s TokenURL:%s Timeout:%s}", c.TenantID, c.ClientID, c.APIURL, c.TokenURL, c.Timeout)
 }
 
-// Check names every variable that is missing or wrong.
+// Check refuses every variable that is missing or wrong, each on its own
+// (config.Refusal).
 func (c Config) Check() error {
 	var errs []error
 	for _, f := range []struct{ name, value string }{
 		{"GRAPH_TENANT_ID", c.TenantID}, {"GRAPH_CLIENT_ID", c.ClientID}, {"GRAPH_CLIENT_SECRET", c.ClientSecret},
 	} {
 		if strings.TrimSpace(f.value) == "" {
-			errs = append(errs, fmt.Errorf("%s is not set", f.name))
+			errs = append(errs, config.Refuse(f.name, "is required"))
 		}
 	}
 	for _, f := range []struct{ name, value string }{{"GRAPH_API_URL", c.APIURL}, {"GRAPH_TOKEN_URL", c.tokenURL()}} {
 		if err := checkURL(f.value); err != nil {
-			errs = append(errs, fmt.Errorf("%s %w", f.name, err))
+			errs = append(errs, config.Refuse(f.name, "%v", err))
 		}
 	}
-	if c.Timeout <= 0 {
-		errs = append(errs, errors.New("GRAPH_TIMEOUT must be above zero"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("graph: config: %w", err)
-	}
-	return nil
+	return errors.Join(append(errs, config.Positive("GRAPH_TIMEOUT", c.Timeout))...)
 }
 
 func checkURL(s string) error {

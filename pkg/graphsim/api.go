@@ -70,6 +70,9 @@ func (s *Sim) api(op string, h http.Handler) http.Handler {
 			s.stats.ByStatus[sw.status]++
 			s.mu.Unlock()
 		}()
+		if fault.hang != nil && !s.held(r, fault.hang) {
+			return // the caller gave up: nobody to answer
+		}
 		switch {
 		case fault.down:
 			if hj, ok := w.(http.Hijacker); ok {
@@ -105,6 +108,27 @@ type faultAction struct {
 	down       bool
 	status     int
 	retryAfter time.Duration
+	// hang is Faults.Hang's release, when the call is to be held.
+	hang <-chan struct{}
+}
+
+// held holds a call until release is closed, and reports whether it was;
+// false: its caller gave up first.
+func (s *Sim) held(r *http.Request, release <-chan struct{}) bool {
+	s.mu.Lock()
+	s.stats.Hanging++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.stats.Hanging--
+		s.mu.Unlock()
+	}()
+	select {
+	case <-release:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // fault decides what the faults do to one call; s.mu is held.
@@ -116,6 +140,8 @@ func (s *Sim) fault(path string) faultAction {
 	switch {
 	case f.Down:
 		return faultAction{down: true}
+	case f.Hang:
+		return faultAction{hang: s.release}
 	case f.ThrottleNext > 0:
 		f.ThrottleNext--
 		after := time.Duration(f.RetryAfter)

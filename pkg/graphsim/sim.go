@@ -4,7 +4,8 @@
 // messages ($select, $orderby=receivedDateTime, $top, paged by
 // @odata.nextLink), a message by its id (its body, its folder), its internet
 // headers, and the move that gives a message a new id; throttling (429 with
-// Retry-After), server errors and no answer at all, injected
+// Retry-After), server errors, no answer at all (the connection dropped)
+// and a call taken and never answered until released, injected
 // deterministically; and a control API to drop a message into a folder
 // (of any size, with any headers) and to delete a folder.
 //
@@ -30,8 +31,8 @@
 //	DELETE /_sim/folders?path=…      delete a folder, its messages and the folders in it
 //	GET    /_sim/stats      calls by operation and status, moves, tokens
 //	POST   /_sim/faults     {"throttleNext":2,"retryAfter":"2s","failNext":1,"failStatus":503,
-//	                         "down":true,"path":"/messages"}
-//	DELETE /_sim/faults     no faults
+//	                         "down":true,"hang":true,"path":"/messages"}
+//	DELETE /_sim/faults     no faults (the calls Hang holds go on)
 //	POST   /_sim/reset      the default folders, no messages, no faults, no tokens
 package graphsim
 
@@ -119,6 +120,9 @@ type Sim struct {
 	inbox   string             // the inbox's id, which "inbox" also names
 	tokens  map[string]time.Time
 	faults  Faults
+	// release is closed when Faults.Hang ends, letting the calls it holds
+	// go on; nil while nothing hangs.
+	release chan struct{}
 	stats   Stats
 }
 
@@ -186,8 +190,8 @@ func (s *Sim) Reset() {
 		s.makeFolder(p)
 	}
 	s.tokens = map[string]time.Time{}
-	s.faults = Faults{}
-	s.stats = Stats{ByOp: map[string]int64{}, ByStatus: map[int]int64{}}
+	s.setFaults(Faults{})
+	s.stats = Stats{ByOp: map[string]int64{}, ByStatus: map[int]int64{}, Hanging: s.stats.Hanging}
 }
 
 // MakeFolder makes a folder by path, and any parent it lacks.
@@ -377,10 +381,12 @@ type Stats struct {
 	// messages.list, messages.move.
 	ByOp map[string]int64 `json:"byOp"`
 	// ByStatus splits Calls by the status answered (0: the connection was
-	// dropped).
-	ByStatus     map[int]int64 `json:"byStatus"`
-	Moves        int64         `json:"moves"`
-	TokensIssued int64         `json:"tokensIssued"`
+	// dropped, or the caller gave up on a call Hang held).
+	ByStatus map[int]int64 `json:"byStatus"`
+	// Hanging is how many calls Faults.Hang holds now.
+	Hanging      int64 `json:"hanging"`
+	Moves        int64 `json:"moves"`
+	TokensIssued int64 `json:"tokensIssued"`
 	// LastListQuery is the query of the last messages.list call.
 	LastListQuery string `json:"lastListQuery"`
 }
@@ -416,13 +422,32 @@ type Faults struct {
 	// Down drops every matching call's connection without an answer, until
 	// the faults are cleared.
 	Down bool `json:"down,omitempty"`
+	// Hang takes every matching call and answers none: Graph accepting the
+	// connection and never answering. A held call goes on, and is answered
+	// as if it had just come, once faults without Hang are set (or cleared,
+	// or the simulator reset); until then only its caller's giving up ends
+	// it.
+	Hang bool `json:"hang,omitempty"`
 }
 
 // SetFaults replaces the injected faults; Faults{} clears them.
 func (s *Sim) SetFaults(f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.setFaults(f)
+}
+
+// setFaults is SetFaults with s.mu held: a Hang that ends releases the
+// calls it holds.
+func (s *Sim) setFaults(f Faults) {
 	s.faults = f
+	switch {
+	case f.Hang && s.release == nil:
+		s.release = make(chan struct{})
+	case !f.Hang && s.release != nil:
+		close(s.release)
+		s.release = nil
+	}
 }
 
 // RevokeTokens makes every issued token unknown: the next call with one

@@ -1,13 +1,17 @@
 package graphsim
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/flowtest"
+	"github.com/ethosbuilding/primeflow/pkg/graph"
 	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/matryer/is"
 )
@@ -87,4 +91,48 @@ func TestSelectIsHonoured(t *testing.T) {
 	is.Equal(got["id"], m.ID)
 	_, hasBody := got["body"]
 	is.True(!hasBody)
+}
+
+// A hang takes the call and answers nothing until it is released: the call
+// then goes on as if it had just come. A caller that gives up ends its
+// call, and one the hang's path does not match is answered as usual.
+func TestHang(t *testing.T) {
+	is := is.New(t)
+	sim := New(Options{})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	client, err := graph.New(sim.ClientConfig(srv.URL), nil)
+	is.NoErr(err)
+	m, err := sim.Deliver(NewMessage{Subject: "New job", Body: "JobID: 2262480"})
+	is.NoErr(err)
+	is.Equal(send(t, sim, http.MethodPost, srv.URL+"/_sim/faults", `{"hang":true,"path":"/messages/`+m.ID+`"}`).StatusCode, http.StatusNoContent)
+
+	answered := make(chan error, 1)
+	go func() {
+		_, err := client.GetBody(context.Background(), sim.User(), m.ID, 1<<20)
+		answered <- err
+	}()
+	flowtest.Eventually(t, "the call held", func() bool { return sim.Stats().Hanging == 1 })
+	_, err = client.ResolveFolder(context.Background(), sim.User(), DefaultFolders[0])
+	is.NoErr(err) // another path is answered meanwhile
+	select {
+	case err := <-answered:
+		t.Fatalf("a held call was answered: %v", err)
+	default: // still held
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := client.Locate(ctx, sim.User(), m.ID)
+		gaveUp <- err
+	}()
+	flowtest.Eventually(t, "the second call held", func() bool { return sim.Stats().Hanging == 2 })
+	cancel()
+	is.True(errors.Is(<-gaveUp, context.Canceled))                                                         // its caller gave up
+	flowtest.Eventually(t, "the call given up on let go", func() bool { return sim.Stats().Hanging == 1 }) // and the simulator let it go
+
+	is.Equal(send(t, sim, http.MethodDelete, srv.URL+"/_sim/faults", "").StatusCode, http.StatusNoContent)
+	is.NoErr(<-answered) // released, it is answered
+	is.Equal(sim.Stats().Hanging, int64(0))
 }

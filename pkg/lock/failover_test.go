@@ -104,7 +104,8 @@ func TestTakeAdoptsItsOwnLockWhoseAnswerWasLost(t *testing.T) {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(time.Second))
 	is.NoErr(err)
-	is.NoErr(events.EnsureStreams(ctx, js, 0))
+	_, err = events.Apply(ctx, js, 0)
+	is.NoErr(err)
 	rec := &logRecorder{msgs: make(chan string, 1000)}
 	l, err := lock.New(ctx, js, lock.Config{TTL: 10 * time.Minute, Wait: 3 * time.Second}, slog.New(rec))
 	is.NoErr(err)

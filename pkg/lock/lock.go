@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,18 +69,17 @@ func (c Config) Named(prefix string) Config {
 	return c
 }
 
-// Validate reports a setting the lock cannot work with, naming its variable
-// (with the prefix Named gave). New calls it.
+// Validate refuses the settings the lock cannot work with, each naming its
+// variable, with the prefix Named gave (config.Refusal). New calls it.
 func (c Config) Validate() error {
-	switch {
-	case c.TTL < time.Second || c.TTL%time.Second != 0:
-		return fmt.Errorf("lock config: %sLOCK_TTL %s must be a whole number of seconds, at least 1s", c.prefix, c.TTL)
-	case c.Wait <= 0:
-		return fmt.Errorf("lock config: %sLOCK_WAIT %s must be positive", c.prefix, c.Wait)
-	case c.Renew < 0 || c.Renew >= c.TTL:
-		return fmt.Errorf("lock config: %sLOCK_RENEW %s must be shorter than %sLOCK_TTL %s", c.prefix, c.Renew, c.prefix, c.TTL)
+	var errs []error
+	if c.TTL < time.Second || c.TTL%time.Second != 0 {
+		errs = append(errs, config.Refuse(c.prefix+"LOCK_TTL", "must be a whole number of seconds, at least 1s"))
 	}
-	return nil
+	if c.Renew < 0 || (c.Renew >= c.TTL && c.TTL > 0) {
+		errs = append(errs, config.Refuse(c.prefix+"LOCK_RENEW", "must be shorter than %sLOCK_TTL (%s); 0 renews every third of it", c.prefix, c.TTL))
+	}
+	return errors.Join(append(errs, config.Positive(c.prefix+"LOCK_WAIT", c.Wait))...)
 }
 
 func (c Config) renewEvery() time.Duration {
@@ -158,7 +158,7 @@ type Locker struct {
 }
 
 // New binds the locks bucket (stream KV_locks, applied from streams/ by
-// events.EnsureStreams) and checks that it can hold per-key TTLs that
+// events.Apply, the operators' step) and checks that it can hold per-key TTLs that
 // waiters see expire.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) (*Locker, error) {
 	if err := cfg.Validate(); err != nil {

@@ -437,7 +437,7 @@ func TestConfig(t *testing.T) {
 		cfg := lock.Config{TTL: 1500 * time.Millisecond, Wait: time.Minute}.Named("OPTIMO_PLAN_")
 		_, err := lock.New(testContext(t), jsOf(t, srv), cfg, discard())
 		is.True(err != nil)
-		is.True(strings.Contains(err.Error(), "OPTIMO_PLAN_LOCK_TTL 1.5s")) // what to fix, as the operator set it
+		is.True(strings.Contains(err.Error(), "OPTIMO_PLAN_LOCK_TTL: must be a whole number of seconds")) // what to fix, under the service's prefix
 	})
 }
 
@@ -459,7 +459,7 @@ func TestNewChecksBucket(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
 			ctx := testContext(t)
-			srv := natstest.Server(t)
+			srv := natstest.EmptyServer(t) // the bucket as the case makes it
 			var jsc jetstream.JetStream
 			if tc.stream == nil {
 				_, jsc = natstest.Connect(t, srv)

@@ -5,6 +5,7 @@ package logging
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/lmittmann/tint"
 	"github.com/mattn/go-isatty"
 )
@@ -25,12 +27,31 @@ type Config struct {
 	Level string `env:"LOG_LEVEL" envDefault:"info"`
 }
 
+// Validate refuses a format or level New cannot make, naming its variable.
+func (c Config) Validate() error {
+	var errs []error
+	if _, err := c.level(); err != nil {
+		errs = append(errs, config.Refuse("LOG_LEVEL", "want debug, info, warn or error"))
+	}
+	if c.Format != "text" && c.Format != "json" && c.Format != "" {
+		errs = append(errs, config.Refuse("LOG_FORMAT", "want text or json"))
+	}
+	return errors.Join(errs...)
+}
+
+// level is Level read.
+func (c Config) level() (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(c.Level))
+	return l, err
+}
+
 // New returns a logger that writes to w.
 func New(w io.Writer, cfg Config) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.Level)); err != nil {
-		return nil, fmt.Errorf("LOG_LEVEL %q: %w", cfg.Level, err)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
+	level, _ := cfg.level() // Validate read it
 	// Every string and error is bounded (Bound): what is logged of outside
 	// data is never more than MaxValueBytes, nor cut at a bad byte.
 	switch cfg.Format {
@@ -44,7 +65,7 @@ func New(w io.Writer, cfg Config) (*slog.Logger, error) {
 			ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr { return asJSON(bound(groups, a)) },
 		})), nil
 	default:
-		return nil, fmt.Errorf("LOG_FORMAT %q: want text or json", cfg.Format)
+		return nil, config.Refuse("LOG_FORMAT", "want text or json")
 	}
 }
 

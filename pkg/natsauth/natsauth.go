@@ -12,14 +12,31 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 )
 
-// Operators is the user of the operators' nats CLI: every permission
-// (inspecting streams and consumers, replaying events, the micro services'
-// stats, purging a stream when that is the fix).
+// Operators is the user of the operators' nats CLI and of the operators'
+// step (primectl streams apply): every permission (making and changing
+// the streams and consumers, replaying events, the micro services' stats,
+// purging a stream when that is the fix), its replies on its own inbox
+// prefix (events.InboxPrefix), and no one else's replies.
 const Operators = "operators"
+
+// OperatorsReadOnly is the operators' read-only user, for primectl status
+// and a look at the streams: the streams' and consumers' info, who holds
+// each lock and the Prime budget, the micro services' stats; no message of
+// a stream, no change to anything.
+const OperatorsReadOnly = "operators-readonly"
 
 // Roles are the roles that get a user: every service's and the portals'.
 func Roles() []events.Role {
 	return append(slices.Clone(events.ServiceRoles), events.RolePortals)
+}
+
+// Users is every user Config writes: a role's each, then the operators'.
+func Users() []string {
+	var out []string
+	for _, r := range Roles() {
+		out = append(out, r.Name)
+	}
+	return append(out, Operators, OperatorsReadOnly)
 }
 
 // PasswordVar is the environment variable nats-server reads a user's
@@ -28,11 +45,12 @@ func PasswordVar(user string) string {
 	return "NATS_" + strings.ToUpper(strings.ReplaceAll(user, "-", "_")) + "_PASSWORD"
 }
 
-// Permissions are what a role's user may publish and subscribe to, and
-// whether it may answer requests (micro services).
+// Permissions are what a user may publish and subscribe to (Deny: what it
+// may not subscribe to, of what Subscribe allows), and whether it may
+// answer requests (micro services).
 type Permissions struct {
-	Publish, Subscribe []string
-	Responses          bool
+	Publish, Subscribe, Deny []string
+	Responses                bool
 }
 
 // The JetStream API subjects (nats-io/nats.go jetstream/api.go) a process
@@ -44,12 +62,15 @@ const (
 	srv       = "$SRV."
 )
 
-// For is the permissions of r: its subjects; its streams' info, create and
-// update (applied at start-up; never purge or delete); its consumers'
-// create, info, next and acks; its requests; its locks' key and the bucket
-// reads and watches that take it, and the Prime budget's key alike if it
-// calls Prime; its micro services' endpoints and the
-// $SRV discovery subjects; replies on its own inbox prefix.
+// For is the permissions of r. A service's: its subjects; its streams'
+// info, which it checks at start (never create, update, purge or delete:
+// the operators' step makes them, events.Apply); its consumers' info,
+// next and acks (never create: a consumer's maker chooses where a push
+// consumer delivers); its requests; its locks' key and the bucket reads
+// and watches that take it, and the Prime budget's key alike if it calls
+// Prime; its micro services' endpoints and the $SRV discovery subjects;
+// replies on its own inbox prefix. The portals', which are not a service:
+// their subject, and their replies.
 func For(r events.Role) (Permissions, error) {
 	streams, err := r.Streams()
 	if err != nil {
@@ -59,16 +80,17 @@ func For(r events.Role) (Permissions, error) {
 	pub := func(s ...string) { p.Publish = append(p.Publish, s...) }
 	sub := func(s ...string) { p.Subscribe = append(p.Subscribe, s...) }
 	pub(r.Publishes...)
-	for _, s := range streams {
-		pub(jsAPI+"STREAM.INFO."+s, jsAPI+"STREAM.CREATE."+s, jsAPI+"STREAM.UPDATE."+s)
-	}
-	if len(r.Publishes) > 0 {
-		pub(jsAPI + "STREAM.NAMES") // an outbox sweep asks which stream takes a subject
+	if _, service := events.RoleNamed(r.Name); service {
+		for _, s := range streams {
+			pub(jsAPI + "STREAM.INFO." + s)
+		}
+		if len(r.Publishes) > 0 {
+			pub(jsAPI + "STREAM.NAMES") // an outbox sweep asks which stream takes a subject
+		}
 	}
 	for _, c := range r.Consumes {
 		sc := c.Stream + "." + c.Durable
-		pub(jsAPI+"CONSUMER.CREATE."+sc, jsAPI+"CONSUMER.CREATE."+sc+".>", jsAPI+"CONSUMER.INFO."+sc,
-			jsAPI+"CONSUMER.MSG.NEXT."+sc, jsAck+sc+".>")
+		pub(jsAPI+"CONSUMER.INFO."+sc, jsAPI+"CONSUMER.MSG.NEXT."+sc, jsAck+sc+".>")
 	}
 	pub(r.Requests...)
 	for _, k := range r.Locks {
@@ -87,6 +109,37 @@ func For(r events.Role) (Permissions, error) {
 	}
 	p.Publish, p.Subscribe = dedupe(p.Publish), dedupe(p.Subscribe)
 	return p, nil
+}
+
+// ForOperators is the operators' permissions: anything, but another
+// user's replies (nats.go's default inbox prefix included, which no user
+// is given: an operators' nats CLI runs with --inbox-prefix).
+func ForOperators() Permissions {
+	p := Permissions{Publish: []string{">"}, Subscribe: []string{">"}, Deny: []string{"_INBOX.>"}}
+	for _, u := range Users() {
+		if u != Operators {
+			p.Deny = append(p.Deny, events.InboxPrefix(u)+".>")
+		}
+	}
+	return p
+}
+
+// ForOperatorsReadOnly is the read-only operators' permissions: what
+// primectl status and `nats stream ls`, `stream info`, `consumer report`,
+// `micro stats` read, and the locks' and the Prime budget's keys; replies
+// on its own inbox prefix.
+func ForOperatorsReadOnly() Permissions {
+	var p Permissions
+	p.Publish = []string{jsAPI + "INFO", jsAPI + "STREAM.NAMES", jsAPI + "STREAM.LIST", jsAPI + "STREAM.INFO.*",
+		jsAPI + "CONSUMER.NAMES.*", jsAPI + "CONSUMER.LIST.*", jsAPI + "CONSUMER.INFO.*.*"}
+	for _, stream := range []string{events.StreamLocks, events.StreamPrimeBudget} {
+		p.Publish = append(p.Publish, jsAPI+"DIRECT.GET."+stream+".>", jsAPI+"STREAM.MSG.GET."+stream)
+	}
+	for _, verb := range []string{"PING", "INFO", "STATS"} {
+		p.Publish = append(p.Publish, srv+verb, srv+verb+".>")
+	}
+	p.Subscribe = []string{events.InboxPrefix(OperatorsReadOnly) + ".>"}
+	return p
 }
 
 // kvKey is what reading, writing and watching one key of a bucket (in its
@@ -112,9 +165,9 @@ func dedupe(s []string) []string {
 }
 
 // Config is nats-server's authorization block: a user a role, with its
-// permissions, and the operators' user with every permission. Each
-// password is a variable nats-server reads from its environment
-// (PasswordVar), so the file holds no secret.
+// permissions, and the operators' users. Each password is a variable
+// nats-server reads from its environment (PasswordVar), so the file holds
+// no secret.
 func Config() (string, error) {
 	var b strings.Builder
 	b.WriteString("# Generated by pkg/natsauth from the roles of pkg/events: do not edit.\n")
@@ -127,17 +180,30 @@ func Config() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "    {\n      user: %q\n      password: $%s\n      permissions: {\n", r.Name, PasswordVar(r.Name))
-		fmt.Fprintf(&b, "        publish: { allow: %s }\n", list(p.Publish, 10))
-		fmt.Fprintf(&b, "        subscribe: { allow: %s }\n", list(p.Subscribe, 10))
-		if p.Responses {
-			b.WriteString("        allow_responses: true\n")
-		}
-		b.WriteString("      }\n    }\n")
+		user(&b, r.Name, "", p)
 	}
-	fmt.Fprintf(&b, "    # The operators' nats CLI: everything.\n    { user: %q, password: $%s }\n", Operators, PasswordVar(Operators))
+	user(&b, Operators, "The operators' nats CLI and primectl streams apply: everything, but another user's replies.", ForOperators())
+	user(&b, OperatorsReadOnly, "primectl status: the streams', consumers', locks' and Prime budget's state, and nothing else.", ForOperatorsReadOnly())
 	b.WriteString("  ]\n}\n")
 	return b.String(), nil
+}
+
+// user writes one user of the authorization block.
+func user(b *strings.Builder, name, comment string, p Permissions) {
+	if comment != "" {
+		fmt.Fprintf(b, "    # %s\n", comment)
+	}
+	fmt.Fprintf(b, "    {\n      user: %q\n      password: $%s\n      permissions: {\n", name, PasswordVar(name))
+	fmt.Fprintf(b, "        publish: { allow: %s }\n", list(p.Publish, 10))
+	if len(p.Deny) > 0 {
+		fmt.Fprintf(b, "        subscribe: { allow: %s, deny: %s }\n", list(p.Subscribe, 10), list(p.Deny, 10))
+	} else {
+		fmt.Fprintf(b, "        subscribe: { allow: %s }\n", list(p.Subscribe, 10))
+	}
+	if p.Responses {
+		b.WriteString("        allow_responses: true\n")
+	}
+	b.WriteString("      }\n    }\n")
 }
 
 // list writes subjects as a nats-server array, one a line.

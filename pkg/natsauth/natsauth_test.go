@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,34 +95,55 @@ func (c *conn) refused(t *testing.T, what, subject string) {
 	t.Errorf("%s: no permissions violation for %s (errors: %v)", what, subject, c.errs)
 }
 
+// server starts a server with pkg/natsauth's users, applies the streams
+// and consumers as the operators' step does, and returns its URL and the
+// operators' connection.
+func server(t *testing.T) (string, *conn) {
+	t.Helper()
+	srv := natstest.ServerWithUsers(t)
+	natstest.ApplyAsOperators(t, srv)
+	return srv.ClientURL(), connect(t, srv.ClientURL(), natsauth.Operators, inbox(natsauth.Operators))
+}
+
+func inbox(user string) nats.Option { return nats.CustomInboxPrefix(events.InboxPrefix(user)) }
+
+func short(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// refusedCtx bounds a request the server refuses, which no answer ends:
+// what proves the refusal is the permissions violation (refused) and what
+// NATS holds after.
+func refusedCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // A service's user is refused what the service must not touch: ingest may
 // publish webhooks, and neither a make-safe SMS nor a purge of a stream,
 // nor read what the resolver hands on, nor another service's replies.
 func TestServiceIsRefusedWhatItMustNotTouch(t *testing.T) {
 	is := is.New(t)
-	url := natstest.ServerWithUsers(t).ClientURL()
-	ops := connect(t, url, natsauth.Operators)
+	url, ops := server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	is.NoErr(events.EnsureStreams(ctx, ops.js, 0)) // the operators' user may do anything
 
-	in := connect(t, url, events.RoleIngest.Name, nats.CustomInboxPrefix(events.RoleIngest.InboxPrefix()))
+	in := connect(t, url, events.RoleIngest.Name, inbox(events.RoleIngest.Name))
 	_, err := in.js.Publish(ctx, events.WebhookSubject("change-job-status"), []byte("{}"))
 	is.NoErr(err) // ingest publishes a webhook, and reads JetStream's ack
 
-	short, stop := context.WithTimeout(ctx, 2*time.Second)
-	defer stop()
-	_, err = in.js.Publish(short, events.SubjectSMSSend, []byte(`{"source":"ingest"}`))
+	_, err = in.js.Publish(short(t), events.SubjectSMSSend, []byte(`{"source":"ingest"}`))
 	is.True(err != nil) // no make-safe SMS from ingest
 	in.refused(t, "publish "+events.SubjectSMSSend, events.SubjectSMSSend)
 
 	s, err := ops.js.Stream(ctx, events.StreamWebhook)
 	is.NoErr(err)
-	short, stop = context.WithTimeout(ctx, 2*time.Second)
-	defer stop()
 	inStream, err := in.js.Stream(ctx, events.StreamWebhook)
-	is.NoErr(err)                         // ingest may look at its stream
-	is.True(inStream.Purge(short) != nil) // but not purge it
+	is.NoErr(err)                            // ingest may look at its stream
+	is.True(inStream.Purge(short(t)) != nil) // but not purge it
 	in.refused(t, "purge", "$JS.API.STREAM.PURGE."+events.StreamWebhook)
 	info, err := s.Info(ctx)
 	is.NoErr(err)
@@ -134,20 +156,286 @@ func TestServiceIsRefusedWhatItMustNotTouch(t *testing.T) {
 	is.NoErr(err)
 	in.refused(t, "another service's replies", "_INBOX_resolver.>")
 
-	short, stop = context.WithTimeout(ctx, 2*time.Second)
-	defer stop()
-	_, err = in.js.CreateOrUpdateConsumer(short, events.StreamWebhook, jetstream.ConsumerConfig{Durable: events.DurableResolver})
-	is.True(errors.Is(err, context.DeadlineExceeded) || err != nil) // nor make the resolver's consumer
+	_, err = in.js.CreateOrUpdateConsumer(short(t), events.StreamWebhook, jetstream.ConsumerConfig{Durable: events.DurableResolver})
+	is.True(err != nil) // nor make the resolver's consumer
 	in.refused(t, "create the resolver's consumer", "$JS.API.CONSUMER.CREATE."+events.StreamWebhook)
+}
 
-	portal := connect(t, url, events.RolePortals.Name)
+// TestNoServiceChangesTheStreams is issue 27's first attack, as every role:
+// as ingest, a republish rule on PRIME_WEBHOOK had one webhook land on
+// sms.send.requested, and max_msgs=1 cut PRIME_WEBHOOK from 5 messages to
+// 1; as the portals, sealed=true on OPTIMO stopped every later publish.
+// No service's user may create, update or delete a stream: only the
+// operators' step may (events.Apply).
+func TestNoServiceChangesTheStreams(t *testing.T) {
+	url, ops := server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in := connect(t, url, events.RoleIngest.Name, inbox(events.RoleIngest.Name))
+	for range 5 {
+		if _, err := in.js.Publish(ctx, events.WebhookSubject("change-job-status"), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defs, err := events.StreamConfigs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := func(name string) jetstream.StreamConfig {
+		i := slices.IndexFunc(defs, func(c jetstream.StreamConfig) bool { return c.Name == name })
+		return defs[i]
+	}
+	t.Run("as each user", func(t *testing.T) {
+		for _, r := range natsauth.Roles() {
+			t.Run(r.Name, func(t *testing.T) {
+				t.Parallel()
+				streams, err := r.Streams()
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := connect(t, url, r.Name, inbox(r.Name))
+				for _, name := range streams {
+					cfg := def(name)
+					cfg.MaxMsgs, cfg.Sealed = 1, name == events.StreamOptimo
+					if name == events.StreamWebhook {
+						cfg.RePublish = &jetstream.RePublish{Source: "prime.webhook.*", Destination: "sms.{{wildcard(1)}}"}
+					}
+					if _, err := c.js.UpdateStream(refusedCtx(t), cfg); err == nil {
+						t.Errorf("%s updated stream %s", r.Name, name)
+					}
+					c.refused(t, r.Name+" updates "+name, "$JS.API.STREAM.UPDATE."+name)
+					if err := c.js.DeleteStream(refusedCtx(t), name); err == nil {
+						t.Errorf("%s deleted stream %s", r.Name, name)
+					}
+					c.refused(t, r.Name+" deletes "+name, "$JS.API.STREAM.DELETE."+name)
+				}
+				if _, err := c.js.CreateStream(refusedCtx(t), jetstream.StreamConfig{Name: "TAKEOVER", Subjects: []string{"takeover.>"}}); err == nil {
+					t.Errorf("%s created a stream", r.Name)
+				}
+				c.refused(t, r.Name+" creates a stream", "$JS.API.STREAM.CREATE.TAKEOVER")
+			})
+		}
+	})
+
+	_, err = in.js.Publish(ctx, events.WebhookSubject("change-job-status"), []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := events.CheckAll(ctx, ops.js, 0); err != nil {
+		t.Errorf("the streams changed: %v", err)
+	}
+	for stream, want := range map[string]uint64{events.StreamWebhook: 6, events.StreamSMS: 0} {
+		s, err := ops.js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().State.Msgs; got != want {
+			t.Errorf("%s holds %d messages, not %d", stream, got, want)
+		}
+	}
+	_, err = connect(t, url, events.RolePortals.Name, inbox(events.RolePortals.Name)).js.Publish(ctx, events.SubjectOptimoPlan, []byte(`{"source":"AdminPortal"}`))
+	if err != nil {
+		t.Errorf("OPTIMO takes no more plan requests: %v", err)
+	}
+}
+
+// No service's user may make or change a consumer, its own either: a
+// consumer's maker chooses where a push consumer delivers, and how long
+// messages wait. The operators' step makes them (events.Apply).
+func TestNoServiceMakesAConsumer(t *testing.T) {
+	url, ops := server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, r := range events.ServiceRoles {
+		c := connect(t, url, r.Name, inbox(r.Name))
+		for _, cons := range r.Consumes {
+			push := cons.Config()
+			push.DeliverSubject = events.SubjectSMSSend
+			if _, err := c.js.CreateOrUpdateConsumer(refusedCtx(t), cons.Stream, push); err == nil {
+				t.Errorf("%s made %s/%s a push consumer", r.Name, cons.Stream, cons.Durable)
+			}
+			c.refused(t, r.Name+" makes its consumer", "$JS.API.CONSUMER.CREATE."+cons.Stream+"."+cons.Durable)
+			if err := c.js.DeleteConsumer(refusedCtx(t), cons.Stream, cons.Durable); err == nil {
+				t.Errorf("%s deleted %s/%s", r.Name, cons.Stream, cons.Durable)
+			}
+			got, err := c.js.Consumer(ctx, cons.Stream, cons.Durable)
+			if err != nil {
+				t.Fatalf("%s cannot read its consumer's info: %v", r.Name, err) // which it checks at start
+			}
+			if d := cons.Drift(got.CachedInfo().Config); len(d) > 0 {
+				t.Errorf("%s/%s changed: %v", cons.Stream, cons.Durable, d)
+			}
+		}
+	}
+	if err := events.CheckAll(ctx, ops.js, 0); err != nil {
+		t.Error(err)
+	}
+}
+
+// The portals may publish their one subject, with JetStream's ack on their
+// own inbox prefix, and nothing else: no stream's info or change, no
+// other user's replies (issue 27: the portals' user read a webhook, a
+// customer's name and number in it, that an operator had asked for).
+func TestThePortalsPublishTheirSubjectAlone(t *testing.T) {
+	is := is.New(t)
+	url, ops := server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := connect(t, url, events.RoleIngest.Name, inbox(events.RoleIngest.Name))
+	_, err := in.js.Publish(ctx, events.WebhookSubject("create-appointment"), []byte(`{"customer":"Jo Citizen","phone":"0400 000 000"}`))
+	is.NoErr(err)
+
+	portal := connect(t, url, events.RolePortals.Name, inbox(events.RolePortals.Name))
+	var got []string
+	var mu sync.Mutex
+	for _, replies := range []string{"_INBOX.>", events.InboxPrefix(natsauth.Operators) + ".>"} {
+		_, err := portal.nc.Subscribe(replies, func(m *nats.Msg) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, string(m.Data))
+		})
+		is.NoErr(err)
+		portal.refused(t, "the portals read replies not theirs", replies)
+	}
+	s, err := ops.js.Stream(ctx, events.StreamWebhook)
+	is.NoErr(err)
+	msg, err := s.GetMsg(ctx, 1)
+	is.NoErr(err) // an operator reads the webhook
+	is.True(strings.Contains(string(msg.Data), "Jo Citizen"))
+	is.NoErr(portal.nc.Flush())
+	mu.Lock()
+	for _, g := range got {
+		is.True(!strings.Contains(g, "Jo Citizen")) // the portals did not
+	}
+	mu.Unlock()
+
 	_, err = portal.js.Publish(ctx, events.SubjectOptimoPlan, []byte(`{"source":"AdminPortal"}`))
-	is.NoErr(err) // a portal asks for planning, with nats.go's default inbox
-	short, stop = context.WithTimeout(ctx, 2*time.Second)
-	defer stop()
-	_, err = portal.js.Publish(short, events.SubjectOptimoCreate, []byte(`{}`))
+	is.NoErr(err) // a portal asks for planning, and hears JetStream's ack
+	_, err = portal.js.Publish(short(t), events.SubjectOptimoCreate, []byte(`{}`))
 	is.True(err != nil) // and nothing else
 	portal.refused(t, "portal", events.SubjectOptimoCreate)
+	_, err = portal.js.Stream(short(t), events.StreamOptimo)
+	is.True(err != nil) // not even its stream's info
+	portal.refused(t, "portal", "$JS.API.STREAM.INFO."+events.StreamOptimo)
+}
+
+// The operators' user reads replies on its own inbox prefix only: the nats
+// CLI's default inbox (which a portal could once read) is refused, so an
+// operator's CLI runs with --inbox-prefix _INBOX_operators; and it may not
+// read a service's replies either.
+func TestOperatorsRepliesAreTheirOwn(t *testing.T) {
+	is := is.New(t)
+	srv := natstest.ServerWithUsers(t)
+	url := srv.ClientURL()
+	natstest.ApplyAsOperators(t, srv)
+	bare := connect(t, url, natsauth.Operators) // nats.go's default inbox prefix
+	_, err := bare.js.Stream(short(t), events.StreamWebhook)
+	is.True(err != nil) // its reply could not come
+	bare.refused(t, "the default inbox", "_INBOX.")
+	for _, u := range []string{events.RoleResolver.Name, events.RolePortals.Name, natsauth.OperatorsReadOnly} {
+		_, err := bare.nc.SubscribeSync(events.InboxPrefix(u) + ".>")
+		is.NoErr(err)
+		bare.refused(t, "another user's replies", events.InboxPrefix(u)+".>")
+	}
+
+	cli := os.Getenv("NATS_CLI")
+	if cli == "" {
+		t.Log("NATS_CLI is not set: the nats CLI's --inbox-prefix not tried (make test sets it)")
+		return
+	}
+	out, err := exec.Command(cli, "--server", url, "--user", natsauth.Operators, "--password", natsauth.Operators,
+		"--inbox-prefix", events.InboxPrefix(natsauth.Operators), "stream", "info", events.StreamWebhook).CombinedOutput()
+	is.True(err == nil) // the operators' nats CLI, with its inbox prefix
+	if err != nil {
+		t.Log(string(out))
+	}
+}
+
+// The read-only operators' user reads what primectl status reads — the
+// streams and consumers, who holds a lock, the Prime budget — and nothing
+// else: no message, no change.
+func TestOperatorsReadOnly(t *testing.T) {
+	is := is.New(t)
+	url, ops := server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := ops.js.Publish(ctx, events.WebhookSubject("create-appointment"), []byte(`{"customer":"Jo Citizen"}`))
+	is.NoErr(err)
+	ro := connect(t, url, natsauth.OperatorsReadOnly, inbox(natsauth.OperatorsReadOnly))
+	is.NoErr(events.CheckAll(ctx, ro.js, 0)) // every stream's and consumer's info
+	names := ro.js.StreamNames(ctx)
+	for range names.Name() {
+	}
+	is.NoErr(names.Err()) // the list of streams
+	_, _, err = lock.Held(ctx, ro.js, events.LockOptimoPlan)
+	is.NoErr(err) // who holds a lock
+	_, err = primebudget.Read(ctx, ro.js)
+	is.True(errors.Is(err, primebudget.ErrNotSpent)) // the budget, read
+
+	s, err := ro.js.Stream(ctx, events.StreamWebhook)
+	is.NoErr(err)
+	_, err = s.GetMsg(short(t), 1)
+	is.True(err != nil) // but no message
+	ro.refused(t, "a webhook", "$JS.API.DIRECT.GET."+events.StreamWebhook)
+	is.True(s.Purge(short(t)) != nil)
+	ro.refused(t, "purge", "$JS.API.STREAM.PURGE."+events.StreamWebhook)
+	cfg := s.CachedInfo().Config
+	cfg.Sealed = true
+	_, err = ro.js.UpdateStream(short(t), cfg)
+	is.True(err != nil)
+	ro.refused(t, "seal", "$JS.API.STREAM.UPDATE."+events.StreamWebhook)
+	_, err = ro.js.Publish(short(t), events.WebhookSubject("x"), nil)
+	is.True(err != nil)
+	ro.refused(t, "publish", events.WebhookSubject("x"))
+	_, err = ro.nc.SubscribeSync(events.SubjectWebhookAll)
+	is.NoErr(err)
+	ro.refused(t, "subscribe", events.SubjectWebhookAll)
+}
+
+// TestOnlyMakesafeSchedules is issue 27's third attack: as child-mirror
+// (or newjob-pipeline), which may publish makesafe.detect, one publish
+// with Nats-Schedule: @every 1s aimed at makesafe.recheck had the server
+// deliver a re-check every second, without end. makesafe.detect lands on
+// MAKESAFE_DETECT, which takes no schedule; MAKESAFE, which does, only
+// makesafe writes.
+func TestOnlyMakesafeSchedules(t *testing.T) {
+	is := is.New(t)
+	url, ops := server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	schedule := func(subject string) *nats.Msg {
+		m := nats.NewMsg(subject)
+		m.Data = []byte(`{"jobId":"6f0a3c2e-1b2d-4e5f-8a9b-0c1d2e3f4a5b","rung":1}`)
+		m.Header.Set(jetstream.ScheduleHeader, "@every 1s")
+		m.Header.Set(jetstream.ScheduleTargetHeader, events.SubjectMakesafeRecheck)
+		return m
+	}
+	for _, r := range []events.Role{events.RoleChildMirror, events.RoleNewJobPipeline} {
+		c := connect(t, url, r.Name, inbox(r.Name))
+		_, err := c.js.Publish(ctx, events.SubjectMakesafeDetect, []byte(`{"jobId":"6f0a3c2e-1b2d-4e5f-8a9b-0c1d2e3f4a5b"}`))
+		is.NoErr(err) // it asks for detection
+		_, err = c.js.PublishMsg(ctx, schedule(events.SubjectMakesafeDetect))
+		var apiErr *jetstream.APIError
+		is.True(errors.As(err, &apiErr))                       // but its schedule is refused
+		is.Equal(apiErr.ErrorCode, jetstream.ErrorCode(10188)) // "message schedules is disabled"
+		for _, subject := range []string{events.MakesafeScheduleSubject("6f0a3c2e-1b2d-4e5f-8a9b-0c1d2e3f4a5b", 1), events.SubjectMakesafeRecheck} {
+			_, err = c.js.PublishMsg(short(t), schedule(subject))
+			is.True(err != nil) // and MAKESAFE is not its to write
+			c.refused(t, r.Name+" writes MAKESAFE", subject)
+		}
+	}
+	ms := connect(t, url, events.RoleMakesafe.Name, inbox(events.RoleMakesafe.Name))
+	rung := nats.NewMsg(events.MakesafeScheduleSubject("6f0a3c2e-1b2d-4e5f-8a9b-0c1d2e3f4a5b", 1))
+	for k, v := range events.ScheduleHeaders(time.Now().Add(time.Hour), events.SubjectMakesafeRecheck) {
+		rung.Header.Set(k, v)
+	}
+	_, err := ms.js.PublishMsg(ctx, rung)
+	is.NoErr(err) // makesafe schedules its rungs
+	s, err := ops.js.Stream(ctx, events.StreamMakesafe)
+	is.NoErr(err)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(events.SubjectMakesafeRecheck))
+	is.NoErr(err)
+	is.Equal(len(info.State.Subjects), 0) // and no re-check was made
 }
 
 // A lock's whole life is allowed to the role that takes it — create, a
@@ -155,14 +443,12 @@ func TestServiceIsRefusedWhatItMustNotTouch(t *testing.T) {
 // role's key is not.
 func TestLocksUnderTheirRoles(t *testing.T) {
 	is := is.New(t)
-	url := natstest.ServerWithUsers(t).ClientURL()
+	url, _ := server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	role := events.RoleOptimoPlan
 	plan := connect(t, url, role.Name, nats.CustomInboxPrefix(role.InboxPrefix()))
-	streams, err := role.Streams()
-	is.NoErr(err)
-	is.NoErr(events.EnsureStreams(ctx, plan.js, 0, streams...)) // the role applies its streams, the locks' bucket among them
+	is.NoErr(events.CheckRole(ctx, plan.js, role, 0)) // the role checks its streams, the locks' bucket among them
 	log := slog.New(slog.DiscardHandler)
 	cfg := lock.Config{TTL: 3 * time.Second, Wait: 30 * time.Second, Renew: time.Second}
 	first, err := lock.New(ctx, plan.js, cfg, log)
@@ -197,7 +483,7 @@ func TestLocksUnderTheirRoles(t *testing.T) {
 // spent, watched for another process's writes — and no one else's.
 func TestPrimeBudgetUnderTheRolesThatCallPrime(t *testing.T) {
 	is := is.New(t)
-	url := natstest.ServerWithUsers(t).ClientURL()
+	url, _ := server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
@@ -207,9 +493,7 @@ func TestPrimeBudgetUnderTheRolesThatCallPrime(t *testing.T) {
 	for _, role := range []events.Role{events.RoleResolver, events.RoleMakesafe} {
 		is.True(role.CallsPrime) // a role that calls Prime
 		c := connect(t, url, role.Name, nats.CustomInboxPrefix(role.InboxPrefix()))
-		streams, err := role.Streams()
-		is.NoErr(err)
-		is.NoErr(events.EnsureStreams(ctx, c.js, 0, streams...)) // applies its streams, the budget's bucket among them
+		is.NoErr(events.CheckRole(ctx, c.js, role, 0)) // checks its streams, the budget's bucket among them
 		b, err := primebudget.New(ctx, c.js, prime.Config{RatePerMinute: 6000, RateBurst: 100, MaxConcurrent: 1}, cfg, log)
 		is.NoErr(err) // registers in the budget
 		rctx, stop := context.WithCancel(ctx)

@@ -4,11 +4,13 @@ package natsserver
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -64,7 +66,8 @@ func (cfg Config) Free() error {
 	return err
 }
 
-// Validate checks the addresses' form, without listening on them.
+// Validate refuses addresses of the wrong form, without listening on them,
+// each naming its variable (config.Refusal).
 func (cfg Config) Validate() error {
 	_, _, err := cfg.addresses()
 	return err
@@ -79,22 +82,22 @@ type address struct {
 // addresses are the client and monitoring addresses, once their form is
 // checked; the monitoring one is zero when cfg.MonitorListen is empty.
 func (cfg Config) addresses() (client, monitor address, err error) {
+	var errs []error
 	if client.host, client.port, err = hostPort(cfg.Listen); err != nil {
-		return client, monitor, fmt.Errorf("nats listen address %q (NATS_LISTEN): %w", cfg.Listen, err)
+		errs = append(errs, config.Refuse("NATS_LISTEN", "want host:port, the port -1 for a free one: %v", err))
 	}
-	if cfg.MonitorListen == "" {
-		return client, monitor, nil
+	if cfg.MonitorListen != "" {
+		monitor.host, monitor.port, err = hostPort(cfg.MonitorListen)
+		if err == nil && (monitor.port == 0 || monitor.port < -1) {
+			// 0 is "no monitoring" to nats-server: a port asked for and not
+			// served would be found missing only when something reads it.
+			err = fmt.Errorf("port %d", monitor.port)
+		}
+		if err != nil {
+			errs = append(errs, config.Refuse("NATS_MONITOR_LISTEN", "want host:port, the port -1 for a free one: %v", err))
+		}
 	}
-	monitor.host, monitor.port, err = hostPort(cfg.MonitorListen)
-	if err == nil && (monitor.port == 0 || monitor.port < -1) {
-		// 0 is "no monitoring" to nats-server: a port asked for and not
-		// served would be found missing only when something reads it.
-		err = fmt.Errorf("port %d: a port, or -1 for a free one", monitor.port)
-	}
-	if err != nil {
-		return client, monitor, fmt.Errorf("nats monitoring address %q (NATS_MONITOR_LISTEN): %w", cfg.MonitorListen, err)
-	}
-	return client, monitor, nil
+	return client, monitor, errors.Join(errs...)
 }
 
 // options are the server's options, once its addresses are checked and

@@ -88,7 +88,7 @@ func TestMonitoring(t *testing.T) {
 		defer taken.Close()
 		for _, tc := range []struct{ listen, want string }{
 			{taken.Addr().String(), "address already in use"},
-			{"127.0.0.1:0", "a port, or -1"},
+			{"127.0.0.1:0", "the port -1 for a free one: port 0"},
 			{"127.0.0.1", "missing port"},
 		} {
 			is := is.New(t)

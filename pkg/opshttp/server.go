@@ -42,9 +42,10 @@ type ServerConfig struct {
 // DefaultServerConfig is ServerConfig with its defaults, read from its tags.
 func DefaultServerConfig() ServerConfig { return config.MustDefaults[ServerConfig]() }
 
-// Validate names the setting that cannot work.
+// Validate refuses the settings that cannot work, each naming its
+// variable (config.Refusal).
 func (c ServerConfig) Validate() error {
-	var errs []error
+	errs := []error{config.Positive("HTTP_MAX_CONNS", c.MaxConns)}
 	for _, t := range []struct {
 		name string
 		d    time.Duration
@@ -55,17 +56,15 @@ func (c ServerConfig) Validate() error {
 		{"HTTP_IDLE_TIMEOUT", c.IdleTimeout},
 	} {
 		if t.d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be above zero (a connection would be held for ever), got %s", t.name, t.d))
+			errs = append(errs, config.Refuse(t.name, "must be above zero (a connection would be held for ever)"))
 		}
 	}
-	if c.MaxConns <= 0 {
-		errs = append(errs, fmt.Errorf("HTTP_MAX_CONNS must be above zero, got %d", c.MaxConns))
-	}
-	if c.ReadHeaderTimeout > c.ReadTimeout {
-		errs = append(errs, fmt.Errorf("HTTP_READ_HEADER_TIMEOUT (%s) must not be above HTTP_READ_TIMEOUT (%s)", c.ReadHeaderTimeout, c.ReadTimeout))
-	}
-	if c.WriteTimeout < c.ReadTimeout {
-		errs = append(errs, fmt.Errorf("HTTP_WRITE_TIMEOUT (%s) must not be below HTTP_READ_TIMEOUT (%s): a body that arrives late would have no time left for its answer", c.WriteTimeout, c.ReadTimeout))
+	switch {
+	case c.ReadHeaderTimeout <= 0 || c.ReadTimeout <= 0 || c.WriteTimeout <= 0:
+	case c.ReadHeaderTimeout > c.ReadTimeout:
+		errs = append(errs, config.Refuse("HTTP_READ_HEADER_TIMEOUT", "must not be above HTTP_READ_TIMEOUT (%s)", c.ReadTimeout))
+	case c.WriteTimeout < c.ReadTimeout:
+		errs = append(errs, config.Refuse("HTTP_WRITE_TIMEOUT", "must not be below HTTP_READ_TIMEOUT (%s): a body that arrives late would have no time left for its answer", c.ReadTimeout))
 	}
 	return errors.Join(errs...)
 }

@@ -90,7 +90,7 @@ func TestServerConfigValidate(t *testing.T) {
 		want   string
 	}{
 		{"defaults", func(*opshttp.ServerConfig) {}, ""},
-		{"no read timeout", func(c *opshttp.ServerConfig) { c.ReadTimeout = 0 }, "HTTP_READ_TIMEOUT must be above zero"},
+		{"no read timeout", func(c *opshttp.ServerConfig) { c.ReadTimeout = 0 }, "HTTP_READ_TIMEOUT: must be above zero"},
 		{"no idle timeout", func(c *opshttp.ServerConfig) { c.IdleTimeout = 0 }, "HTTP_IDLE_TIMEOUT"},
 		{"no cap", func(c *opshttp.ServerConfig) { c.MaxConns = 0 }, "HTTP_MAX_CONNS"},
 		{"headers longer than the request", func(c *opshttp.ServerConfig) { c.ReadHeaderTimeout = time.Hour }, "HTTP_READ_HEADER_TIMEOUT"},

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -59,6 +60,30 @@ type Config struct {
 	MaxConcurrent int `env:"OPTIMOROUTE_MAX_CONCURRENT" envDefault:"5"`
 }
 
+// Validate refuses the settings a client cannot work with, each naming its
+// variable (config.Refusal); a blank key is CheckKey's, since a dry run and
+// bin/primeflow's simulator go without one. A zero, which New takes for
+// the default in a Config made in code, is refused: read from the
+// environment, every number has a default of its own.
+func (c Config) Validate() error {
+	var bad error
+	switch base, err := url.Parse(c.APIURL); {
+	case err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "":
+		bad = config.Refuse("OPTIMOROUTE_API_URL", "want an absolute http(s) URL")
+	case base.RawQuery != "":
+		bad = config.Refuse("OPTIMOROUTE_API_URL", "must not carry a query; the key goes in OPTIMOROUTE_API_KEY")
+	}
+	return errors.Join(bad, config.Positive("OPTIMOROUTE_TIMEOUT", c.Timeout), config.Positive("OPTIMOROUTE_MAX_CONCURRENT", c.MaxConcurrent))
+}
+
+// CheckKey refuses a blank OPTIMOROUTE_API_KEY.
+func (c Config) CheckKey() error {
+	if c.APIKey == "" {
+		return config.Refuse("OPTIMOROUTE_API_KEY", "is required (OPTIMOROUTE_DRY_RUN answers inside the process without it)")
+	}
+	return nil
+}
+
 // Option configures a Client.
 type Option func(*Client)
 
@@ -86,22 +111,16 @@ type Client struct {
 // New returns a Client for cfg. It fails when the URL is not absolute http(s)
 // or the key is empty.
 func New(cfg Config, opts ...Option) (*Client, error) {
-	base, err := url.Parse(cfg.APIURL)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("optimoroute: OPTIMOROUTE_API_URL %q: want an absolute http(s) URL", cfg.APIURL)
-	}
-	if base.RawQuery != "" {
-		return nil, errors.New("optimoroute: OPTIMOROUTE_API_URL must not carry a query; the key goes in OPTIMOROUTE_API_KEY")
-	}
-	if cfg.APIKey == "" {
-		return nil, errors.New("optimoroute: OPTIMOROUTE_API_KEY is empty")
-	}
-	if cfg.MaxConcurrent <= 0 {
+	if cfg.MaxConcurrent == 0 {
 		cfg.MaxConcurrent = 5
 	}
-	if cfg.Timeout <= 0 {
+	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
+	if err := errors.Join(cfg.Validate(), cfg.CheckKey()); err != nil {
+		return nil, err
+	}
+	base, _ := url.Parse(cfg.APIURL) // Validate parsed it
 	c := &Client{
 		base:    base,
 		key:     cfg.APIKey,

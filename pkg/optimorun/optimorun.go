@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,9 +43,9 @@ import (
 type Spec struct {
 	// Name is the service's name, which New's errors carry.
 	Name string
-	// Durable is the service's consumer of Subject on events.StreamOptimo.
-	Durable string
-	Subject string
+	// Consumer is the service's consumer of its requests on
+	// events.StreamOptimo.
+	Consumer events.Consumer
 	// Lock is the service's lock: its key and its configuration.
 	LockKey string
 	Lock    lock.Config
@@ -108,11 +109,13 @@ func (m Metrics) Register(reg prometheus.Registerer) (Metrics, error) {
 }
 
 // Zone is the location OPTIMO_TIMEZONE names, the OptimoRoute account's,
-// whose days and times both services go by; service names the error.
-func Zone(service, name string) (*time.Location, error) {
+// whose days and times both services go by; a name that is none is
+// refused (config.Refusal), alike for both.
+func Zone(name string) (*time.Location, error) {
 	zone, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: OPTIMO_TIMEZONE: %w", service, err)
+	if err != nil || name == "" {
+		// "" would be UTC, not the account's zone
+		return nil, config.Refuse("OPTIMO_TIMEZONE", "not a time zone of the IANA database (Australia/Melbourne)")
 	}
 	return zone, nil
 }
@@ -200,9 +203,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.loop.Run(ctx) })
 	err := consume.Run(ctx, r.js, consume.Spec{
-		Stream:   events.StreamOptimo,
-		Durable:  r.spec.Durable,
-		Subjects: []string{r.spec.Subject},
+		Consumer: r.spec.Consumer,
 	}, r.log, r.reg, r.request)
 	cancel()
 	wg.Wait()
@@ -286,20 +287,17 @@ func (r *Runner) Ask(ctx context.Context, subject string, v any) error {
 var askRetry = retry.Backoff{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}
 
 // Main runs a service as a process of its own: it reads the OptimoRoute
-// client's configuration from getenv, builds the client (its collectors in
-// the service's registry; with OPTIMOROUTE_DRY_RUN, answered inside the
-// process, pkg/dryrun) and hands it to build inside service.Main.
-func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
+// client's configuration from getenv with the service's own (own, see
+// service.Main), builds the client (its collectors in the service's
+// registry; with OPTIMOROUTE_DRY_RUN, answered inside the process,
+// pkg/dryrun) and hands it to build inside service.Main.
+func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer, own []config.Part,
 	build func(ctx context.Context, d service.Deps, optimo *optimoroute.Client) (service.Runner, error)) error {
 	var ocfg optimoroute.Config
-	if err := config.Parse(getenv, &ocfg); err != nil {
-		return err
-	}
 	var dry dryrun.Config
-	if err := config.Parse(getenv, &dry); err != nil {
-		return err
-	}
-	return service.Main(ctx, name, getenv, stderr, func(ctx context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+	own = slices.Concat(own, []config.Part{config.Read(&ocfg, optimoroute.Config.Validate), config.Read(&dry, nil),
+		config.Check(func() error { return CheckKey(ocfg, dry) })})
+	return service.Main(ctx, name, getenv, stderr, own, func(ctx context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
 		oc, err := NewClient(ocfg, dry, d.Log)
 		if err != nil {
 			return nil, err
@@ -309,6 +307,15 @@ func Main(ctx context.Context, name string, getenv func(string) string, stderr i
 		}
 		return build(ctx, d, oc)
 	})
+}
+
+// CheckKey refuses a blank OPTIMOROUTE_API_KEY but for a dry run, which
+// answers inside the process (NewClient).
+func CheckKey(cfg optimoroute.Config, dry dryrun.Config) error {
+	if dry.OptimoRoute {
+		return nil
+	}
+	return cfg.CheckKey()
 }
 
 // NewClient is the OptimoRoute client of cfg, or with dry.OptimoRoute the

@@ -20,6 +20,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -63,7 +64,7 @@ func TestRequestRunsTheJob(t *testing.T) {
 	fail := errors.New("boom")
 	runs := make(chan error, 2)
 	var r *optimorun.Runner
-	r, err = optimorun.New(ctx, optimorun.Spec{Name: "test", Durable: "optimorun-test", Subject: events.SubjectOptimoCreate,
+	r, err = optimorun.New(ctx, optimorun.Spec{Name: "test", Consumer: testConsumer(t, js),
 		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m,
 		Result: func(err error) string {
 			if errors.Is(err, fail) {
@@ -139,7 +140,7 @@ func TestAskRidesOutALostQuorum(t *testing.T) {
 	m, err := testMetrics().Register(reg)
 	is.NoErr(err)
 	d := service.Deps{Log: slog.New(slog.NewTextHandler(logs, nil)), NC: nc, JS: js, Metrics: reg}
-	r, err := optimorun.New(ctx, optimorun.Spec{Name: "test", Durable: "optimorun-test", Subject: events.SubjectOptimoCreate,
+	r, err := optimorun.New(ctx, optimorun.Spec{Name: "test", Consumer: testConsumer(t, js),
 		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m}, d,
 		func(context.Context) error { return nil })
 	is.NoErr(err)
@@ -177,7 +178,7 @@ func TestAFailedRunRunsAgain(t *testing.T) {
 	outcomes := []error{errors.New("optimoroute: ERR_INTERNAL"), errors.New("optimoroute: HTTP 502"), nil}
 	ran := make(chan int, 10)
 	n := 0
-	r, err := optimorun.New(ctx, optimorun.Spec{Name: "test", Durable: "optimorun-test", Subject: events.SubjectOptimoCreate,
+	r, err := optimorun.New(ctx, optimorun.Spec{Name: "test", Consumer: testConsumer(t, js),
 		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m,
 		OnStart: true, Retry: 20 * time.Millisecond}, d, func(context.Context) error {
 		n++
@@ -207,4 +208,15 @@ func TestAFailedRunRunsAgain(t *testing.T) {
 	}
 	stop()
 	is.NoErr(<-done)
+}
+
+// testConsumer makes the runner's consumer, as the operators' step makes
+// the services'.
+func testConsumer(t *testing.T, js jetstream.JetStream) events.Consumer {
+	t.Helper()
+	c := events.Consumer{Stream: events.StreamOptimo, Durable: "optimorun-test", Subjects: []string{events.SubjectOptimoCreate}}
+	if _, err := events.ApplyConsumer(context.Background(), js, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -75,8 +75,9 @@ func (e *env) dispatch(logID int64, try int) {
 // consume runs the stage with work until the returned stop is called or the
 // test ends.
 func (e *env) consume(work pipeline.Work) (stop func()) {
+	c := e.Consumer(events.Consumer{Stream: events.StreamResolved, Durable: "stage-test", AckWait: time.Hour})
 	return e.Run("stage", runner(func(ctx context.Context) error {
-		return consume.Run(ctx, e.JS, consume.Spec{Stream: events.StreamResolved, Durable: "stage-test", AckWait: time.Hour},
+		return consume.Run(ctx, e.JS, consume.Spec{Consumer: c},
 			e.Deps.Log, e.Deps.Metrics, e.stage.Handler(work))
 	}))
 }

@@ -6,10 +6,14 @@ import (
 	"log/slog"
 	"net/url"
 	"time"
+
+	"github.com/ethosbuilding/primeflow/pkg/config"
 )
 
 // Config is the client's configuration, read from the environment with
-// caarlos0/env (pkg/config.Parse). A zero numeric field takes its default.
+// caarlos0/env (pkg/config). New gives a zero numeric field its default, for
+// a Config made in code; Validate, what a binary checks the environment's
+// with, refuses a 0 there, where every number has a default of its own.
 //
 // RatePerMinute, RateBurst and MaxConcurrent are the budget of the client's
 // own (NewLocalBudget) or, given one with WithBudget, of the budget it
@@ -84,7 +88,7 @@ func (c Config) String() string {
 		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.PriorityAging, c.CoalesceWindow, c.CoalesceKeep, c.Timeout, c.PageSize)
 }
 
-// withDefaults fills zero fields and checks the rest.
+// withDefaults fills zero fields and checks them all (Validate).
 func (c Config) withDefaults() (Config, error) {
 	if c.RatePerMinute == 0 {
 		c.RatePerMinute = 60
@@ -104,36 +108,53 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PageSize == 0 {
 		c.PageSize = 100
 	}
+	return c, c.Validate()
+}
+
+// Validate refuses the settings a client cannot work with, each naming its
+// variable (config.Refusal): Prime's address and credentials, and the rest
+// (ValidateLimits). Read from the environment, where every number has its
+// default, a 0 is refused as any value out of range is.
+func (c Config) Validate() error {
 	var errs []error
 	u, err := url.Parse(c.URL)
 	switch {
 	case c.URL == "":
-		errs = append(errs, errors.New("PRIME_API_URL is not set"))
+		errs = append(errs, config.Refuse("PRIME_API_URL", "is required"))
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		// The URL itself stays out of the message in case it carries a secret.
-		errs = append(errs, errors.New("PRIME_API_URL is not an http(s) URL"))
+		errs = append(errs, config.Refuse("PRIME_API_URL", "is not an http(s) URL"))
 	case u.User != nil || u.RawQuery != "":
-		errs = append(errs, errors.New("PRIME_API_URL must not carry credentials or a query"))
+		errs = append(errs, config.Refuse("PRIME_API_URL", "must not carry credentials or a query"))
 	}
 	for _, f := range []struct{ name, value string }{
 		{"PRIME_CLIENT_ID", c.ClientID}, {"PRIME_CLIENT_SECRET", c.ClientSecret},
 		{"PRIME_USERNAME", c.Username}, {"PRIME_PASSWORD", c.Password},
 	} {
 		if f.value == "" {
-			errs = append(errs, fmt.Errorf("%s is not set", f.name))
+			errs = append(errs, config.Refuse(f.name, "is required with PRIME_API_URL"))
 		}
 	}
-	if c.RatePerMinute < 0 || c.RateBurst < 0 || c.MaxConcurrent < 0 || c.PriorityAging < 0 || c.Timeout < 0 || c.PageSize < 0 {
-		errs = append(errs, errors.New("PRIME_RATE_PER_MINUTE, PRIME_RATE_BURST, PRIME_MAX_CONCURRENT, PRIME_PRIORITY_AGING, PRIME_TIMEOUT and PRIME_PAGE_SIZE must not be negative"))
+	return errors.Join(append(errs, c.ValidateLimits())...)
+}
+
+// ValidateLimits is Validate of every setting but Prime's address and
+// credentials, which bin/primeflow's Prime simulator gives when
+// PRIME_API_URL is unset.
+func (c Config) ValidateLimits() error {
+	errs := []error{
+		config.Positive("PRIME_RATE_PER_MINUTE", c.RatePerMinute),
+		config.Positive("PRIME_RATE_BURST", c.RateBurst),
+		config.Positive("PRIME_MAX_CONCURRENT", c.MaxConcurrent),
+		config.Positive("PRIME_PRIORITY_AGING", c.PriorityAging),
+		config.Positive("PRIME_TIMEOUT", c.Timeout),
+		config.Between("PRIME_PAGE_SIZE", c.PageSize, 1, 500),
+		config.NotNegative("PRIME_COALESCE_WINDOW", c.CoalesceWindow),
 	}
-	if c.CoalesceWindow < 0 || c.CoalesceKeep < 0 || (c.CoalesceWindow > 0 && c.CoalesceKeep < c.CoalesceWindow) {
-		errs = append(errs, errors.New("PRIME_COALESCE_WINDOW and PRIME_COALESCE_KEEP must not be negative, and PRIME_COALESCE_KEEP not shorter than the window"))
+	switch {
+	case c.CoalesceKeep < 0:
+		errs = append(errs, config.NotNegative("PRIME_COALESCE_KEEP", c.CoalesceKeep))
+	case c.CoalesceWindow > 0 && c.CoalesceKeep < c.CoalesceWindow:
+		errs = append(errs, config.Refuse("PRIME_COALESCE_KEEP", "must not be shorter than PRIME_COALESCE_WINDOW (%s)", c.CoalesceWindow))
 	}
-	if c.PageSize > 500 {
-		errs = append(errs, errors.New("PRIME_PAGE_SIZE must be at most 500"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return c, fmt.Errorf("prime: config: %w", err)
-	}
-	return c, nil
+	return errors.Join(errs...)
 }

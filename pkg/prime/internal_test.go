@@ -162,12 +162,12 @@ func TestConfig(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"no URL", func(c *Config) { c.URL = "" }, "PRIME_API_URL is not set"},
+		{"no URL", func(c *Config) { c.URL = "" }, "PRIME_API_URL: is required"},
 		{"not http", func(c *Config) { c.URL = "ftp://x" }, "not an http(s) URL"},
 		{"credentials in the URL", func(c *Config) { c.URL = "https://u:p@x/api" }, "must not carry credentials"},
-		{"no password", func(c *Config) { c.Password = "" }, "PRIME_PASSWORD is not set"},
-		{"negative rate", func(c *Config) { c.RatePerMinute = -1 }, "must not be negative"},
-		{"page too big", func(c *Config) { c.PageSize = 501 }, "at most 500"},
+		{"no password", func(c *Config) { c.Password = "" }, "PRIME_PASSWORD: is required with PRIME_API_URL"},
+		{"negative rate", func(c *Config) { c.RatePerMinute = -1 }, "PRIME_RATE_PER_MINUTE: must be above zero"},
+		{"page too big", func(c *Config) { c.PageSize = 501 }, "PRIME_PAGE_SIZE: must be from 1 to 500"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

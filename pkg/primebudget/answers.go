@@ -32,7 +32,7 @@ type Answers struct {
 }
 
 // NewAnswers binds the bucket (streams/KV_prime_answers.json, applied by
-// events.EnsureStreams). cfg.Timeout bounds each read and write.
+// events.Apply, the operators' step). cfg.Timeout bounds each read and write.
 func NewAnswers(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) (*Answers, error) {
 	kv, err := bind(ctx, js, events.BucketPrimeAnswers, log)
 	if err != nil {

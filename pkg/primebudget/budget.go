@@ -52,6 +52,7 @@ import (
 	"time"
 	_ "time/tzdata" // PRIME_DAY_ZONE resolves without the host's zoneinfo
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/nats-io/nats.go"
@@ -109,22 +110,24 @@ type Config struct {
 	Timeout time.Duration `env:"PRIME_BUDGET_TIMEOUT" envDefault:"5s"`
 }
 
-func (c Config) validate() error {
-	switch {
-	case c.Lease < time.Second:
-		return fmt.Errorf("prime budget: PRIME_BUDGET_LEASE %s must be at least 1s", c.Lease)
-	case c.Margin < 0 || c.Margin >= time.Minute:
-		return fmt.Errorf("prime budget: PRIME_BUDGET_MARGIN %s must be from 0 to under a minute", c.Margin)
-	case c.DayReserve < 0:
-		return fmt.Errorf("prime budget: PRIME_DAY_RESERVE %d must not be negative", c.DayReserve)
-	case c.MinuteReserve < 0:
-		return fmt.Errorf("prime budget: PRIME_MINUTE_RESERVE %d must not be negative", c.MinuteReserve)
-	case c.PerDay != 0 && c.PerDay <= c.DayReserve:
-		return fmt.Errorf("prime budget: PRIME_RATE_PER_DAY %d must be above PRIME_DAY_RESERVE %d", c.PerDay, c.DayReserve)
-	case c.Timeout <= 0:
-		return fmt.Errorf("prime budget: PRIME_BUDGET_TIMEOUT %s must be above zero", c.Timeout)
+// Validate refuses the settings the budget cannot work with, each naming
+// its variable (config.Refusal). New calls it.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Lease < time.Second {
+		errs = append(errs, config.Refuse("PRIME_BUDGET_LEASE", "must be at least 1s"))
 	}
-	return nil
+	if c.Margin < 0 || c.Margin >= time.Minute {
+		errs = append(errs, config.Refuse("PRIME_BUDGET_MARGIN", "must be from 0 to under a minute"))
+	}
+	if c.PerDay != 0 && c.PerDay <= c.DayReserve {
+		errs = append(errs, config.Refuse("PRIME_RATE_PER_DAY", "must be above PRIME_DAY_RESERVE (%d)", c.DayReserve))
+	}
+	if _, err := time.LoadLocation(c.DayZone); err != nil {
+		errs = append(errs, config.Refuse("PRIME_DAY_ZONE", "is not a time zone (%v)", err))
+	}
+	return errors.Join(append(errs, config.NotNegative("PRIME_DAY_RESERVE", c.DayReserve), config.NotNegative("PRIME_MINUTE_RESERVE", c.MinuteReserve),
+		config.NotNegative("PRIME_RATE_PER_DAY", c.PerDay), config.Positive("PRIME_BUDGET_TIMEOUT", c.Timeout))...)
 }
 
 // Budget is the deployment's Prime budget as one process sees and spends
@@ -189,21 +192,21 @@ type counts struct {
 }
 
 // New binds the budget's bucket (streams/KV_prime_budget.json, applied by
-// events.EnsureStreams) and registers this process in it. pc gives the
+// events.Apply, the operators' step) and registers this process in it. pc gives the
 // deployment's budget: RatePerMinute, RateBurst and MaxConcurrent (zero
 // takes prime's defaults).
 func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Config, log *slog.Logger) (*Budget, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg.PerDay = orDefault(cfg.PerDay, 5000)
-	zone, err := time.LoadLocation(cfg.DayZone) // "" is UTC
+	zone, err := time.LoadLocation(cfg.DayZone) // "" is UTC; Validate has refused one that is no zone
 	if err != nil {
-		return nil, fmt.Errorf("prime budget: PRIME_DAY_ZONE %q: %w", cfg.DayZone, err)
+		return nil, err
 	}
 	perMinute := orDefault(pc.RatePerMinute, 60)
 	if cfg.MinuteReserve >= perMinute {
-		return nil, fmt.Errorf("prime budget: PRIME_MINUTE_RESERVE %d must be below PRIME_RATE_PER_MINUTE %d: the other classes need a share of the minute", cfg.MinuteReserve, perMinute)
+		return nil, config.Refuse("PRIME_MINUTE_RESERVE", "must be below PRIME_RATE_PER_MINUTE (%d): the other classes need a share of the minute", perMinute)
 	}
 	kv, err := bind(ctx, js, events.BucketPrimeBudget, log)
 	if err != nil {

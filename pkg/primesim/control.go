@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+
+	"github.com/ethosbuilding/primeflow/pkg/events"
 )
 
 // maxControlBody bounds a control request body.
@@ -122,12 +125,77 @@ func (s *Sim) handleRevokeTokens() http.Handler {
 	})
 }
 
-// webhookRequest is the body of POST /_sim/webhooks. Without jobId the
-// simulator fills in the numeric reference of the record's job.
+// webhookRequest is the body of POST /_sim/webhooks. The job is named as
+// elsewhere in the control API, by its GUID, or by the numeric reference
+// Prime's webhooks carry: jobId may be either (without it, the reference of
+// the record's job), and so may a change-job-status's id.
 type webhookRequest struct {
-	URL    string `json:"url"`
-	APIKey string `json:"apiKey"`
-	Webhook
+	URL      string     `json:"url"`
+	APIKey   string     `json:"apiKey"`
+	Action   string     `json:"action"`
+	JobID    identifier `json:"jobId"`
+	ID       identifier `json:"id"`
+	Property string     `json:"property"`
+}
+
+// identifier is a record's GUID or a job's numeric reference, given as a
+// JSON string or number.
+type identifier string
+
+func (v *identifier) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*v = identifier(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want a GUID or a numeric reference, got %s", b)
+	}
+	*v = identifier(n)
+	return nil
+}
+
+// reference reports whether v is a numeric reference, and which.
+func (v identifier) reference() (int64, bool) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
+}
+
+// webhook is the event the request asks for: the record's GUID, and the
+// numeric reference of the job it names (or of the record's job).
+func (s *Sim) webhook(req webhookRequest) (Webhook, error) {
+	ev := Webhook{Action: req.Action, ID: string(req.ID), Property: req.Property}
+	if ref, ok := req.JobID.reference(); ok && ref == 0 {
+		req.JobID = "" // as Webhook reads it: zero is none
+	}
+	if ref, ok := req.ID.reference(); ok {
+		if req.Action != events.ActionChangeJobStatus {
+			return Webhook{}, fmt.Errorf("id %s: want the GUID of the %s's record", req.ID, req.Action)
+		}
+		job, ok := s.Job(strconv.FormatInt(ref, 10))
+		if !ok {
+			return Webhook{}, fmt.Errorf("id %s: no job has that numeric reference", req.ID)
+		}
+		ev.ID = job.ID
+	}
+	switch ref, isRef := req.JobID.reference(); {
+	case req.JobID == "" && ev.ID != "":
+		built, err := s.Webhook(ev.Action, ev.ID)
+		if err != nil {
+			return Webhook{}, err
+		}
+		ev.JobRef = built.JobRef
+	case isRef:
+		ev.JobRef = ref // sent as given, a reference no job has too
+	case req.JobID != "":
+		job, ok := s.Job(string(req.JobID))
+		if !ok {
+			return Webhook{}, fmt.Errorf("jobId %s: no such job", req.JobID)
+		}
+		ev.JobRef = job.Ref
+	}
+	return ev, nil
 }
 
 func (s *Sim) handleFireWebhook() http.Handler {
@@ -140,14 +208,10 @@ func (s *Sim) handleFireWebhook() http.Handler {
 			writeControlError(w, http.StatusBadRequest, fmt.Errorf("url and action are required"))
 			return
 		}
-		ev := req.Webhook
-		if ev.JobRef == 0 && ev.ID != "" {
-			built, err := s.Webhook(ev.Action, ev.ID)
-			if err != nil {
-				writeControlError(w, http.StatusBadRequest, err)
-				return
-			}
-			ev.JobRef = built.JobRef
+		ev, err := s.webhook(req)
+		if err != nil {
+			writeControlError(w, http.StatusBadRequest, err)
+			return
 		}
 		status, err := s.fire(r.Context(), req.URL, req.APIKey, ev)
 		if err != nil {
@@ -160,6 +224,34 @@ func (s *Sim) handleFireWebhook() http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, "application/json", map[string]any{"status": status, "body": json.RawMessage(body)})
+	})
+}
+
+// handleChangeJobStatus moves the path's job to {"statusId":"…"}
+// (ChangeJobStatus) and answers the job as a Record.
+func (s *Sim) handleChangeJobStatus() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			StatusID string `json:"statusId"`
+		}
+		if !decodeBody(w, r, &req) {
+			return
+		}
+		if req.StatusID == "" {
+			writeControlError(w, http.StatusBadRequest, fmt.Errorf("statusId is required"))
+			return
+		}
+		if _, ok := s.Job(r.PathValue("id")); !ok {
+			writeControlError(w, http.StatusNotFound, fmt.Errorf("no job %s", r.PathValue("id")))
+			return
+		}
+		j, err := s.ChangeJobStatus(r.PathValue("id"), req.StatusID)
+		if err != nil {
+			writeControlError(w, http.StatusInternalServerError, err)
+			return
+		}
+		rec, _ := s.Get(KindJobs, j.ID)
+		writeJSON(w, http.StatusOK, "application/json", rec)
 	})
 }
 

@@ -3,6 +3,7 @@ package primesim_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,6 +174,45 @@ func TestGenerators(t *testing.T) {
 	first := one.NewJob().ID
 	is.Equal(two.NewJob().ID, first)    // the same seed makes the same scenario
 	is.True(seven.NewJob().ID != first) // another seed another
+}
+
+// A job moves to a status as in Prime: its statusId, version + 1,
+// updatedAt now, and the change in its status history; the simulator has
+// the Initial Contact Made status a triage invite answers (§5.1 step 6).
+func TestChangeJobStatus(t *testing.T) {
+	is := is.New(t)
+	clock := newClock()
+	sim, base := serve(t, primesim.Options{Now: clock.Now})
+	tok := getToken(t, base)
+	before, _ := sim.Job(fixtureJob)
+	clock.Advance(time.Hour)
+
+	res := do(t, base, call{method: http.MethodPost, path: "/_sim/jobs/" + fixtureJob + "/status",
+		body: `{"statusId":"` + primesim.StatusInitialContactMade + `"}`})
+	is.Equal(res.status, http.StatusOK) // moved
+	res = do(t, base, call{method: http.MethodGet, path: "/jobs/" + fixtureJob, token: tok})
+	is.Equal(res.status, http.StatusOK)
+	var served struct {
+		Data struct {
+			Attributes prime.Job `json:"attributes"`
+		} `json:"data"`
+	}
+	is.NoErr(json.Unmarshal(res.body, &served))
+	job := served.Data.Attributes
+	is.Equal(job.StatusID, primesim.StatusInitialContactMade) // Prime serves the new status
+	is.Equal(job.Version, before.Version+1)                   // at the next version
+	is.Equal(job.UpdatedAt.Time, clock.Now())                 // updated now
+	res = do(t, base, call{method: http.MethodGet, token: tok,
+		path: "/status-histories?q=" + url.QueryEscape("'jobId'.eq('"+fixtureJob+"'),'statusId'.eq('"+primesim.StatusInitialContactMade+"')")})
+	is.Equal(res.status, http.StatusOK)
+	is.True(strings.Contains(string(res.body), clock.Now().Format(prime.TimeLayout))) // the change in its history, now
+
+	_, err := sim.ChangeJobStatus(strconv.FormatInt(fixtureJobRef, 10), "3f1c2a8e-6b1d-4c55-9a0e-1d2b7c9e4a01")
+	is.NoErr(err) // by its numeric reference too, in Go
+	res = do(t, base, call{method: http.MethodPost, path: "/_sim/jobs/" + fixtureJob + "/status", body: `{}`})
+	is.Equal(res.status, http.StatusBadRequest) // a status is needed
+	res = do(t, base, call{method: http.MethodPost, path: "/_sim/jobs/no-such-job/status", body: `{"statusId":"s"}`})
+	is.Equal(res.status, http.StatusNotFound) // and a job
 }
 
 func TestPutKeepsUnknownAttributes(t *testing.T) {

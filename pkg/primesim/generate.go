@@ -12,6 +12,13 @@ import (
 // change anything but the id. They panic only if an edit leaves the record
 // unstorable (no id), which is a bug in the calling test.
 
+// StatusInitialContactMade is the simulated Prime's Initial Contact Made
+// job status: a job's arrival in it queues a triage invite (§5.1 step 6,
+// TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID, which bin/primeflow on the
+// simulator sets to it). ChangeJobStatus, or POST /_sim/jobs/{id}/status,
+// moves a job there.
+const StatusInitialContactMade = "9e4b7c2d-1f3a-4e5b-8c6d-0a1b2c3d4e70"
+
 // Reference data of generated records.
 const (
 	genStatusNew     = "3f1c2a8e-6b1d-4c55-9a0e-1d2b7c9e4a01"

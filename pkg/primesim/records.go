@@ -206,6 +206,18 @@ func (s *Sim) UpdateJob(identifier string, edit func(*prime.Job)) (Job, error) {
 	return j, nil
 }
 
+// ChangeJobStatus moves a job to a status the way Prime does: statusId,
+// version + 1 and updatedAt now (UpdateJob), and the change in the job's
+// status history, now.
+func (s *Sim) ChangeJobStatus(identifier, statusID string) (Job, error) {
+	j, err := s.UpdateJob(identifier, func(j *prime.Job) { j.StatusID = statusID })
+	if err != nil {
+		return Job{}, err
+	}
+	s.NewStatusHistory(j.ID, statusID)
+	return j, nil
+}
+
 // UpdateAppointment changes an appointment: edit, then version + 1 and
 // updatedAt now.
 func (s *Sim) UpdateAppointment(id string, edit func(*prime.Appointment)) (prime.Appointment, error) {

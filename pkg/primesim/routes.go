@@ -22,6 +22,7 @@ func (s *Sim) routes() *http.ServeMux {
 	mux.Handle("PUT /_sim/ratelimit", s.handleSetRateLimit())
 	mux.Handle("POST /_sim/tokens/revoke", s.handleRevokeTokens())
 	mux.Handle("POST /_sim/webhooks", s.handleFireWebhook())
+	mux.Handle("POST /_sim/jobs/{id}/status", s.handleChangeJobStatus())
 	mux.Handle("POST /_sim/{kind}", s.handleGenerate())
 	mux.Handle("GET /_sim/{kind}/{id}", s.handleGetRecord())
 	mux.Handle("PUT /_sim/{kind}/{id}", s.handlePutRecord())

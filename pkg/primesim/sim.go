@@ -36,7 +36,12 @@
 //	GET    /_sim/ratelimit             the simulated budget
 //	PUT    /_sim/ratelimit             {"perMinute":60,"perDay":5000,"maxConcurrent":5}; {} is off
 //	POST   /_sim/tokens/revoke         every issued token becomes unknown
-//	POST   /_sim/webhooks              {"url","apiKey","action","id"[,"jobId","property"]}: fire one
+//	POST   /_sim/webhooks              {"url","apiKey","action","id"[,"jobId","property"]}: fire one;
+//	                                   jobId the job's GUID or numeric reference (unset: the
+//	                                   record's job's), and a change-job-status's id either too
+//	POST   /_sim/jobs/{id}/status      {"statusId"}: move a job to a status as Prime does (version + 1,
+//	                                   updatedAt now, a status history); StatusInitialContactMade is
+//	                                   the one a triage invite answers
 //	POST   /_sim/{collection}          {"jobId","attributes"}: generate a realistic record
 //	GET    /_sim/{collection}/{id}     a record as stored
 //	PUT    /_sim/{collection}/{id}     {"numericReference","attributes"}: store a record

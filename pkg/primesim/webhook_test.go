@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -143,6 +144,49 @@ func TestFireWebhookThroughControlAPI(t *testing.T) {
 
 	res = do(t, base, call{method: http.MethodPost, path: "/_sim/webhooks", body: `{"url":"` + target + `","action":"create-allocation","id":"nope"}`})
 	is.Equal(res.status, http.StatusBadRequest) // an unknown record is refused
+}
+
+// /_sim/webhooks names the job as the rest of the control API does, by its
+// GUID, or by the numeric reference Prime sends: a jobId given as a GUID is
+// sent as the job's reference, and a change-job-status's id given as the
+// reference is sent as the job's GUID.
+func TestFireWebhookNamesTheJobEitherWay(t *testing.T) {
+	_, base := serve(t, primesim.Options{})
+	rc, target := newReceiver(t, http.StatusOK)
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		jobID      any // the body's jobId, as JSON decodes it
+		property   string
+		id         string
+	}{
+		{"jobId a GUID", `"action":"create-appointment","jobId":"` + fixtureJob + `","id":"` + fixtureAppt + `"`, http.StatusOK,
+			float64(fixtureJobRef), "appointmentTypeId", fixtureAppt},
+		{"jobId a number", `"action":"change-job-status","jobId":` + strconv.FormatInt(fixtureJobRef, 10) + `,"id":"` + fixtureJob + `"`, http.StatusOK,
+			float64(fixtureJobRef), "jobStatusId", fixtureJob},
+		{"jobId a number in a string", `"action":"change-job-status","jobId":"` + strconv.FormatInt(fixtureJobRef, 10) + `","id":"` + fixtureJob + `"`, http.StatusOK,
+			float64(fixtureJobRef), "jobStatusId", fixtureJob},
+		{"the job's id its reference", `"action":"change-job-status","id":` + strconv.FormatInt(fixtureJobRef, 10), http.StatusOK,
+			float64(fixtureJobRef), "jobStatusId", fixtureJob},
+		{"a jobId no job has", `"action":"change-job-status","jobId":"9d9d9d9d-0000-4000-8000-000000000000","id":"` + fixtureJob + `"`, http.StatusBadRequest,
+			nil, "", ""},
+		{"a child's id a number", `"action":"create-appointment","id":12`, http.StatusBadRequest, nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			before := len(rc.all())
+			res := do(t, base, call{method: http.MethodPost, path: "/_sim/webhooks", body: `{"url":"` + target + `",` + tc.body + `}`})
+			is.Equal(res.status, tc.status) // fired, or refused
+			got := rc.all()[before:]
+			if tc.status != http.StatusOK {
+				is.Equal(len(got), 0) // nothing sent
+				return
+			}
+			is.Equal(len(got), 1)
+			is.Equal(got[0].body["jobId"], tc.jobID)  // the numeric reference, as Prime sends it
+			is.Equal(got[0].body[tc.property], tc.id) // and the record's GUID
+		})
+	}
 }
 
 func TestPrimeWebhookActionsAreDistinct(t *testing.T) {

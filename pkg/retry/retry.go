@@ -44,6 +44,14 @@ func (b Backoff) After(n int) time.Duration {
 	return b[min(max(n, 1), len(b))-1]
 }
 
+// AfterWaiting is the wait of work that has waited d so far without an
+// attempt counted (a Waiter's, when it names no wait of its own): as long
+// again, and between the first and the last step. Successive waits so
+// double, up to the last step, without a count of them to keep.
+func (b Backoff) AfterWaiting(d time.Duration) time.Duration {
+	return min(max(d, b.After(1)), b.After(len(b)))
+}
+
 // Waiter is an error that makes the work wait instead of failing an
 // attempt, and knows for how long.
 type Waiter interface {

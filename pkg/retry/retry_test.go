@@ -31,6 +31,24 @@ func TestBackoffAfter(t *testing.T) {
 	}
 }
 
+func TestBackoffAfterWaiting(t *testing.T) {
+	b := retry.Backoff{time.Second, 5 * time.Second, time.Minute}
+	for _, tc := range []struct {
+		waited, want time.Duration
+	}{
+		{0, time.Second},                      // a first wait: the first step
+		{300 * time.Millisecond, time.Second}, // never less
+		{7 * time.Second, 7 * time.Second},    // as long again as it has waited
+		{40 * time.Second, 40 * time.Second},  //
+		{time.Hour, time.Minute},              // never more than the last step
+		{-time.Minute, time.Second},           // a clock that went back
+	} {
+		t.Run(tc.waited.String(), func(t *testing.T) {
+			is.New(t).Equal(b.AfterWaiting(tc.waited), tc.want) // the next wait
+		})
+	}
+}
+
 // A Config reads a Backoff from its variable like any list of durations.
 func TestBackoffFromTheEnvironment(t *testing.T) {
 	is := is.New(t)

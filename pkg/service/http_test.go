@@ -38,7 +38,7 @@ func TestMainListensBeforeItWritesAnything(t *testing.T) {
 			built := false
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a Main that connects first gives up
 			defer cancel()
-			err = service.Main(ctx, "test", func(k string) string { return vars[k] }, io.Discard,
+			err = service.Main(ctx, "test", func(k string) string { return vars[k] }, io.Discard, nil,
 				func(context.Context, service.Deps, *service.Router) (service.Runner, error) {
 					built = true
 					return nil, nil
@@ -73,7 +73,7 @@ func TestLivezAndHealthz(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				done <- service.Main(ctx, "test", func(k string) string { return vars[k] }, io.Discard,
+				done <- service.Main(ctx, "test", func(k string) string { return vars[k] }, io.Discard, nil,
 					func(context.Context, service.Deps, *service.Router) (service.Runner, error) {
 						return service.RunnerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
 					})

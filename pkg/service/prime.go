@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"io"
+	"slices"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
@@ -11,21 +12,18 @@ import (
 )
 
 // MainWithPrime runs a service that calls Prime as a process of its own: it
-// reads the client's configuration (PRIME_*) from getenv and, inside Main,
-// builds the process's one client with the service's logger, spending the
-// deployment's budget in NATS (pkg/primebudget), registers the metrics of
-// both and hands the client to build.
-func MainWithPrime(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
+// reads the client's configuration (PRIME_*) with the service's own (own,
+// see Main) and, inside Main, builds the process's one client with the
+// service's logger, spending the deployment's budget in NATS
+// (pkg/primebudget), registers the metrics of both and hands the client to
+// build.
+func MainWithPrime(ctx context.Context, name string, getenv func(string) string, stderr io.Writer, own []config.Part,
 	build func(ctx context.Context, d Deps, pc *prime.Client) (Runner, error)) error {
-	var cfg struct {
-		Prime  prime.Config
-		Budget primebudget.Config
-	}
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
-	return Main(ctx, name, getenv, stderr, func(ctx context.Context, d Deps, _ *Router) (Runner, error) {
-		pc, budget, err := PrimeClient(ctx, d, cfg.Prime, cfg.Budget)
+	var pcfg prime.Config
+	var bcfg primebudget.Config
+	own = slices.Concat(own, []config.Part{config.Read(&pcfg, prime.Config.Validate), config.Read(&bcfg, primebudget.Config.Validate)})
+	return Main(ctx, name, getenv, stderr, own, func(ctx context.Context, d Deps, _ *Router) (Runner, error) {
+		pc, budget, err := PrimeClient(ctx, d, pcfg, bcfg)
 		if err != nil {
 			return nil, err
 		}

@@ -40,7 +40,7 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 		var job prime.Job
 		var callErr error
 		registered, budget := false, false
-		err := service.MainWithPrime(ctx, "prime-test", func(k string) string { return vars[k] }, io.Discard,
+		err := service.MainWithPrime(ctx, "prime-test", func(k string) string { return vars[k] }, io.Discard, nil,
 			func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 				return service.RunnerFunc(func(ctx context.Context) error {
 					job, callErr = pc.GetJob(ctx, want.ID)
@@ -68,7 +68,7 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 				return "sixty"
 			}
 			return vars[k]
-		}, io.Discard, func(context.Context, service.Deps, *prime.Client) (service.Runner, error) {
+		}, io.Discard, nil, func(context.Context, service.Deps, *prime.Client) (service.Runner, error) {
 			built = true
 			return nil, nil
 		})

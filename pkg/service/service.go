@@ -1,6 +1,6 @@
 // Package service is what every primeflow service process shares: its
 // configuration, its command line (--help, --version: Command), its
-// connections (NATS with the streams applied, the store), its HTTP surface
+// connections (NATS with its streams and consumers checked, the store), its HTTP surface
 // (/healthz and /metrics behind Basic auth, /livez for probes) and the way
 // it runs and shuts down.
 package service
@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,8 +46,14 @@ type Config struct {
 	NATSURL      string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"true"`
 	NATSUser     string `env:"NATS_USER"`
 	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
-	// StreamReplicas, when above zero, overrides num_replicas of streams/*.json.
+	// StreamReplicas, when above zero, overrides num_replicas of
+	// streams/*.json: the streams are checked (and, with ApplyStreams,
+	// applied) with that many.
 	StreamReplicas int `env:"NATS_STREAM_REPLICAS"`
+	// ApplyStreams: the process applies streams/ and the consumers itself,
+	// as the operators' step does (events.Apply), instead of checking
+	// them: bin/primeflow, before its services start. Not a variable.
+	ApplyStreams bool
 	// DatabaseURL is sqlite:<path> or sqlserver://…; empty is SQLite under DataDir.
 	DatabaseURL string `env:"DATABASE_URL" secret:"true"`
 	// DatabasePassword, when set, is the password of DatabaseURL's user
@@ -54,17 +61,41 @@ type Config struct {
 	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
 	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
 	// HTTPAddr serves the public routes (ingest's webhook) and, unless
-	// OpsAddr is set, /healthz, /metrics and the admin routes too.
-	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// OpsAddr is set, /healthz, /metrics and the admin routes too. Loopback
+	// unless told otherwise: the image (compose/Dockerfile) and compose set
+	// ":8080", every interface of the container.
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// OpsAddr, when set, serves /healthz, /metrics and the admin routes,
 	// and HTTPAddr the public routes alone.
 	OpsAddr string `env:"OPS_ADDR"`
 	HTTP    opshttp.ServerConfig
 }
 
-// Validate reports the settings no service can run with, naming their
-// variables (the HTTP server's bounds).
-func (c Config) Validate() error { return c.HTTP.Validate() }
+// Validate refuses the settings no service can run with, each naming its
+// variable (config.Refusal): checked before anything binds, connects or
+// writes.
+func (c Config) Validate() error {
+	return errors.Join(c.Logging.Validate(), CheckNATSURL(c.NATSURL), Addresses(c.HTTPAddr, c.OpsAddr), Replicas(c.StreamReplicas),
+		database.Check(c.DatabaseURL, c.DatabasePassword), c.HTTP.Validate())
+}
+
+// Addresses refuses an HTTP_ADDR or OPS_ADDR (optional) of the wrong form,
+// and an OPS_ADDR that is HTTP_ADDR: its routes are there already.
+func Addresses(httpAddr, opsAddr string) error {
+	errs := []error{config.Address("HTTP_ADDR", httpAddr)}
+	switch {
+	case opsAddr == "":
+	case opsAddr == httpAddr:
+		errs = append(errs, config.Refuse("OPS_ADDR", "is HTTP_ADDR: leave it unset to serve both there"))
+	default:
+		errs = append(errs, config.Address("OPS_ADDR", opsAddr))
+	}
+	return errors.Join(errs...)
+}
+
+// Replicas refuses a NATS_STREAM_REPLICAS JetStream cannot make: 0 keeps
+// each stream's num_replicas (streams/*.json), 1 to 5 overrides it.
+func Replicas(n int) error { return config.Between("NATS_STREAM_REPLICAS", n, 0, 5) }
 
 // Deps are the shared things a service is built from. In the all-in-one
 // process every service gets the same Deps.
@@ -150,17 +181,24 @@ type NATS struct {
 	User, Password string
 	// Name names the connection; a process of a service (a Role of
 	// pkg/events) uses its own inbox prefix, so its user may read the
-	// replies to its requests and no one else's, and applies only the
-	// streams its role touches. Any other name applies every stream.
+	// replies to its requests and no one else's, and checks the streams
+	// its role touches and its consumers. Any other name uses the inbox
+	// prefix of User (when given) and checks every stream and consumer.
 	Name string
 	// Replicas, above zero, overrides num_replicas of streams/*.json.
 	Replicas int
+	// Apply applies the streams and consumers (events.Apply, which takes
+	// the operators' user) instead of checking them.
+	Apply bool
 }
 
-// Connect connects to NATS, waiting for the server if it is not up yet, and
-// applies the streams in streams/. An error the server reports later (a
-// permissions violation: the user may not publish or subscribe there) is
-// logged.
+// Connect connects to NATS, waiting for the server if it is not up yet,
+// and checks that it holds the streams and consumers as defined, waiting
+// while it does not (a log line every 5 s names what is missing or
+// different and the operators' step that makes it, events.ApplyCommand);
+// with c.Apply it applies them itself. An error the server reports later
+// (a permissions violation: the user may not publish or subscribe there)
+// is logged.
 func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
 	opts := []nats.Option{
 		nats.Name(c.Name),
@@ -186,14 +224,29 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 	if c.User != "" {
 		opts = append(opts, nats.UserInfo(c.User, c.Password))
 	}
-	var streams []string
 	role, hasRole := events.RoleNamed(c.Name)
-	if hasRole {
+	switch {
+	case hasRole:
 		opts = append(opts, nats.CustomInboxPrefix(role.InboxPrefix()))
-		var err error
-		if streams, err = role.Streams(); err != nil {
-			return nil, nil, err
+	case c.User != "":
+		opts = append(opts, nats.CustomInboxPrefix(events.InboxPrefix(c.User)))
+	}
+	ready := func(js jetstream.JetStream) error { return events.CheckAll(ctx, js, c.Replicas) }
+	switch {
+	case c.Apply:
+		ready = func(js jetstream.JetStream) error {
+			did, err := events.Apply(ctx, js, c.Replicas)
+			for _, line := range did {
+				log.Info("streams and consumers applied", "change", line)
+			}
+			return err
 		}
+	case hasRole:
+		ready = func(js jetstream.JetStream) error { return events.CheckRole(ctx, js, role, c.Replicas) }
+	}
+	streams, err := role.Streams()
+	if err != nil {
+		return nil, nil, err
 	}
 	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {
@@ -212,23 +265,28 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 		if nc.IsClosed() {
 			return nil, nil, refused(c, nc.LastError())
 		}
-		if hasRole && len(streams) == 0 {
-			// A role that touches no stream (mail-intake) applies none: it
+		if hasRole && len(streams) == 0 && len(role.Consumes) == 0 {
+			// A role that touches no stream (mail-intake) checks none: it
 			// waits for the server to let it in, as the others do.
 			if nc.IsConnected() {
 				return nc, js, nil
 			}
 			err = errors.Join(errors.New("not connected yet"), nc.LastError())
-		} else if err = events.EnsureStreams(ctx, js, c.Replicas, streams...); err == nil {
+		} else if err = ready(js); err == nil {
 			return nc, js, nil
 		}
+		var notApplied *events.NotAppliedError
 		if attempt%20 == 0 {
-			log.Warn("waiting for NATS JetStream to apply the streams", "err", err)
+			if errors.As(err, &notApplied) {
+				log.Warn("waiting for the operators' step: NATS does not hold the streams and consumers as defined", "run", events.ApplyCommand, "err", err)
+			} else {
+				log.Warn("waiting for NATS JetStream to answer for the streams", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			nc.Close()
-			return nil, nil, fmt.Errorf("apply streams: %w", errors.Join(ctx.Err(), err))
+			return nil, nil, fmt.Errorf("streams and consumers: %w", errors.Join(ctx.Err(), err))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -240,12 +298,7 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 func connectError(err error, urls string) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		why := ue.Err.Error()
-		var esc url.EscapeError
-		if errors.As(ue.Err, &esc) {
-			why = "a % not followed by two hex digits (a % in a password is written %25)"
-		}
-		return fmt.Errorf("nats connect: NATS_URL %s cannot be read: %s", redactURL(ue.URL), why)
+		return fmt.Errorf("nats connect: NATS_URL %s", unreadableURL(ue))
 	}
 	msg := err.Error()
 	for _, raw := range strings.Split(urls, ",") {
@@ -254,6 +307,33 @@ func connectError(err error, urls string) error {
 		}
 	}
 	return fmt.Errorf("nats connect: %s", msg)
+}
+
+// CheckNATSURL refuses a NATS_URL nats.go cannot read (its comma-separated
+// URLs, nats:// where one names no scheme, as nats.Connect reads them),
+// before anything connects, without its password (config.Refusal).
+func CheckNATSURL(urls string) error {
+	for _, raw := range strings.Split(urls, ",") {
+		if raw = strings.TrimSpace(raw); raw != "" && !strings.Contains(raw, "://") {
+			raw = "nats://" + raw
+		}
+		var ue *url.Error
+		if _, err := url.Parse(raw); errors.As(err, &ue) {
+			return config.Refuse("NATS_URL", "%s", unreadableURL(ue))
+		}
+	}
+	return nil
+}
+
+// unreadableURL says why a URL cannot be read, naming it without its user
+// and password, and a bad escape without the piece it quotes.
+func unreadableURL(ue *url.Error) string {
+	why := ue.Err.Error()
+	var esc url.EscapeError
+	if errors.As(ue.Err, &esc) {
+		why = "a % not followed by two hex digits (a % in a password is written %25)"
+	}
+	return fmt.Sprintf("%s cannot be read: %s", redactURL(ue.URL), why)
 }
 
 // redactURL is raw without its user and password: as url.URL.Redacted
@@ -325,7 +405,7 @@ func Open(ctx context.Context, name string, cfg Config, stderr io.Writer) (d Dep
 // it connects.
 func OpenLog(ctx context.Context, name string, cfg Config, log *slog.Logger) (d Deps, close func(), err error) {
 	nc, js, err := Connect(ctx, NATS{URL: cfg.NATSURL, User: cfg.NATSUser, Password: cfg.NATSPassword,
-		Name: name, Replicas: cfg.StreamReplicas}, log)
+		Name: name, Replicas: cfg.StreamReplicas, Apply: cfg.ApplyStreams}, log)
 	if err != nil {
 		return d, nil, err
 	}
@@ -353,12 +433,14 @@ func OpenLog(ctx context.Context, name string, cfg Config, log *slog.Logger) (d 
 
 // Main runs one service as its own process: configuration from getenv, logs
 // on stderr, the Deps, and an HTTP server on HTTP_ADDR with /healthz and
-// /metrics (on OPS_ADDR instead when it is set). build makes the service and
-// may add routes to r.
-func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer,
+// /metrics (on OPS_ADDR instead when it is set). own are the service's own
+// configurations, read and checked with the shared one (config.Load) before
+// anything binds, connects or writes, so that every setting refused is
+// named at once. build makes the service and may add routes to r.
+func Main(ctx context.Context, name string, getenv func(string) string, stderr io.Writer, own []config.Part,
 	build func(ctx context.Context, d Deps, r *Router) (Runner, error)) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
+	var cfg Config
+	if err := config.Load(getenv, slices.Concat([]config.Part{config.Read(&cfg, Config.Validate)}, own)...); err != nil {
 		return err
 	}
 	bound, err := Bind(cfg.HTTP, cfg.HTTPAddr, cfg.OpsAddr)

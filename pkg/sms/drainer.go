@@ -17,8 +17,10 @@ type Queue interface {
 	SetSMSLogged(ctx context.Context, id int64, attempt int, at time.Time) error
 	SetSMSFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error
 	ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error
+	DeferSMS(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error
 	NextSMSDue(ctx context.Context) (at time.Time, ok bool, err error)
 	CountSMS(ctx context.Context) (map[store.SendState]int, error)
+	OldestSMSWaiting(ctx context.Context) (queued time.Time, ok bool, err error)
 }
 
 // Kind is the SMS queue as package delivery names it: SMS_* variables.
@@ -29,10 +31,11 @@ var Kind = delivery.Kind{Name: "sms", LogKey: "sms", Prefix: "SMS_", Table: "sms
 type Drainer = delivery.Drainer[Message]
 
 // NewDrainer makes the SMS drainer over q and registers its metrics with
-// reg. A LogSender's messages are recorded sent and counted as logged.
+// reg. The messages of a sender that sends nothing (a delivery.NotSender:
+// LogSender, a dry run's recorder) are recorded Logged and counted as
+// logged, never as sent.
 func NewDrainer(cfg delivery.Config, q Queue, s Sender, log *slog.Logger, reg prometheus.Registerer) (*Drainer, error) {
-	_, logOnly := s.(LogSender)
-	return delivery.NewDrainer(cfg, delivery.Options[Message]{Kind: Kind, Queue: queue{q}, Sender: s, LogOnly: logOnly, Log: log,
+	return delivery.NewDrainer(cfg, delivery.Options[Message]{Kind: Kind, Queue: queue{q}, Sender: s, NotSent: delivery.NotSentBy(s), Log: log,
 		Collectors: collectors(), Registry: reg})
 }
 
@@ -45,7 +48,7 @@ func collectors() delivery.Collectors {
 		}),
 		Logged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_sms_logged_total",
-			Help: "SMS messages logged instead of sent: no SMS_SEND_URL (bin/primeflow on the Prime simulator).",
+			Help: "SMS messages logged or recorded instead of sent: no SMS_SEND_URL (bin/primeflow on the Prime simulator), or a dry run (SEND_DRY_RUN).",
 		}),
 		Failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_sms_failed_total",
@@ -55,14 +58,21 @@ func collectors() delivery.Collectors {
 			Name: "primeflow_sms_send_retries_total",
 			Help: "Failed SMS sends that will be tried again.",
 		}),
+		Waits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_sms_send_waits_total",
+			Help: "SMS sends the endpoint did not take because it was not there or not taking posts (no connection, 429, 502, 503, 504): each waits, its attempt not counted.",
+		}),
 		Handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_sms_handoff_seconds",
 			Help:    "Time from an SMS being queued (for make-safe: the detection that raised the call) to its first hand-off to the sender.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 		Queue: prometheus.NewDesc("primeflow_sms_queue_messages",
-			"Messages in smsQueue by state: Queued, Sending, Sent, Logged (handed to the log, never sent: no SMS_SEND_URL), Failed (Failed waits for a person).",
+			"Messages in smsQueue by state: Queued, Sending, Sent, Logged (logged or recorded, never sent: no SMS_SEND_URL, or SEND_DRY_RUN), Failed (Failed waits for a person).",
 			[]string{"state"}, nil),
+		Oldest: prometheus.NewDesc("primeflow_sms_oldest_waiting_seconds",
+			"How long the oldest message not sent yet (Queued or Sending in smsQueue) has waited since it was queued; 0 when none waits.",
+			nil, nil),
 	}
 }
 
@@ -98,6 +108,12 @@ func (q queue) Release(ctx context.Context, id int64, attempt int, at time.Time)
 	return q.q.ReleaseSMS(ctx, id, attempt, at)
 }
 
+func (q queue) Defer(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error {
+	return q.q.DeferSMS(ctx, id, attempt, cause, until, at)
+}
+
 func (q queue) NextDue(ctx context.Context) (time.Time, bool, error) { return q.q.NextSMSDue(ctx) }
 
 func (q queue) Count(ctx context.Context) (map[store.SendState]int, error) { return q.q.CountSMS(ctx) }
+
+func (q queue) Oldest(ctx context.Context) (time.Time, bool, error) { return q.q.OldestSMSWaiting(ctx) }

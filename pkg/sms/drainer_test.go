@@ -5,15 +5,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/delivery"
+	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
@@ -156,7 +159,7 @@ func metric(t *testing.T, reg *prometheus.Registry, name, label string) float64 
 
 func TestAnEndpointThatFailsThenRecoversGetsTheMessageOnce(t *testing.T) {
 	is := is.New(t)
-	r := newRig(t, &endpoint{statuses: []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusOK}}, 5)
+	r := newRig(t, &endpoint{statuses: []int{http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusOK}}, 5)
 	r.run(t)
 	id := r.queue(t, "MAKE SAFE")
 	r.drainer.Kick()
@@ -168,6 +171,7 @@ func TestAnEndpointThatFailsThenRecoversGetsTheMessageOnce(t *testing.T) {
 	is.Equal(metric(t, r.reg, "primeflow_sms_sent_total", ""), 1.0)           // counted sent
 	is.Equal(metric(t, r.reg, "primeflow_sms_send_retries_total", ""), 2.0)   // after two retries
 	is.Equal(metric(t, r.reg, "primeflow_sms_failed_total", ""), 0.0)         // and no failure
+	is.Equal(metric(t, r.reg, "primeflow_sms_send_waits_total", ""), 0.0)     // the failures were no waits
 	is.Equal(metric(t, r.reg, "primeflow_sms_handoff_seconds", ""), 1.0)      // one first hand-off timed
 	is.Equal(metric(t, r.reg, "primeflow_sms_queue_messages", "Sent"), 1.0)   // the queue shows it sent
 	is.Equal(metric(t, r.reg, "primeflow_sms_queue_messages", "Queued"), 0.0) // and nothing waiting
@@ -188,19 +192,162 @@ func TestAnEndpointThatFailsThenRecoversGetsTheMessageOnce(t *testing.T) {
 	is.Equal(len(r.ep.got()), 3) // no further post
 }
 
+// A 500 is the endpoint's answer about this post: it counts an attempt,
+// and after the last the message is Failed.
 func TestAMessageFailsVisiblyAfterItsLastAttempt(t *testing.T) {
 	is := is.New(t)
-	r := newRig(t, &endpoint{statuses: []int{http.StatusBadGateway}}, 3)
+	r := newRig(t, &endpoint{statuses: []int{http.StatusInternalServerError}}, 3)
 	r.run(t)
 	id := r.queue(t, "x")
 	r.drainer.Kick()
 	m := r.waitState(t, id, store.SendFailed)
-	is.Equal(m.Attempts, 3)                                           // three attempts
-	is.Equal(len(r.ep.got()), 3)                                      // three posts
-	is.True(strings.Contains(m.LastError, "HTTP 502"))                // the reason on the row
+	is.Equal(m.Attempts, 3)                            // three attempts
+	is.Equal(len(r.ep.got()), 3)                       // three posts
+	is.True(strings.Contains(m.LastError, "HTTP 500")) // the reason on the row
+	// The drainer counts and logs the failure after the row says Failed:
+	// the log line, which comes last, says the count is in.
+	is.True(r.logs.waitFor("sms failed for good"))                    // logged
 	is.Equal(metric(t, r.reg, "primeflow_sms_failed_total", ""), 1.0) // counted failed
 	is.Equal(metric(t, r.reg, "primeflow_sms_queue_messages", "Failed"), 1.0)
-	is.True(r.logs.waitFor("sms failed for good")) // and logged
+}
+
+// An endpoint that is not taking posts (its rate limit, or it or a gateway
+// in front of it saying it cannot answer now) for longer than
+// SMS_MAX_ATTEMPTS attempts and their backoff would last is waited out: the
+// make-safe SMS goes once it takes posts again, on its first attempt, and
+// is never Failed for a person to requeue. The wait is seen while it lasts.
+func TestAnEndpointNotTakingPostsIsWaitedOut(t *testing.T) {
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			is := is.New(t)
+			const maxAttempts, waits = 2, 8 // four times the attempts
+			statuses := slices.Repeat([]int{status}, waits)
+			r := newRig(t, &endpoint{statuses: append(statuses, http.StatusOK)}, maxAttempts)
+			id := r.queue(t, "MAKE SAFE")
+			is.NoErr(r.drainer.Drain(context.Background()))
+			m, err := r.store.GetSMS(context.Background(), id)
+			is.NoErr(err)
+			is.Equal(m.State, store.SendQueued)                                                     // waiting
+			is.Equal(m.Attempts, 0)                                                                 // its attempt not used
+			is.True(strings.Contains(m.LastError, fmt.Sprintf("HTTP %d", status)))                  // saying why
+			is.True(strings.HasPrefix(m.LastError, "waiting for the endpoint, no attempt counted")) // and that it waits
+			is.True(metric(t, r.reg, "primeflow_sms_oldest_waiting_seconds", "") > 0)               // seen waiting
+
+			r.run(t)
+			m = r.waitState(t, id, store.SendSent)
+			is.Equal(m.Attempts, 1)                                                          // sent on its first attempt
+			is.Equal(len(r.ep.got()), waits+1)                                               // after every wait
+			is.Equal(r.ep.accepted(id), 1)                                                   // once
+			is.Equal(metric(t, r.reg, "primeflow_sms_send_waits_total", ""), float64(waits)) // each wait counted as one
+			is.Equal(metric(t, r.reg, "primeflow_sms_send_retries_total", ""), 0.0)          // none a failed attempt
+			is.Equal(metric(t, r.reg, "primeflow_sms_failed_total", ""), 0.0)                // nor a failure
+			is.Equal(metric(t, r.reg, "primeflow_sms_oldest_waiting_seconds", ""), 0.0)      // nothing waits now
+			is.True(strings.Contains(r.logs.String(), "sms waits; no attempt counted"))      // logged as a wait
+		})
+	}
+}
+
+// An endpoint that is not there at all — the connection refused — for
+// longer than the attempts would last is waited out too, and the message
+// goes when it is back at the same address.
+func TestAnEndpointThatIsNotThereIsWaitedOut(t *testing.T) {
+	is := is.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	addr := ln.Addr().String()
+	is.NoErr(ln.Close()) // nothing listens: every connection is refused
+	ep := &endpoint{}
+	r := newRig(t, ep, 2)
+	sender, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: "http://" + addr + "/sms"}, nil)
+	is.NoErr(err)
+	reg := prometheus.NewRegistry()
+	d := r.newDrainer(t, r.store, sender, 2, reg)
+	id := r.queue(t, "MAKE SAFE")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(20 * time.Second)
+	for metric(t, reg, "primeflow_sms_send_waits_total", "") < 8 {
+		m, err := r.store.GetSMS(context.Background(), id)
+		is.NoErr(err)
+		if m.State == store.SendFailed {
+			t.Fatalf("the SMS is Failed after %d attempts while its endpoint was down: %s", m.Attempts, m.LastError)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v waits after 20s, want 8", metric(t, reg, "primeflow_sms_send_waits_total", ""))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m, err := r.store.GetSMS(context.Background(), id)
+	is.NoErr(err)
+	is.True(m.State != store.SendFailed)                         // eight waits, four times its attempts, and not Failed
+	is.True(m.Attempts <= 1)                                     // none used (one while a claim is out)
+	is.True(strings.Contains(m.LastError, "connection refused")) // saying why it waits
+
+	back, err := net.Listen("tcp", addr) // the endpoint comes back where it was
+	if err != nil {
+		t.Fatalf("the endpoint's port was taken while it was down: %v", err)
+	}
+	srv := &http.Server{Handler: ep}
+	go srv.Serve(back)
+	t.Cleanup(func() { srv.Close() })
+	m = r.waitState(t, id, store.SendSent)
+	is.Equal(m.Attempts, 1)                                               // sent on its first attempt
+	is.Equal(ep.accepted(id), 1)                                          // once
+	is.Equal(metric(t, reg, "primeflow_sms_send_retries_total", ""), 0.0) // no failed attempt
+}
+
+// A post that went out and got no answer may have been acted on: it counts
+// an attempt, so an endpoint that takes posts and never answers (and may be
+// sending each) sends the on-call at most SMS_MAX_ATTEMPTS copies, and the
+// message is Failed, visibly, after the last.
+func TestAPostWithNoAnswerCountsAnAttempt(t *testing.T) {
+	is := is.New(t)
+	ep := &endpoint{hold: make(chan struct{})}
+	r := newRig(t, ep, 2)
+	sender, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: mustServer(t, ep), Timeout: 100 * time.Millisecond}, nil)
+	is.NoErr(err)
+	t.Cleanup(func() { close(ep.hold) }) // before the server closes
+	reg := prometheus.NewRegistry()
+	r.drainer = r.newDrainer(t, r.store, sender, 2, reg)
+	id := r.queue(t, "MAKE SAFE")
+	r.run(t)
+	m := r.waitState(t, id, store.SendFailed)
+	is.Equal(m.Attempts, 2)                                                            // both attempts counted
+	is.True(strings.Contains(m.LastError, "the request was sent, and no answer came")) // saying why
+	is.Equal(metric(t, reg, "primeflow_sms_send_retries_total", ""), 1.0)              // one retry
+	is.Equal(metric(t, reg, "primeflow_sms_send_waits_total", ""), 0.0)                // no wait
+}
+
+// A Retry-After holds the wait back as long as it asks, up to an hour.
+func TestAWaitHonoursRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   time.Duration
+	}{
+		{"120", 2 * time.Minute},
+		{"86400", time.Hour}, // at most an hour
+	} {
+		t.Run(tc.header, func(t *testing.T) {
+			is := is.New(t)
+			r := newRig(t, &endpoint{}, 5)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Retry-After", tc.header)
+				w.WriteHeader(http.StatusTooManyRequests)
+			}))
+			t.Cleanup(srv.Close)
+			sender, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: srv.URL}, nil)
+			is.NoErr(err)
+			id := r.queue(t, "MAKE SAFE")
+			is.NoErr(r.newDrainer(t, r.store, sender, 5, prometheus.NewRegistry()).Drain(context.Background()))
+			m, err := r.store.GetSMS(context.Background(), id)
+			is.NoErr(err)
+			is.Equal(m.Attempts, 0) // a wait
+			wait := m.NextAttemptUTC.Sub(m.UpdatedUTC)
+			is.True(wait >= tc.want && wait < tc.want+time.Second) // as long as it asked, within the cap
+		})
+	}
 }
 
 func TestARefusalIsNotRetried(t *testing.T) {
@@ -319,25 +466,44 @@ func TestAShutdownBeforeThePostGivesTheClaimBack(t *testing.T) {
 	is.Equal(r.ep.accepted(id), 1)    // once
 }
 
-// Without SMS_SEND_URL (make run) messages are logged, and the drainer says
-// so: not "sms sent", nor counted sent.
-func TestTheLogSendersMessagesAreLoggedNotSent(t *testing.T) {
-	is := is.New(t)
-	r := newRig(t, &endpoint{}, 5)
-	reg := prometheus.NewRegistry()
-	d := r.newDrainer(t, r.store, sms.LogSender{Log: slog.New(slog.NewTextHandler(r.logs, nil))}, 5, reg)
-	id := r.queue(t, "MAKE SAFE")
-	is.NoErr(d.Drain(context.Background()))
-	m, err := r.store.GetSMS(context.Background(), id)
-	is.NoErr(err)
-	is.Equal(m.State, store.SendLogged)                                     // done with, never handed over again, and never Sent
-	is.True(r.logs.waitFor("sms logged (not sent: no SMS_SEND_URL)"))       // the drainer says it was logged
-	is.True(!strings.Contains(r.logs.String(), "sms sent"))                 // not sent
-	is.Equal(metric(t, reg, "primeflow_sms_logged_total", ""), 1.0)         // counted logged
-	is.Equal(metric(t, reg, "primeflow_sms_sent_total", ""), 0.0)           // not sent
-	is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Logged"), 1.0) // the queue tells it from a sent one
-	is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Sent"), 0.0)
-	is.Equal(len(r.ep.got()), 0) // and nothing was posted
+// Without SMS_SEND_URL (make run) messages are logged, and in a dry run
+// (SEND_DRY_RUN) recorded; either way the drainer says so and records them
+// Logged: not "sms sent", nor Sent, nor counted sent.
+func TestMessagesNotSentAreLoggedNotSent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sender func(*rig) sms.Sender
+		says   string
+	}{
+		{"no SMS_SEND_URL", func(r *rig) sms.Sender { return sms.LogSender{Log: slog.New(slog.NewTextHandler(r.logs, nil))} },
+			"sms logged (not sent: no SMS_SEND_URL)"},
+		{"SEND_DRY_RUN", func(r *rig) sms.Sender {
+			sink, err := dryrun.OpenSink[sms.Message](dryrun.Config{Send: true, Dir: t.TempDir()}, "sms", slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sink
+		}, "sms logged (not sent: SEND_DRY_RUN, recorded in "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			r := newRig(t, &endpoint{}, 5)
+			reg := prometheus.NewRegistry()
+			d := r.newDrainer(t, r.store, tc.sender(r), 5, reg)
+			id := r.queue(t, "MAKE SAFE")
+			is.NoErr(d.Drain(context.Background()))
+			m, err := r.store.GetSMS(context.Background(), id)
+			is.NoErr(err)
+			is.Equal(m.State, store.SendLogged)                                     // done with, never handed over again, and never Sent
+			is.True(r.logs.waitFor(tc.says))                                        // the drainer says it was logged, and why
+			is.True(!strings.Contains(r.logs.String(), "sms sent"))                 // not sent
+			is.Equal(metric(t, reg, "primeflow_sms_logged_total", ""), 1.0)         // counted logged
+			is.Equal(metric(t, reg, "primeflow_sms_sent_total", ""), 0.0)           // not sent
+			is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Logged"), 1.0) // the queue tells it from a sent one
+			is.Equal(metric(t, reg, "primeflow_sms_queue_messages", "Sent"), 0.0)
+			is.Equal(len(r.ep.got()), 0) // and nothing was posted
+		})
+	}
 }
 
 func mustServer(t *testing.T, h http.Handler) string {

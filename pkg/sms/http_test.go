@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ethosbuilding/primeflow/pkg/delivery"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/sms"
 	"github.com/matryer/is"
 )
@@ -100,23 +103,25 @@ func TestHTTPSenderPostsJSON(t *testing.T) {
 
 func TestHTTPSenderStatuses(t *testing.T) {
 	for _, tc := range []struct {
-		status    int
-		ok, final bool
+		status          int
+		ok, wait, final bool
 	}{
-		{http.StatusOK, true, false},
-		{http.StatusAccepted, true, false},
-		{http.StatusInternalServerError, false, false},
-		{http.StatusBadGateway, false, false},
-		{http.StatusServiceUnavailable, false, false},
-		{http.StatusRequestTimeout, false, false},
-		{http.StatusTooManyRequests, false, false},
-		{http.StatusBadRequest, false, true},
-		{http.StatusUnauthorized, false, true},
-		{http.StatusNotFound, false, true},
-		{http.StatusUnprocessableEntity, false, true},
-		{http.StatusConflict, false, false}, // the key's first request still in progress (IETF idempotency-key draft)
-		{http.StatusTemporaryRedirect, false, false},
-		{http.StatusFound, false, false},
+		{http.StatusOK, true, false, false},
+		{http.StatusAccepted, true, false, false},
+		{http.StatusInternalServerError, false, false, false}, // the endpoint's answer about this post: an attempt
+		{http.StatusNotImplemented, false, false, false},
+		{http.StatusBadGateway, false, true, false}, // the endpoint, or a gateway in front of it, not taking posts: a wait
+		{http.StatusServiceUnavailable, false, true, false},
+		{http.StatusGatewayTimeout, false, true, false},
+		{http.StatusTooManyRequests, false, true, false}, // its rate limit: a wait
+		{http.StatusRequestTimeout, false, false, false},
+		{http.StatusBadRequest, false, false, true},
+		{http.StatusUnauthorized, false, false, true},
+		{http.StatusNotFound, false, false, true},
+		{http.StatusUnprocessableEntity, false, false, true},
+		{http.StatusConflict, false, false, false}, // the key's first request still in progress (IETF idempotency-key draft)
+		{http.StatusTemporaryRedirect, false, false, false},
+		{http.StatusFound, false, false, false},
 	} {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
 			is := is.New(t)
@@ -126,8 +131,77 @@ func TestHTTPSenderStatuses(t *testing.T) {
 			s, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: srv.URL}, nil)
 			is.NoErr(err)
 			err = s.Send(context.Background(), sms.Message{ID: 1, To: "+61400000000", Body: "x"})
-			is.Equal(err == nil, tc.ok)                               // 2xx is sent
-			is.Equal(errors.Is(err, delivery.ErrPermanent), tc.final) // other 4xx are refused for good, the rest retried
+			is.Equal(err == nil, tc.ok)                                 // 2xx is sent
+			is.Equal(errors.Is(err, delivery.ErrUnavailable), tc.wait)  // 429, 502, 503, 504 are waits
+			is.Equal(errors.Is(err, delivery.ErrPermanent), tc.final)   // other 4xx are refused for good, the rest retried
+			is.Equal(retry.Delay(err) > 0, tc.wait)                     // a wait is a retry.Waiter, and only a wait is
+			is.True(!tc.wait || strings.Contains(err.Error(), "HTTP ")) // saying what the endpoint answered
+		})
+	}
+}
+
+// A post that never went out — no such host, nothing listening, a TLS
+// handshake nobody answers — is a wait: the endpoint cannot have acted on
+// it. One that went out and got no answer, or whose connection was lost
+// before the answer, counts an attempt: the endpoint may have acted on it.
+func TestHTTPSenderTellsAPostThatWentOutFromOneThatDidNot(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + closed.Addr().String() + "/sms"
+	closed.Close()
+
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, and never says a word
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung := make(chan struct{})
+	t.Cleanup(func() { silent.Close(); close(hung) })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			go func() { <-hung; c.Close() }()
+		}
+	}()
+
+	held := &endpoint{hold: make(chan struct{})}
+	heldURL := mustServer(t, held)
+	t.Cleanup(func() { close(held.hold) })
+	hangUp := mustServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			c.Close() // the post read, and no answer
+		}
+	}))
+
+	for _, tc := range []struct {
+		name, url string
+		wait      bool
+	}{
+		{"connection refused", refused, true},
+		{"no such host", "https://primeflow-sms.invalid/send", true},
+		{"a TLS handshake with no answer", "https://" + silent.Addr().String() + "/sms", true},
+		{"sent, and no answer before the timeout", heldURL, false},
+		{"sent, and the connection lost before the answer", hangUp, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			s, err := sms.NewHTTPSender(delivery.HTTPConfig{URL: tc.url, Timeout: 300 * time.Millisecond}, nil)
+			is.NoErr(err)
+			err = s.Send(context.Background(), sms.Message{ID: 1, To: "+61400000000", Body: "x"})
+			is.True(err != nil)                                        // not sent
+			is.Equal(errors.Is(err, delivery.ErrUnavailable), tc.wait) // a wait only when the request never went out
+			is.True(!errors.Is(err, delivery.ErrPermanent))            // and retried either way
+			if tc.wait {
+				is.True(strings.Contains(err.Error(), "the request was not sent")) // saying so
+			} else {
+				is.True(strings.Contains(err.Error(), "the request was sent")) // saying so
+			}
 		})
 	}
 }

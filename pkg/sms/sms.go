@@ -3,7 +3,8 @@
 // posts each message as JSON to the existing SMS flow's URL (SMS_SEND_URL),
 // and NewDrainer's drainer claims queued messages, hands them to a Sender,
 // retries failures with backoff and leaves a message Failed, visibly, after
-// its last attempt.
+// its last attempt; an endpoint that is not there or not taking posts is
+// waited out, no attempt counted (package delivery).
 package sms
 
 import (
@@ -38,3 +39,7 @@ func (s LogSender) Send(_ context.Context, m Message) error {
 	s.Log.Warn("SMS_SEND_URL is not set: SMS logged, not sent", "sms", m.ID, "source", m.Source, "to", m.To, "attempt", m.Attempt)
 	return nil
 }
+
+// NotSent says it sends nothing (delivery.NotSender): the drainer records
+// its messages Logged.
+func (LogSender) NotSent() string { return "no SMS_SEND_URL" }

@@ -146,24 +146,38 @@ type Lock struct {
 	TakenAt *time.Time `json:"takenAt,omitempty"`
 }
 
-// SMS is smsQueue by state.
+// SMS is smsQueue by state, and the oldest message not sent yet.
 type SMS struct {
 	ByState map[string]int `json:"byState"`
 	Failed  int            `json:"failed"`
+	// OldestWaitingUTC is when the oldest message not sent yet (Queued or
+	// Sending) was queued; nil when none waits. One that waits out an
+	// endpoint not taking posts is not Failed: its wait shows here.
+	OldestWaitingUTC *time.Time `json:"oldestWaitingUTC,omitempty"`
 }
+
+// SMSWaitTooLong is how long a message may wait to be sent before the
+// report says it needs a person (the on-call may not know): compose's
+// PrimeflowSMSWaiting alert fires at the same age.
+const SMSWaitTooLong = 15 * time.Minute
 
 // Invites is the triage invite queue (§5.1 step 6): Pending counts those
 // not sent, Failed those of them given up on.
 type Invites struct {
 	Pending int `json:"pending"`
 	Failed  int `json:"failed"`
+	// OldestWaitingUTC is when the oldest invite not sent yet (Queued or
+	// Sending) was queued; nil when none waits.
+	OldestWaitingUTC *time.Time `json:"oldestWaitingUTC,omitempty"`
 }
 
 // Emails are the new-job emails given up on (§7): Failed counts them,
-// LastFailed is the newest; nil when none.
+// LastFailed is the newest; nil when none. Rejected counts the emails
+// refused unread as not Prime's: junk, which needs nobody.
 type Emails struct {
 	Failed     int    `json:"failed"`
 	LastFailed *Email `json:"lastFailed,omitempty"`
+	Rejected   int    `json:"rejected"`
 }
 
 // Email is a new-job email as status names it.
@@ -333,12 +347,12 @@ func (r *Report) fromOverview(o store.Overview) {
 		r.Log.OldestUnprocessed = &Row{ID: u.ID, ReceivedUTC: u.ReceivedUTC, Action: u.EventAction, Attempts: u.ProcessAttempts}
 	}
 	r.Outbox = Outbox{Unpublished: o.OutboxUnpublished, OldestUTC: timeOrNil(o.OutboxOldestUTC)}
-	r.SMS = SMS{ByState: map[string]int{}, Failed: o.SMS[store.SendFailed]}
+	r.SMS = SMS{ByState: map[string]int{}, Failed: o.SMS[store.SendFailed], OldestWaitingUTC: timeOrNil(o.SMSOldestWaitingUTC)}
 	for st, n := range o.SMS {
 		r.SMS.ByState[string(st)] = n
 	}
-	r.Invites = Invites{Pending: o.InvitesPending, Failed: o.InvitesFailed}
-	r.Emails = Emails{Failed: o.EmailsFailed}
+	r.Invites = Invites{Pending: o.InvitesPending, Failed: o.InvitesFailed, OldestWaitingUTC: timeOrNil(o.InvitesOldestWaitingUTC)}
+	r.Emails = Emails{Failed: o.EmailsFailed, Rejected: o.EmailsRejected}
 	if e := o.EmailLastFailed; e.ID != 0 {
 		r.Emails.LastFailed = &Email{Subject: e.Subject, ReceivedUTC: timeOrNil(e.ReceivedUTC), Attempts: e.Attempts,
 			Error: e.LastError, MovedTo: e.MovedTo}
@@ -464,6 +478,15 @@ func locks(ctx context.Context, js jetstream.JetStream) ([]Lock, error) {
 	return out, nil
 }
 
+// smsWaited is how long the oldest message not sent yet has waited at the
+// report's time; 0 when none waits.
+func (r Report) smsWaited() time.Duration {
+	if r.SMS.OldestWaitingUTC == nil {
+		return 0
+	}
+	return r.At.Sub(*r.SMS.OldestWaitingUTC)
+}
+
 // problems lists what waits for a person, one line a kind, each naming
 // where to look (Report.NeedsPerson).
 func (r Report) problems() []string {
@@ -475,6 +498,10 @@ func (r Report) problems() []string {
 	if r.SMS.Failed > 0 {
 		out = append(out, plural(r.SMS.Failed, "SMS message")+" failed for good: they stay Failed in smsQueue")
 	}
+	if w := r.smsWaited(); w >= SMSWaitTooLong {
+		out = append(out, fmt.Sprintf("an SMS has waited %s to be sent: the on-call may not know; it goes, with no attempt used, when the SMS endpoint takes posts again (the SMS's last error says why it waits)",
+			w.Round(time.Second)))
+	}
 	if r.Invites.Failed > 0 {
 		out = append(out, plural(r.Invites.Failed, "triage invite")+" failed for good: primectl invites --failed; invite those customers another way")
 	}
@@ -484,7 +511,7 @@ func (r Report) problems() []string {
 	}
 	for _, c := range r.Consumers {
 		if c.Missing {
-			out = append(out, fmt.Sprintf("consumer %s/%s missing: %s has not started", c.Stream, c.Name, c.Stage))
+			out = append(out, fmt.Sprintf("consumer %s/%s of %s missing: run %s", c.Stream, c.Name, c.Stage, events.ApplyCommand))
 		}
 	}
 	return out

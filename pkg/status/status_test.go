@@ -100,6 +100,64 @@ func served(t *testing.T, rep status.Report) (*http.Response, string) {
 	return res, string(b)
 }
 
+// overviewOnly is a store whose overview is o and which holds no setting
+// (the instance pairing is not asked: no JS).
+type overviewOnly struct{ o store.Overview }
+
+func (f overviewOnly) StatusOverview(context.Context, store.OverviewQuery) (store.Overview, error) {
+	return f.o, nil
+}
+func (overviewOnly) SetSetting(context.Context, string, string) error { return nil }
+func (overviewOnly) GetSetting(context.Context, string) (string, bool, error) {
+	return "", false, nil
+}
+
+// Junk refused unread is counted, on the page too, and needs nobody; an
+// email given up on does.
+func TestRejectedEmailsNeedNobody(t *testing.T) {
+	is := is.New(t)
+	rep, err := status.Gather(context.Background(), status.Sources{Store: overviewOnly{store.Overview{EmailsRejected: 3}}})
+	is.NoErr(err)
+	is.Equal(rep.Emails.Rejected, 3)
+	is.Equal(len(rep.NeedsPerson), 0) // nothing for a person
+	_, page := served(t, rep)
+	is.True(strings.Contains(page, `emails rejected unread (not Prime's)</th><td class="n">3</td>`)) // shown, not marked bad
+
+	rep, err = status.Gather(context.Background(), status.Sources{Store: overviewOnly{store.Overview{EmailsRejected: 3, EmailsFailed: 1}}})
+	is.NoErr(err)
+	is.Equal(rep.NeedsPerson, []string{"1 new-job email failed for good, in MAIL_FAILED_FOLDER (receipts Failed in PrimeEmailJobRegistered): " +
+		"fix the cause, then move each back into MAIL_FOLDER to try it again"}) // the failed one only
+}
+
+// An SMS that has waited long to be sent (its endpoint not taking posts)
+// is not Failed, and uses no attempt, but needs a person all the same: the
+// on-call may not know. A short wait does not.
+func TestALongSMSWaitNeedsAPerson(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		waiting time.Duration
+		needs   bool
+	}{
+		{"a short wait", 2 * time.Minute, false},
+		{"a long wait", 40 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			queued := at.Add(-tc.waiting)
+			o := store.Overview{SMS: store.SendCounts(), SMSOldestWaitingUTC: queued}
+			o.SMS[store.SendQueued] = 1
+			rep, err := status.Gather(context.Background(), status.Sources{Store: overviewOnly{o}, Now: func() time.Time { return at }})
+			is.NoErr(err)
+			is.True(rep.SMS.OldestWaitingUTC.Equal(queued)) // since when it waits
+			needs := strings.Join(rep.NeedsPerson, "\n")
+			is.Equal(strings.Contains(needs, "an SMS has waited 40m0s to be sent"), tc.needs) // a person, only after status.SMSWaitTooLong
+			_, page := served(t, rep)
+			is.True(strings.Contains(page, "oldest SMS not sent</th><td>queued "+queued.Format("2006-01-02 15:04:05"))) // the page shows since when
+		})
+	}
+}
+
 // The page shows the day's forecast, and marks one that runs into the
 // reserve before Prime's day ends.
 func TestPageShowsTheDaysForecast(t *testing.T) {

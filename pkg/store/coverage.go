@@ -49,6 +49,11 @@ type Coverage interface {
 	// received at or after since (zero: the whole log), the latest
 	// action first (spPrimeflowWebhookActionCoverage).
 	WebhookActionCoverage(ctx context.Context, since time.Time) ([]ActionCoverage, error)
+	// CountEmailReceipts counts the receipts of the emails received at or
+	// after since (their receivedDateTime, else when the receipt was
+	// written) by Outcome; an outcome no receipt has is left out
+	// (spPrimeflowCountEmailReceipts).
+	CountEmailReceipts(ctx context.Context, since time.Time) (map[string]int, error)
 }
 
 // Sweeps is what the scheduled sweeps keep: the watermark they resume from,

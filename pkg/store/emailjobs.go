@@ -13,9 +13,15 @@ const (
 	// EmailProcessed: the job is mirrored and its hand-offs committed; the
 	// message goes to the processed folder.
 	EmailProcessed = "Processed"
-	// EmailFailed: it failed its last attempt; the message goes to the
-	// failed folder, LastError says why.
+	// EmailFailed: it failed its last attempt, or cannot be read (too
+	// large); the message goes to the failed folder, LastError says why.
+	// It waits for a person.
 	EmailFailed = "Failed"
+	// EmailRejected: refused unread, as not Prime's (not from
+	// MAIL_ALLOWED_SENDERS, or not authenticated for its sender); the
+	// message goes to the failed folder, LastError says why. Junk needs
+	// nobody: it is counted, never a person's to clear.
+	EmailRejected = "Rejected"
 )
 
 // MaxEmailErrorLen is how much of an error a receipt keeps.
@@ -40,15 +46,16 @@ type EmailReceipt struct {
 	JobNumber        string
 	// PrimeJobID is the job's GUID once the job is mirrored.
 	PrimeJobID string
-	// Outcome is EmailPending, EmailProcessed or EmailFailed.
+	// Outcome is EmailPending, EmailProcessed, EmailFailed or
+	// EmailRejected.
 	Outcome string
 	// LastError is the last failure, cut to MaxEmailErrorLen.
 	LastError string
 	// Attempts counts the failed attempts.
 	Attempts int
 	// MovedUTC is when the message was moved out of the folder, to MovedTo
-	// (EmailProcessed or EmailFailed: the folder it went to); zero while it
-	// is in the folder.
+	// (EmailProcessed or EmailFailed: the folder it went to, a rejected
+	// message's too); zero while it is in the folder.
 	MovedUTC      time.Time
 	MovedTo       string
 	RegisteredUTC time.Time

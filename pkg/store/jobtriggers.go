@@ -131,9 +131,9 @@ type TriageInvites interface {
 	SetTriageInviteFailed(ctx context.Context, id int64, attempt int, cause string, retryAt, at time.Time) error
 	// ReleaseTriageInvite gives back, unused, a claim that posted nothing.
 	ReleaseTriageInvite(ctx context.Context, id int64, attempt int, at time.Time) error
-	// DeferTriageInvite gives back a claim that posted nothing because the
-	// invite cannot be sent yet: Queued, due at until, the attempt not
-	// counted, cause (cut to MaxStatusLen) its LastError.
+	// DeferTriageInvite gives back a claim that posted nothing the endpoint
+	// took because the invite cannot be sent yet (its primary contact not
+	// mirrored, the endpoint not taking posts), as DeferSMS does.
 	DeferTriageInvite(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error
 	// SetTriageInvitePayload fixes the body to post for an invite, if the
 	// claim attempt names still holds it and none is fixed yet (else
@@ -146,4 +146,8 @@ type TriageInvites interface {
 	NextTriageInviteDue(ctx context.Context) (at time.Time, ok bool, err error)
 	// CountTriageInvites counts the invites in each state.
 	CountTriageInvites(ctx context.Context) (map[SendState]int, error)
+	// OldestTriageInviteWaiting returns when the oldest invite not sent
+	// yet (Queued or Sending, no SentUTC) was queued; ok is false when none
+	// is.
+	OldestTriageInviteWaiting(ctx context.Context) (queued time.Time, ok bool, err error)
 }

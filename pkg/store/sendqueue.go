@@ -15,8 +15,9 @@ const (
 	SendSending SendState = "Sending"
 	// SendSent was accepted by the endpoint (a 2xx).
 	SendSent SendState = "Sent"
-	// SendLogged was written to the log instead of sent: no endpoint is
-	// configured (bin/primeflow on the Prime simulator). Done, never sent.
+	// SendLogged was written to the log or a dry run's records instead of
+	// sent: no endpoint is configured (bin/primeflow on the Prime
+	// simulator), or SEND_DRY_RUN. Done, never sent.
 	SendLogged SendState = "Logged"
 	// SendFailed gave up: it used up its attempts or was refused for good.
 	// It stays for a person to look at.

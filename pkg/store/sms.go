@@ -48,9 +48,12 @@ type NewSMS struct {
 //
 // A message is posted again only when its sender cannot know the endpoint
 // took it: a post with no answer or an error answer (SMS_SEND_TIMEOUT, a
-// lost connection, 408, 429, 5xx) is retried, and a post whose outcome was
+// lost connection, 408, 5xx) is retried, and a post whose outcome was
 // never recorded (the process died, the database refused the write) is
-// posted again when its claim lapses. A shutdown is neither: the drainer
+// posted again when its claim lapses. A post the endpoint did not take
+// because it is not there or not taking posts (no connection, 429, 502,
+// 503, 504) is a wait: the claim is given back unused (DeferSMS), due
+// later, for as long as that lasts. A shutdown is neither: the drainer
 // lets a post that has started finish and records it, and gives back a
 // claim it has not posted yet (ReleaseSMS). Every post carries the message's
 // ID, the same on each attempt, so the endpoint can drop a repeat.
@@ -80,6 +83,11 @@ type SMSQueue interface {
 	// message is Queued again, as due as it was, with the attempt not
 	// counted. Its errors are SetSMSSent's.
 	ReleaseSMS(ctx context.Context, id int64, attempt int, at time.Time) error
+	// DeferSMS gives back a claim that posted nothing the endpoint took (it
+	// is not there or not taking posts now): Queued, due at until, the
+	// attempt not counted, cause (cut to MaxStatusLen) its LastError. Its
+	// errors are SetSMSSent's.
+	DeferSMS(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error
 	// GetSMS returns one message, or ErrNotFound.
 	GetSMS(ctx context.Context, id int64) (SMSMessage, error)
 	// NextSMSDue returns when the next Queued message is due or the next
@@ -87,4 +95,7 @@ type SMSQueue interface {
 	NextSMSDue(ctx context.Context) (at time.Time, ok bool, err error)
 	// CountSMS counts the messages in each state.
 	CountSMS(ctx context.Context) (map[SendState]int, error)
+	// OldestSMSWaiting returns when the oldest message not sent yet
+	// (Queued or Sending) was queued; ok is false when none is.
+	OldestSMSWaiting(ctx context.Context) (queued time.Time, ok bool, err error)
 }

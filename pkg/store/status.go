@@ -39,12 +39,23 @@ type Overview struct {
 	// InvitesFailed those of them given up on (Failed), which wait for a
 	// person.
 	InvitesPending, InvitesFailed int
+	// SMSOldestWaitingUTC and InvitesOldestWaitingUTC are when the oldest
+	// message, and triage invite, not sent yet (Queued or Sending) was
+	// queued; zero when none waits. A row waiting out an endpoint that is
+	// not taking posts uses no attempt and fails nothing: its wait shows
+	// here.
+	SMSOldestWaitingUTC     time.Time
+	InvitesOldestWaitingUTC time.Time
 	// EmailsFailed counts the new-job emails whose receipt is Failed (§7:
 	// moved to MAIL_FAILED_FOLDER after their last attempt), which wait for
 	// a person; EmailLastFailed is the newest of them (by its receipt's
 	// UpdatedUTC: Subject, ReceivedUTC, LastError, Attempts, MovedTo …).
 	EmailsFailed    int
 	EmailLastFailed EmailReceipt
+	// EmailsRejected counts the emails refused unread as not Prime's
+	// (EmailRejected, moved to MAIL_FAILED_FOLDER): junk, which needs
+	// nobody.
+	EmailsRejected int
 	// SyncQueueRecentJobs counts the jobs with an ethSyncQueue item queued
 	// at or after OverviewQuery.SyncQueuedSince: within the drains' grace,
 	// their hand-offs are kept for a later pass when Prime has nothing yet

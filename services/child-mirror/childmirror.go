@@ -90,18 +90,21 @@ type Config struct {
 	Drain DrainConfig
 }
 
-// Validate reports the settings child-mirror cannot run with, naming their
-// variables. New calls it.
+// Validate refuses the settings child-mirror cannot run with, each naming
+// its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
-	if c.Workers <= 0 || c.EnsureTimeout <= 0 || c.ContactSyncTimeout <= 0 || c.AISummaryNudgeTimeout <= 0 {
-		return errors.New("child-mirror: CHILD_MIRROR_WORKERS and the timeouts must be above zero")
-	}
+	var nudge error
 	if c.nudges() {
-		if err := checkNudgeURL(c.AISummaryNudgeURL); err != nil {
-			return err
-		}
+		nudge = checkNudgeURL(c.AISummaryNudgeURL)
 	}
-	return c.Drain.Validate()
+	return errors.Join(
+		config.Positive("CHILD_MIRROR_WORKERS", c.Workers),
+		config.Positive("CHILD_MIRROR_ENSURE_TIMEOUT", c.EnsureTimeout),
+		config.Positive("CHILD_MIRROR_CONTACT_SYNC_TIMEOUT", c.ContactSyncTimeout),
+		nudge,
+		config.Positive("AI_SUMMARY_NUDGE_TIMEOUT", c.AISummaryNudgeTimeout),
+		config.Positive("CHILD_MIRROR_OUTBOX_SWEEP", c.OutboxSweep),
+		c.Drain.Validate())
 }
 
 // NudgeOff is the AI_SUMMARY_NUDGE_URL that runs without the nudge on
@@ -114,18 +117,15 @@ func (c Config) nudges() bool { return c.AISummaryNudgeURL != "" && c.AISummaryN
 // ErrNoNudgeURL: child-mirror on a real Prime needs AI_SUMMARY_NUDGE_URL, or
 // "off" said on purpose: without the nudge, a job whose summary an earlier
 // pass pushed out waits up to 36 hours (§5.3).
-var ErrNoNudgeURL = errors.New("child-mirror: AI_SUMMARY_NUDGE_URL is required (§5.3: the queue row and the nudge are both needed); set it to off to run without the nudge")
+var ErrNoNudgeURL = config.Refuse("AI_SUMMARY_NUDGE_URL", "is required (§5.3: the queue row and the nudge are both needed); set it to off to run without the nudge")
 
 // ValidateRealPrime is Validate for a child-mirror on a real Prime:
 // bin/child-mirror, and bin/primeflow with a PRIME_API_URL.
 func (c Config) ValidateRealPrime() error {
-	if err := c.Validate(); err != nil {
-		return err
-	}
 	if c.AISummaryNudgeURL == "" {
-		return ErrNoNudgeURL
+		return errors.Join(c.Validate(), ErrNoNudgeURL)
 	}
-	return nil
+	return c.Validate()
 }
 
 // DefaultConfig is child-mirror's configuration with no variable set: every
@@ -191,11 +191,8 @@ func (c *ChildMirror) Run(ctx context.Context) error {
 	return service.WhileServing(ctx, c.log, c.serveSweep, func(ctx context.Context) error {
 		return service.RunAll(ctx, c.runDrains, func(ctx context.Context) error {
 			return consume.Run(ctx, c.js, consume.Spec{
-				Stream:   events.ConsumerChildMirror.Stream,
-				Durable:  events.ConsumerChildMirror.Durable,
-				Subjects: events.ConsumerChildMirror.Subjects,
+				Consumer: events.ConsumerChildMirror,
 				Workers:  c.cfg.Workers,
-				AckWait:  time.Minute,
 			}, c.log, c.reg, c.stage.Handler(c.work))
 		})
 	})
@@ -284,13 +281,8 @@ func Help() service.Help {
 // (prime.Config from PRIME_*) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.ValidateRealPrime(); err != nil {
-		return err
-	}
-	return service.MainWithPrime(ctx, "child-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	own := []config.Part{config.Read(&cfg, Config.ValidateRealPrime)}
+	return service.MainWithPrime(ctx, "child-mirror", getenv, stderr, own, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		cm, err := New(cfg, d, pc)
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -87,18 +88,27 @@ type DrainConfig struct {
 	EveryContactRelationships time.Duration `env:"SYNC_DRAIN_EVERY_CONTACT_RELATIONSHIPS" envDefault:"37m"`
 }
 
-// Validate reports a setting the drains cannot work with, naming its
-// variable.
+// Validate refuses the settings the drains cannot work with, each naming
+// its variable (config.Refusal).
 func (c DrainConfig) Validate() error {
-	switch {
-	case c.Workers <= 0 || c.Batch <= 0:
-		return errors.New("child-mirror: SYNC_DRAIN_WORKERS and SYNC_DRAIN_BATCH must be above zero")
-	case c.Lease <= 0 || c.EmptyGrace < 0 || c.EmptyWait <= 0:
-		return errors.New("child-mirror: SYNC_DRAIN_LEASE and SYNC_DRAIN_EMPTY_WAIT must be above zero, SYNC_DRAIN_EMPTY_GRACE not below it")
-	case c.EveryStatusHistories <= 0 || c.EveryContacts <= 0 || c.EveryAllocations <= 0 || c.EveryContactRelationships <= 0:
-		return errors.New("child-mirror: SYNC_DRAIN_EVERY_STATUS_HISTORIES, _CONTACTS, _ALLOCATIONS and _CONTACT_RELATIONSHIPS must be above zero: the backstop is what drains items queued outside primeflow")
+	errs := []error{
+		config.Positive("SYNC_DRAIN_WORKERS", c.Workers),
+		config.Positive("SYNC_DRAIN_LEASE", c.Lease),
+		config.Positive("SYNC_DRAIN_BATCH", c.Batch),
+		config.NotNegative("SYNC_DRAIN_EMPTY_GRACE", c.EmptyGrace),
+		config.Positive("SYNC_DRAIN_EMPTY_WAIT", c.EmptyWait),
 	}
-	return nil
+	// The backstop is what drains items queued outside primeflow.
+	for _, e := range []struct {
+		name  string
+		every time.Duration
+	}{
+		{"SYNC_DRAIN_EVERY_STATUS_HISTORIES", c.EveryStatusHistories}, {"SYNC_DRAIN_EVERY_CONTACTS", c.EveryContacts},
+		{"SYNC_DRAIN_EVERY_ALLOCATIONS", c.EveryAllocations}, {"SYNC_DRAIN_EVERY_CONTACT_RELATIONSHIPS", c.EveryContactRelationships},
+	} {
+		errs = append(errs, config.Positive(e.name, e.every))
+	}
+	return errors.Join(errs...)
 }
 
 // drain is one object's drain: how often its backstop passes, how its
@@ -535,11 +545,8 @@ func (c *ChildMirror) runDrains(ctx context.Context) error {
 	}
 	defer wg.Wait()
 	return consume.Run(ctx, c.js, consume.Spec{
-		Stream:   events.ConsumerSyncDrain.Stream,
-		Durable:  events.ConsumerSyncDrain.Durable,
-		Subjects: events.ConsumerSyncDrain.Subjects,
+		Consumer: events.ConsumerSyncDrain,
 		Workers:  c.cfg.Drain.Workers,
-		AckWait:  time.Minute,
 		Key: func(m jetstream.Msg) string {
 			var sq events.SyncQueued
 			_ = json.Unmarshal(m.Data(), &sq) // a bad body gets the "" lane and is dropped there

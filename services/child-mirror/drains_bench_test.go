@@ -40,9 +40,9 @@ func BenchmarkDrainAfterAQueueInsert(b *testing.B) {
 
 	var mu sync.Mutex
 	handedOn := map[string]time.Time{}
+	baseline := env.Consumer(events.Consumer{Stream: events.StreamJob, Durable: "bench-baseline", Subjects: []string{events.SubjectSyncQueued}})
 	env.Run("baseline consumer", runner(func(ctx context.Context) error {
-		return consume.Run(ctx, env.JS, consume.Spec{Stream: events.StreamJob, Durable: "bench-baseline",
-			Subjects: []string{events.SubjectSyncQueued}}, env.Deps.Log, env.Deps.Metrics,
+		return consume.Run(ctx, env.JS, consume.Spec{Consumer: baseline}, env.Deps.Log, env.Deps.Metrics,
 			func(_ context.Context, msg jetstream.Msg) error {
 				var sq events.SyncQueued
 				if json.Unmarshal(msg.Data(), &sq) == nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -159,7 +160,7 @@ func (c *ChildMirror) nudge(ctx context.Context, jobID string) error {
 func checkNudgeURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("child-mirror: AI_SUMMARY_NUDGE_URL must be an absolute http or https URL")
+		return config.Refuse("AI_SUMMARY_NUDGE_URL", "must be an absolute http or https URL, or off")
 	}
 	return nil
 }

@@ -303,7 +303,7 @@ func (e *env) firstSeen(jobID string) int {
 // makesafeDetects returns the detection requests for a job.
 func (e *env) makesafeDetects(jobID string) []events.MakesafeDetect {
 	var out []events.MakesafeDetect
-	for _, b := range e.messages(events.StreamMakesafe, events.SubjectMakesafeDetect) {
+	for _, b := range e.messages(events.StreamMakesafeDetect, events.SubjectMakesafeDetect) {
 		var m events.MakesafeDetect
 		if json.Unmarshal(b, &m) == nil && m.JobID == jobID {
 			out = append(out, m)

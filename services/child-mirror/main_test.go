@@ -23,10 +23,7 @@ func TestMainNeedsANudgeURLOrOff(t *testing.T) {
 
 	vars["AI_SUMMARY_NUDGE_URL"] = childmirror.NudgeOff
 	logs, stop := e.RunMain(childmirror.Main, vars)
-	flowtest.Eventually(t, "child-mirror consuming", func() bool {
-		_, err := e.JS.Consumer(context.Background(), events.StreamResolved, childmirror.Durable)
-		return err == nil
-	})
+	flowtest.Eventually(t, "child-mirror consuming", func() bool { return e.Pulling(events.StreamResolved, childmirror.Durable) })
 	stop()
 	is.True(len(logs.String()) > 0) // it ran, with the nudge off
 }

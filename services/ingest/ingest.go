@@ -7,7 +7,6 @@ package ingest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -34,14 +33,12 @@ type Config struct {
 	PublishTimeout time.Duration `env:"INGEST_PUBLISH_TIMEOUT" envDefault:"5s"`
 }
 
-// Validate reports the settings ingest cannot run with, naming their
-// variables; New also checks INGEST_MAX_BODY_BYTES against the NATS
-// server's max_payload. New calls it.
+// Validate refuses the settings ingest cannot run with, each naming its
+// variable (config.Refusal); New also checks INGEST_MAX_BODY_BYTES against
+// the NATS server's max_payload. New calls it.
 func (c Config) Validate() error {
-	if c.MaxBodyBytes <= 0 {
-		return errors.New("INGEST_MAX_BODY_BYTES must be above zero")
-	}
-	return nil
+	return errors.Join(config.Positive("INGEST_MAX_BODY_BYTES", c.MaxBodyBytes), config.Positive("INGEST_RELAY_INTERVAL", c.RelayInterval),
+		config.NotNegative("INGEST_RELAY_GRACE", c.RelayGrace), config.Positive("INGEST_PUBLISH_TIMEOUT", c.PublishTimeout))
 }
 
 // DefaultConfig is ingest's configuration with no variable set: every
@@ -79,7 +76,7 @@ func New(cfg Config, d service.Deps, r *service.Router) (*Ingest, error) {
 	// server configured elsewhere (standalone ingest) may take less than a
 	// body at the limit plus its headers; NATS's default is 1 MB.
 	if accepts := d.NC.MaxPayload(); cfg.MaxBodyBytes > accepts-headerRoom {
-		return nil, fmt.Errorf("INGEST_MAX_BODY_BYTES is %d but the NATS server accepts messages of at most %d bytes (max_payload): "+
+		return nil, config.Refuse("INGEST_MAX_BODY_BYTES", "is %d but the NATS server accepts messages of at most %d bytes (max_payload): "+
 			"a webhook at the limit plus up to %d bytes of headers would be stored and answered 200 but never published; "+
 			"lower INGEST_MAX_BODY_BYTES to %d or raise the server's max_payload",
 			cfg.MaxBodyBytes, accepts, headerRoom, max(accepts-headerRoom, 0))
@@ -133,11 +130,8 @@ func Help() service.Help {
 
 // Main runs ingest as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	return service.Main(ctx, "ingest", getenv, stderr, func(_ context.Context, d service.Deps, r *service.Router) (service.Runner, error) {
+	var cfg Config
+	return service.Main(ctx, "ingest", getenv, stderr, []config.Part{config.Read(&cfg, Config.Validate)}, func(_ context.Context, d service.Deps, r *service.Router) (service.Runner, error) {
 		return New(cfg, d, r)
 	})
 }

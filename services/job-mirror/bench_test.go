@@ -220,8 +220,9 @@ func drainBaseline(b *testing.B, n int) float64 {
 	jobs := mirrorDirectly(b, e, 1000)
 	backlog(b, e, jobs, n)
 	start := time.Now()
+	c := e.Consumer(events.Consumer{Stream: events.StreamWebhook, Durable: "baseline", MaxAckPending: 1024})
 	e.Run("baseline", runnerFunc(func(ctx context.Context) error {
-		return consume.Run(ctx, e.JS, consume.Spec{Stream: events.StreamWebhook, Durable: "baseline", Workers: 64, MaxAckPending: 1024},
+		return consume.Run(ctx, e.JS, consume.Spec{Consumer: c, Workers: 64},
 			e.Deps.Log, e.Deps.Metrics, func(ctx context.Context, msg jetstream.Msg) error {
 				id, err := events.LogID(msg.Headers())
 				if err != nil {

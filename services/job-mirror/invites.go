@@ -15,7 +15,6 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
-	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -26,8 +25,10 @@ import (
 // change-job-status event that queued an invite kicks job-mirror's invite
 // drainer, which posts it as JSON to TRIAGE_INVITE_SEND_URL with the SMS
 // sender's guarantees (package delivery): claimed under a lease, retried
-// with backoff, Failed for a person after its last attempt, sent once and
-// stamped sentUTC, a post in flight finishing at shutdown. A queued invite
+// with backoff, Failed for a person after its last attempt, an endpoint
+// that is not there or not taking posts waited out without using an
+// attempt, sent once and stamped sentUTC, a post in flight finishing at
+// shutdown. A queued invite
 // is a row of ethTriageInviteQueue, so a restart loses none: the drainer
 // looks at the queue when it starts, and at least every
 // TRIAGE_INVITE_SWEEP_INTERVAL.
@@ -113,6 +114,10 @@ func (s LogInvites) Send(_ context.Context, inv Invite) error {
 	return nil
 }
 
+// NotSent says it sends nothing (delivery.NotSender): the drainer records
+// its invites Logged.
+func (LogInvites) NotSent() string { return "no TRIAGE_INVITE_SEND_URL" }
+
 // InviteSenderFor is the invite sender for cfg: with SEND_DRY_RUN a
 // dryrun.Sink that records each invite; an HTTPInvites posting to
 // TRIAGE_INVITE_SEND_URL; or, with no URL, LogInvites (bin/primeflow on the
@@ -133,12 +138,13 @@ func InviteSenderFor(cfg delivery.HTTPConfig, dry dryrun.Config, log *slog.Logge
 var inviteKind = delivery.Kind{Name: "triage invite", LogKey: "invite", Prefix: "TRIAGE_INVITE_", Table: "ethTriageInviteQueue"}
 
 // newInviteDrainer is the invite drainer over st, sending with s; an invite
-// waits for its primary contact at most contactWait.
+// waits for its primary contact at most contactWait. The invites of a sender
+// that sends nothing (a delivery.NotSender: LogInvites, a dry run's
+// recorder) are recorded Logged, never Sent.
 func newInviteDrainer(cfg delivery.Config, contactWait time.Duration, st store.Store, pub *outbox.Publisher, s InviteSender, log *slog.Logger, reg prometheus.Registerer) (*delivery.Drainer[Invite], error) {
-	_, logOnly := s.(LogInvites)
-	q := inviteQueue{st: st, pub: pub, backoff: cfg.Backoff, contactWait: contactWait}
+	q := inviteQueue{st: st, pub: pub, contactWait: contactWait}
 	return delivery.NewDrainer(cfg, delivery.Options[Invite]{Kind: inviteKind, Queue: q,
-		Sender: readiness{s}, LogOnly: logOnly, Log: log, Collectors: inviteCollectors(), Registry: reg})
+		Sender: readiness{s}, NotSent: delivery.NotSentBy(s), Log: log, Collectors: inviteCollectors(), Registry: reg})
 }
 
 // readiness refuses an invite that cannot be sent yet before its sender
@@ -156,8 +162,7 @@ func (r readiness) Send(ctx context.Context, inv Invite) error {
 // invite (refused for good: it waits, Failed, for a person).
 var errNoPrimaryContact = errors.New("the job has no primary contact in the mirror: nobody to invite")
 
-// inviteQueue is ethTriageInviteQueue as a delivery.Queue (and a
-// delivery.Deferrer). A claimed invite with no body yet is completed from
+// inviteQueue is ethTriageInviteQueue as a delivery.Queue. A claimed invite with no body yet is completed from
 // the mirror — the job's number and its primary contact's name, phone
 // (mobile first) and email — and its body fixed on the row, so that every
 // attempt posts the same bytes. A primary contact the mirror does not hold
@@ -168,7 +173,6 @@ var errNoPrimaryContact = errors.New("the job has no primary contact in the mirr
 type inviteQueue struct {
 	st          store.Store
 	pub         *outbox.Publisher
-	backoff     retry.Backoff
 	contactWait time.Duration
 }
 
@@ -240,10 +244,11 @@ func (q inviteQueue) complete(ctx context.Context, r store.TriageInvite, p *Invi
 }
 
 // waitForContact is an invite whose primary contact is not mirrored yet: a
-// wait, as long as the invite has waited so far (between the first and the
-// last TRIAGE_INVITE_RETRY_BACKOFF), with the job's contacts queued for
-// their drain; past TRIAGE_INVITE_CONTACT_WAIT since it was queued, a
-// failure for good, for a person.
+// wait, with the job's contacts queued for their drain, as long as the
+// drainer makes every wait (as long as the invite has waited so far,
+// between the first and the last TRIAGE_INVITE_RETRY_BACKOFF); past
+// TRIAGE_INVITE_CONTACT_WAIT since it was queued, a failure for good, for a
+// person.
 func (q inviteQueue) waitForContact(ctx context.Context, r store.TriageInvite, contactID string, now time.Time) error {
 	waited := now.Sub(r.QueuedUTC)
 	if waited >= q.contactWait {
@@ -253,20 +258,16 @@ func (q inviteQueue) waitForContact(ctx context.Context, r store.TriageInvite, c
 	if err := q.syncContacts(ctx, r, now); err != nil {
 		return fmt.Errorf("triage invite %d: the primary contact %s is not mirrored, and its sync could not be queued: %w", r.ID, contactID, err)
 	}
-	return contactWaiting{
-		msg:   fmt.Sprintf("triage invite %d: waiting for the primary contact %s to be mirrored (the job's contacts are queued for a sync)", r.ID, contactID),
-		after: min(max(waited, q.backoff.After(1)), q.backoff.After(len(q.backoff))),
-	}
+	return contactWaiting(fmt.Sprintf("triage invite %d: waiting for the primary contact %s to be mirrored (the job's contacts are queued for a sync)",
+		r.ID, contactID))
 }
 
-// contactWaiting is a retry.Waiter: the invite waits, no attempt counted.
-type contactWaiting struct {
-	msg   string
-	after time.Duration
-}
+// contactWaiting is a retry.Waiter: the invite waits, no attempt counted,
+// as long as the drainer's backoff for waits says (it asks for no more).
+type contactWaiting string
 
-func (w contactWaiting) Error() string             { return w.msg }
-func (w contactWaiting) RetryAfter() time.Duration { return w.after }
+func (w contactWaiting) Error() string           { return string(w) }
+func (contactWaiting) RetryAfter() time.Duration { return 0 }
 
 // syncContacts queues the job's contacts for the contacts drain and hands
 // them on (§6: the drain the pipeline's items go to), unless they are queued
@@ -323,6 +324,10 @@ func (q inviteQueue) Count(ctx context.Context) (map[store.SendState]int, error)
 	return q.st.CountTriageInvites(ctx)
 }
 
+func (q inviteQueue) Oldest(ctx context.Context) (time.Time, bool, error) {
+	return q.st.OldestTriageInviteWaiting(ctx)
+}
+
 // inviteCollectors are the primeflow_triage_invites_* metrics.
 func inviteCollectors() delivery.Collectors {
 	return delivery.Collectors{
@@ -332,7 +337,7 @@ func inviteCollectors() delivery.Collectors {
 		}),
 		Logged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_triage_invites_logged_total",
-			Help: "Triage invites logged instead of sent: no TRIAGE_INVITE_SEND_URL (bin/primeflow on the Prime simulator).",
+			Help: "Triage invites logged or recorded instead of sent: no TRIAGE_INVITE_SEND_URL (bin/primeflow on the Prime simulator), or a dry run (SEND_DRY_RUN).",
 		}),
 		Failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_triage_invites_failed_total",
@@ -340,7 +345,11 @@ func inviteCollectors() delivery.Collectors {
 		}),
 		Retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_triage_invites_send_retries_total",
-			Help: "Failed triage invite sends that will be tried again (the endpoint's errors; an invite waiting for its primary contact to be mirrored is no failure).",
+			Help: "Failed triage invite sends that will be tried again (the endpoint's errors; an invite that waits is no failure).",
+		}),
+		Waits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primeflow_triage_invites_send_waits_total",
+			Help: "Triage invite sends deferred, no attempt counted: the endpoint not there or not taking posts (no connection, 429, 502, 503, 504), or the primary contact not mirrored yet.",
 		}),
 		Handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_triage_invites_handoff_seconds",
@@ -348,7 +357,10 @@ func inviteCollectors() delivery.Collectors {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 		Queue: prometheus.NewDesc("primeflow_triage_invites_queue",
-			"Triage invites in ethTriageInviteQueue by state: Queued, Sending, Sent, Logged (handed to the log, never sent: no TRIAGE_INVITE_SEND_URL), Failed (Failed waits for a person: the customer was never invited).",
+			"Triage invites in ethTriageInviteQueue by state: Queued, Sending, Sent, Logged (logged or recorded, never sent: no TRIAGE_INVITE_SEND_URL, or SEND_DRY_RUN), Failed (Failed waits for a person: the customer was never invited).",
 			[]string{"state"}, nil),
+		Oldest: prometheus.NewDesc("primeflow_triage_invites_oldest_waiting_seconds",
+			"How long the oldest triage invite not sent yet (Queued or Sending in ethTriageInviteQueue) has waited since it was queued; 0 when none waits.",
+			nil, nil),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +105,12 @@ func quickInvites(c *jobmirror.Config) {
 	c.InviteDrainer = delivery.Config{MaxAttempts: 5, Backoff: []time.Duration{50 * time.Millisecond}, Lease: time.Minute, Sweep: time.Minute, Workers: 2}
 }
 
+// twoAttempts is quickInvites with two attempts an invite.
+func twoAttempts(c *jobmirror.Config) {
+	quickInvites(c)
+	c.InviteDrainer.MaxAttempts = 2
+}
+
 // icmJob is a job in Prime whose status is Initial Contact Made, with a
 // primary contact, that the mirror holds; firing its change-job-status
 // queues an invite.
@@ -140,7 +147,7 @@ func (e *env) invite(jobID string, want store.SendState) store.TriageInvite {
 // and then recovers gets it once, and the row says when it was sent.
 func TestAQueuedInviteIsSentOnceToAFailingThenRecoveringEndpoint(t *testing.T) {
 	is := is.New(t)
-	ep := &inviteEndpoint{statuses: []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusOK}}
+	ep := &inviteEndpoint{statuses: []int{http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusOK}}
 	e := start(t, options{invites: ep.sender(t), config: quickInvites})
 	j, c := e.icmJob(true)
 
@@ -163,6 +170,27 @@ func TestAQueuedInviteIsSentOnceToAFailingThenRecoveringEndpoint(t *testing.T) {
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_triage_invites_queue", map[string]string{"state": "Sent"}), 1.0)
 }
 
+// An invite endpoint that is not taking posts (429, 502, 503, 504) for
+// longer than TRIAGE_INVITE_MAX_ATTEMPTS attempts would last is waited
+// out: the invite goes once it takes posts again, on its first attempt,
+// and is never Failed for a person.
+func TestAnInviteEndpointNotTakingPostsIsWaitedOut(t *testing.T) {
+	is := is.New(t)
+	const waits = 6
+	ep := &inviteEndpoint{statuses: append(slices.Repeat([]int{http.StatusServiceUnavailable, http.StatusTooManyRequests}, waits/2), http.StatusOK)}
+	e := start(t, options{invites: ep.sender(t), config: twoAttempts})
+	j, _ := e.icmJob(true)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	inv := e.invite(j.ID, store.SendSent)
+	is.Equal(inv.Attempts, 1)                                     // sent on its first attempt
+	is.Equal(len(ep.got()), waits+1)                              // after three times its attempts' worth of waits
+	is.Equal(len(ep.accepted()), 1)                               // once
+	is.Equal(e.inviteCounter("send_waits_total"), float64(waits)) // each counted a wait
+	is.Equal(e.inviteCounter("send_retries_total"), 0.0)          // none a failed attempt
+	is.Equal(e.inviteCounter("failed_total"), 0.0)
+	is.Equal(e.inviteCounter("oldest_waiting_seconds"), 0.0) // nothing waits now
+}
+
 func (e *env) inviteCounter(name string) float64 {
 	return flowtest.Counter(e.T, e.Deps.Metrics, "primeflow_triage_invites_"+name, nil)
 }
@@ -174,7 +202,7 @@ func (e *env) inviteCounter(name string) float64 {
 func TestAnInviteIsSentOnceAcrossARestart(t *testing.T) {
 	t.Run("queued, not sent yet", func(t *testing.T) {
 		is := is.New(t)
-		down := &inviteEndpoint{statuses: []int{http.StatusBadGateway}}
+		down := &inviteEndpoint{statuses: []int{http.StatusInternalServerError}}
 		retryLater := func(c *jobmirror.Config) {
 			quickInvites(c)
 			c.InviteDrainer.Backoff = []time.Duration{3 * time.Second} // the restart comes first
@@ -193,7 +221,7 @@ func TestAnInviteIsSentOnceAcrossARestart(t *testing.T) {
 		is.True(got.Attempts >= 2)      // after the failed one
 		is.Equal(len(up.accepted()), 1) // sent once
 		for _, p := range down.got() {
-			is.Equal(p.status, http.StatusBadGateway) // the failing endpoint took none
+			is.Equal(p.status, http.StatusInternalServerError) // the failing endpoint took none
 		}
 	})
 
@@ -274,7 +302,9 @@ func TestAnInviteWithNobodyToInviteFails(t *testing.T) {
 	flowtest.Eventually(t, "counted failed", func() bool { return e.inviteCounter("failed_total") == 1 })
 }
 
-// A shadow run records invites instead of sending them.
+// A shadow run records invites instead of sending them, and the queue says
+// so: Logged, never Sent, and counted logged, so that nothing counts a
+// recorded invite as sent.
 func TestAShadowRunRecordsTheInvites(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
@@ -284,19 +314,22 @@ func TestAShadowRunRecordsTheInvites(t *testing.T) {
 	e := start(t, options{invites: s, config: quickInvites})
 	j, _ := e.icmJob(true)
 	e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	e.invite(j.ID, store.SendSent)
+	e.invite(j.ID, store.SendLogged)
 	recs, err := dryrun.Read(filepath.Join(dir, "triage-invite.jsonl"))
 	is.NoErr(err)
 	is.Equal(len(recs), 1) // recorded, not sent
+	flowtest.Eventually(t, "counted logged", func() bool { return e.inviteCounter("logged_total") == 1 })
+	is.Equal(e.inviteCounter("sent_total"), 0.0) // never sent
 }
 
 // Every attempt under one Idempotency-Key is the same request, byte for
 // byte (an endpoint that follows the IETF idempotency-key draft refuses a
 // key reused with another body), though the contact changed in the mirror
-// between the attempts; the attempt goes in a header.
+// between the attempts; the attempt goes in a header, the same on a wait's
+// post and the post after it.
 func TestAnInviteIsTheSameRequestOnEveryAttempt(t *testing.T) {
 	is := is.New(t)
-	ep := &inviteEndpoint{statuses: []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusOK}}
+	ep := &inviteEndpoint{statuses: []int{http.StatusServiceUnavailable, http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusOK}}
 	e := start(t, options{invites: ep.sender(t), config: quickInvites})
 	j, c := e.icmJob(true)
 	e.WaitProcessed(e.Fire("change-job-status", j.ID))
@@ -304,15 +337,15 @@ func TestAnInviteIsTheSameRequestOnEveryAttempt(t *testing.T) {
 	is.NoErr(e.Store.SaveContact(context.Background(), store.Contact{ContactID: c.ID, Name: "Someone Else", Mobile: "0499 999 999"}))
 	e.invite(j.ID, store.SendSent)
 	posts := ep.got()
-	is.Equal(len(posts), 3) // two failures, then the send
+	is.Equal(len(posts), 4) // a wait, two failures, then the send
 	for _, p := range posts {
 		is.Equal(string(p.body), string(posts[0].body)) // the same body
 		is.Equal(p.key, posts[0].key)                   // under the same key
 	}
-	for i, p := range posts {
-		is.Equal(p.header.Get(delivery.AttemptHeader), fmt.Sprint(i+1)) // the attempt beside it
+	for i, want := range []string{"1", "1", "2", "3"} {
+		is.Equal(posts[i].header.Get(delivery.AttemptHeader), want) // the attempt beside it: a wait used none
 	}
-	is.Equal(posts[2].payload.Contact.Name, c.Name) // as the first attempt built it
+	is.Equal(posts[3].payload.Contact.Name, c.Name) // as the first attempt built it
 }
 
 // §10.4: a duplicate delivery, or a replay, of the change-job-status event
@@ -354,10 +387,6 @@ func TestOneInviteAStatusChange(t *testing.T) {
 func TestAnInviteWaitingForItsContactUsesNoAttempt(t *testing.T) {
 	is := is.New(t)
 	ep := &inviteEndpoint{}
-	twoAttempts := func(c *jobmirror.Config) {
-		quickInvites(c)
-		c.InviteDrainer.MaxAttempts = 2
-	}
 	e := start(t, options{invites: ep.sender(t), config: twoAttempts})
 	j, c := e.icmJob(false)
 	e.WaitProcessed(e.Fire("change-job-status", j.ID))
@@ -381,23 +410,35 @@ func TestAnInviteWaitingForItsContactUsesNoAttempt(t *testing.T) {
 	is.Equal(e.inviteCounter("send_retries_total"), 0.0) // the waits were no failures
 }
 
-// An endpoint's Retry-After holds the retry back as long as it asks.
+// An endpoint's Retry-After holds a wait (a 429), or the retry of a failed
+// attempt (a 500), back as long as it asks.
 func TestAnInviteRetriesWhenTheEndpointSays(t *testing.T) {
-	is := is.New(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "120")
-		w.WriteHeader(http.StatusTooManyRequests)
-	}))
-	t.Cleanup(srv.Close)
-	s, err := jobmirror.NewHTTPInvites(delivery.HTTPConfig{URL: srv.URL}, nil)
-	is.NoErr(err)
-	e := start(t, options{invites: s, config: quickInvites})
-	j, _ := e.icmJob(true)
-	e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	var inv store.TriageInvite
-	flowtest.Eventually(t, "the first attempt failed", func() bool {
-		inv = e.invites(j.ID)[0]
-		return inv.State == store.SendQueued && inv.Attempts == 1
-	})
-	is.True(inv.NextAttemptUTC.Sub(inv.UpdatedUTC) >= 2*time.Minute) // not the 50 ms backoff
+	for _, tc := range []struct {
+		status   int
+		attempts int
+	}{
+		{http.StatusTooManyRequests, 0},     // a wait
+		{http.StatusInternalServerError, 1}, // a failed attempt
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			is := is.New(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "120")
+				w.WriteHeader(tc.status)
+			}))
+			t.Cleanup(srv.Close)
+			s, err := jobmirror.NewHTTPInvites(delivery.HTTPConfig{URL: srv.URL}, nil)
+			is.NoErr(err)
+			e := start(t, options{invites: s, config: quickInvites})
+			j, _ := e.icmJob(true)
+			e.WaitProcessed(e.Fire("change-job-status", j.ID))
+			var inv store.TriageInvite
+			flowtest.Eventually(t, "the first post answered", func() bool {
+				inv = e.invites(j.ID)[0]
+				return inv.State == store.SendQueued && inv.LastError != ""
+			})
+			is.Equal(inv.Attempts, tc.attempts)                              // a wait counts none
+			is.True(inv.NextAttemptUTC.Sub(inv.UpdatedUTC) >= 2*time.Minute) // not the 50 ms backoff
+		})
+	}
 }

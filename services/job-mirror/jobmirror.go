@@ -9,7 +9,6 @@ package jobmirror
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -79,23 +78,20 @@ type Config struct {
 	InviteContactWait time.Duration `env:"TRIAGE_INVITE_CONTACT_WAIT" envDefault:"24h"`
 }
 
-// Validate reports the settings job-mirror cannot run with, naming their
-// variables: a blank TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID passes (see
-// ValidateRealPrime). New calls it.
+// Validate refuses the settings job-mirror cannot run with, each naming its
+// variable (config.Refusal): a blank TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID
+// passes (see ValidateRealPrime). New calls it.
 func (c Config) Validate() error {
-	if c.Workers <= 0 || c.EnsureTimeout <= 0 {
-		return errors.New("job-mirror: JOB_MIRROR_WORKERS and JOB_MIRROR_ENSURE_TIMEOUT must be above zero")
-	}
-	if c.JobsSweepOverlap < 0 || c.JobsSweepFirst <= 0 || c.JobsSweepTimeout <= 0 {
-		return errors.New("job-mirror: JOBS_SWEEP_FIRST and JOBS_SWEEP_TIMEOUT must be above zero, JOBS_SWEEP_OVERLAP not below")
-	}
-	if c.InviteContactWait <= 0 {
-		return errors.New("job-mirror: TRIAGE_INVITE_CONTACT_WAIT must be above zero")
-	}
-	if err := c.InviteDrainer.ValidateWith(inviteKind.Prefix, c.Invites); err != nil {
-		return fmt.Errorf("job-mirror: %w", err)
-	}
-	return checkTriageStatus(c.TriageInitialContactMadeStatusID)
+	return errors.Join(
+		config.Positive("JOB_MIRROR_WORKERS", c.Workers),
+		config.Positive("JOB_MIRROR_ENSURE_TIMEOUT", c.EnsureTimeout),
+		config.Positive("JOB_MIRROR_OUTBOX_SWEEP", c.OutboxSweep),
+		config.NotNegative("JOBS_SWEEP_OVERLAP", c.JobsSweepOverlap),
+		config.Positive("JOBS_SWEEP_FIRST", c.JobsSweepFirst),
+		config.Positive("JOBS_SWEEP_TIMEOUT", c.JobsSweepTimeout),
+		config.Positive("TRIAGE_INVITE_CONTACT_WAIT", c.InviteContactWait),
+		c.InviteDrainer.ValidateWith(inviteKind.Prefix, c.Invites),
+		checkTriageStatus(c.TriageInitialContactMadeStatusID))
 }
 
 // ValidateRealPrime is Validate for a job-mirror on a real Prime, whose
@@ -105,16 +101,14 @@ func (c Config) Validate() error {
 // instead, for a shadow run): bin/job-mirror, and bin/primeflow with a
 // PRIME_API_URL.
 func (c Config) ValidateRealPrime(dry dryrun.Config) error {
-	if err := c.Validate(); err != nil {
-		return err
-	}
+	errs := []error{c.Validate()}
 	if c.TriageInitialContactMadeStatusID == "" {
-		return ErrNoTriageStatus
+		errs = append(errs, ErrNoTriageStatus)
 	}
 	if c.Invites.URL == "" && !dry.Send {
-		return ErrNoInviteURL
+		errs = append(errs, ErrNoInviteURL)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // DefaultConfig is job-mirror's configuration with no variable set: every
@@ -152,11 +146,11 @@ type Mirror struct {
 // TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID, or no customer is ever invited to
 // triage (§5.1 step 6: "a missed invite means the customer never hears from
 // us"); only bin/primeflow on the Prime simulator runs without it.
-var ErrNoTriageStatus = errors.New("job-mirror: TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is required: without it no triage invite is queued (§5.1 step 6)")
+var ErrNoTriageStatus = config.Refuse("TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID", "is required: without it no triage invite is queued (§5.1 step 6)")
 
 // ErrNoInviteURL: job-mirror on a real Prime needs TRIAGE_INVITE_SEND_URL,
 // or the invites it queues are never sent (§3.1).
-var ErrNoInviteURL = errors.New("job-mirror: TRIAGE_INVITE_SEND_URL is required: without it no triage invite is sent (§3.1; SEND_DRY_RUN records them instead, for a shadow run)")
+var ErrNoInviteURL = config.Refuse("TRIAGE_INVITE_SEND_URL", "is required: without it no triage invite is sent (§3.1; SEND_DRY_RUN records them instead, for a shadow run)")
 
 // checkTriageStatus refuses a TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID that
 // is set but cannot be a status: the all-zero GUID (a placeholder) or
@@ -167,7 +161,7 @@ func checkTriageStatus(v string) error {
 		return nil
 	}
 	if id, err := uuid.Parse(v); err != nil || len(v) != 36 || id == uuid.Nil {
-		return fmt.Errorf("job-mirror: TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID %q: want the GUID of Prime's InitialContactMade job status", v)
+		return config.Refuse("TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID", "want the GUID of Prime's InitialContactMade job status")
 	}
 	return nil
 }
@@ -214,9 +208,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 		g.Go(func() error { return m.invites.Run(ctx) })
 		g.Go(func() error {
 			return consume.Run(ctx, m.js, consume.Spec{
-				Stream:   events.ConsumerJobMirror.Stream,
-				Durable:  events.ConsumerJobMirror.Durable,
-				Subjects: events.ConsumerJobMirror.Subjects,
+				Consumer: events.ConsumerJobMirror,
 				Workers:  m.cfg.Workers,
 			}, m.log, m.reg, m.stage.Handler(m.changeJobStatus))
 		})
@@ -240,17 +232,9 @@ func (m *Mirror) SendInvites(ctx context.Context) error { return m.invites.Drain
 // required here, or SEND_DRY_RUN's recorder) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
 	var dry dryrun.Config
-	if err := config.Parse(getenv, &dry); err != nil {
-		return err
-	}
-	if err := cfg.ValidateRealPrime(dry); err != nil {
-		return err
-	}
-	return service.MainWithPrime(ctx, "job-mirror", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	own := []config.Part{config.Read(&cfg, func(c Config) error { return c.ValidateRealPrime(dry) }), config.Read(&dry, nil)}
+	return service.MainWithPrime(ctx, "job-mirror", getenv, stderr, own, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		d.Log.Info("triage invite sender", "config", cfg.Invites)
 		invites, err := InviteSenderFor(cfg.Invites, dry, d.Log)
 		if err != nil {

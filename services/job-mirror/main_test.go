@@ -25,10 +25,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	e := &env{Env: flowtest.New(t, flowtest.Options{StoreDir: dataDir})} // the database Main opens
 	logs, stop := e.RunMain(jobmirror.Main, e.MainVars(dataDir, map[string]string{"JOB_MIRROR_OUTBOX_SWEEP": "50ms", "JOBS_SWEEP_EVERY": "off",
 		"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": statusICM, "TRIAGE_INVITE_SEND_URL": "http://127.0.0.1:9/invites"}))
-	flowtest.Eventually(t, "job-mirror consuming", func() bool {
-		_, err := e.JS.Consumer(ctx, events.StreamResolved, jobmirror.Durable)
-		return err == nil
-	})
+	flowtest.Eventually(t, "job-mirror consuming", func() bool { return e.Pulling(events.StreamResolved, jobmirror.Durable) })
 
 	s, err := e.JS.Stream(ctx, events.StreamJob)
 	is.NoErr(err)

@@ -15,7 +15,9 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
+	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/ethosbuilding/primeflow/pkg/store"
+	mailintake "github.com/ethosbuilding/primeflow/services/mail-intake"
 	"github.com/matryer/is"
 )
 
@@ -86,6 +88,49 @@ func TestOneEmailNeverHoldsUpTheOthers(t *testing.T) {
 
 	e.graph.SetFaults(graphsim.Faults{})
 	r := e.filed(stuck.InternetMessageID, store.EmailProcessed) // and is worked once Graph answers for it
+	e.pipelineOnce(first.ID)
+	is.Equal(r.Attempts, 0)
+}
+
+// Graph may take a call and never answer it. An email's call that hangs so
+// is cut at the bound of one email's calls, not at GRAPH_TIMEOUT (an hour
+// here): the emails behind it are filed while its calls hang, each try of
+// it cut the same way, and it is filed once Graph answers for it.
+func TestAHangingCallHoldsUpNoOther(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	cfg := e.config()
+	cfg.Graph.Timeout = time.Hour
+	first := e.Sim.NewJob()
+	stuck, err := e.graph.Deliver(graphsim.NewMessage{Subject: "New Job " + first.JobNumber, ContentType: "text",
+		Body: fmt.Sprintf(`{ "JobID": '%d', "JobNumber": '%s' }`, first.Ref, first.JobNumber)})
+	is.NoErr(err)
+	e.control(http.MethodPost, "/_sim/faults", `{"hang":true,"path":"/messages/`+stuck.ID+`"}`)
+	var behind []string
+	var jobs []primesim.Job
+	for range 2 {
+		j := e.Sim.NewJob()
+		jobs, behind = append(jobs, j), append(behind, e.email(j))
+	}
+	mailbox, err := graph.New(cfg.Graph, nil)
+	is.NoErr(err)
+	in, err := mailintake.New(cfg, e.Deps, mailbox)
+	is.NoErr(err)
+	in.SetMessageWait(100 * time.Millisecond)
+	e.Run("mail-intake", in)
+	for i, msg := range behind {
+		e.filed(msg, store.EmailProcessed) // not held up by the first
+		e.pipelineOnce(jobs[i].ID)
+	}
+	flowtest.Eventually(t, "the first email tried again, and cut again", func() bool {
+		return flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_waits_total", map[string]string{"reason": "graph"}) >= 2
+	})
+	is.Equal(e.receipt(stuck.InternetMessageID).Attempts, 0) // each try cut, no attempt counted
+	is.Equal(len(e.graph.Messages(inFolder)), 1)
+	is.True(strings.Contains(e.Logs.String(), "no answer within 100ms")) // the log says why it waits
+
+	e.control(http.MethodDelete, "/_sim/faults", "") // Graph answers again
+	r := e.filed(stuck.InternetMessageID, store.EmailProcessed)
 	e.pipelineOnce(first.ID)
 	is.Equal(r.Attempts, 0)
 }
@@ -225,11 +270,12 @@ func (e *env) control(method, path, body string) {
 
 // Only Prime's mail is read: mail from another sender, or from Prime's
 // address that Exchange says failed DMARC and DKIM, goes to the failed
-// folder unread — no body fetched, no Prime call.
+// folder unread — no body fetched, no Prime call — its receipt Rejected,
+// which primectl status counts and asks nobody to clear.
 func TestOnlyPrimesMailIsWorked(t *testing.T) {
 	is := is.New(t)
 	e := start(t)
-	known, good, plain := e.Sim.NewJob(), e.Sim.NewJob(), e.Sim.NewJob()
+	known, good, relayed, plain := e.Sim.NewJob(), e.Sim.NewJob(), e.Sim.NewJob(), e.Sim.NewJob()
 	body := func(j primesim.Job) string {
 		return fmt.Sprintf(`{ "JobID": '%d', "JobNumber": '%s' }`, j.Ref, j.JobNumber)
 	}
@@ -248,14 +294,20 @@ func TestOnlyPrimesMailIsWorked(t *testing.T) {
 	signed := deliver(graphsim.NewMessage{Subject: "New Job", From: "NoReply@PrimeECO.tech", Body: body(good), Headers: []graph.Header{
 		authResults("spf=pass (sender IP is 198.51.100.7) smtp.mailfrom=primeeco.tech; dkim=pass (signature was verified) header.d=primeeco.tech;dmarc=pass action=none header.from=primeeco.tech;compauth=pass reason=100"),
 	}})
+	// Signed by the sending service as a subdomain, and no DMARC record:
+	// aligned all the same (RFC 7489's relaxed alignment).
+	viaService := deliver(graphsim.NewMessage{Subject: "New Job", From: graphsim.DefaultFrom, Body: body(relayed), Headers: []graph.Header{
+		authResults("spf=pass (sender IP is 198.51.100.7) smtp.mailfrom=em1234.primeeco.tech; dkim=pass (signature was verified) header.d=em1234.primeeco.tech;dmarc=none action=none header.from=primeeco.tech;compauth=pass reason=109"),
+	}})
 	unsaid := deliver(graphsim.NewMessage{Subject: "New Job", Body: body(plain)}) // no Authentication-Results: the sender is all there is
 	e.intake(e.config(), nil, nil)
 
-	for _, msg := range []string{signed, unsaid} {
+	for _, msg := range []string{signed, viaService, unsaid} {
 		e.filed(msg, store.EmailProcessed)
 	}
 	for msg, why := range map[string]string{stranger: "not in MAIL_ALLOWED_SENDERS", spoofed: "passed neither DMARC nor DKIM"} {
-		r := e.filed(msg, store.EmailFailed)
+		r := e.filed(msg, store.EmailFailed)        // in the failed folder
+		is.Equal(r.Outcome, store.EmailRejected)    // refused, not failed
 		is.True(strings.Contains(r.LastError, why)) // the receipt says why
 		is.Equal(r.JobID, "")                       // unread
 		is.Equal(r.Attempts, 0)
@@ -263,8 +315,13 @@ func TestOnlyPrimesMailIsWorked(t *testing.T) {
 	_, mirrored, err := e.Store.GetJob(context.Background(), known.ID)
 	is.NoErr(err)
 	is.True(!mirrored)                                       // the job the refused mail named was never asked for
-	is.Equal(e.jobGets(), int64(2))                          // Prime was asked for the two jobs of Prime's mail only
-	is.Equal(e.graph.Stats().ByOp["messages.get"], int64(2)) // and only their bodies were read
+	is.Equal(e.jobGets(), int64(3))                          // Prime was asked for the jobs of Prime's mail only
+	is.Equal(e.graph.Stats().ByOp["messages.get"], int64(3)) // and only their bodies were read
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_messages_total", map[string]string{"outcome": "rejected"}), 2.0)
 	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_messages_total", map[string]string{"outcome": "failed"}), 0.0)
+	rep, err := status.Gather(context.Background(), status.Sources{Store: e.Store})
+	is.NoErr(err)
+	is.Equal(rep.Emails.Rejected, 2)      // counted
+	is.Equal(rep.Emails.Failed, 0)        // not as failed
+	is.Equal(rep.NeedsPerson, []string{}) // and nobody is asked to look
 }

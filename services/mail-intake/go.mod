@@ -9,6 +9,7 @@ require (
 	github.com/ethosbuilding/primeflow/services/resolver v0.0.0-00010101000000-000000000000
 	github.com/matryer/is v1.4.1
 	github.com/prometheus/client_golang v1.25.0
+	golang.org/x/net v0.60.0
 )
 
 require (
@@ -42,7 +43,6 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

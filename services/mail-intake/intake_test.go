@@ -182,11 +182,11 @@ func (e *env) pipelineOnce(jobID string) store.FirstSeen {
 		return err == nil && found && f.Completed()
 	})
 	flowtest.Eventually(e.T, "the make-safe hand-off published", func() bool {
-		return e.published(events.StreamMakesafe, events.SubjectMakesafeDetect, jobID) >= 1
+		return e.published(events.StreamMakesafeDetect, events.SubjectMakesafeDetect, jobID) >= 1
 	})
 	is := is.New(e.T)
-	is.Equal(e.published(events.StreamJob, events.SubjectJobFirstSeen, jobID), 1)        // one first sight
-	is.Equal(e.published(events.StreamMakesafe, events.SubjectMakesafeDetect, jobID), 1) // the pipeline once
+	is.Equal(e.published(events.StreamJob, events.SubjectJobFirstSeen, jobID), 1)              // one first sight
+	is.Equal(e.published(events.StreamMakesafeDetect, events.SubjectMakesafeDetect, jobID), 1) // the pipeline once
 	items, err := e.Store.ListSyncQueue(context.Background(), store.SyncQueueFilter{JobID: jobID})
 	is.NoErr(err)
 	is.Equal(len(items), 4) // its missing objects, queued once

@@ -12,7 +12,8 @@
 //  2. the sender: mail whose From is not in MAIL_ALLOWED_SENDERS, or that
 //     Exchange's Authentication-Results says passed neither DMARC nor an
 //     aligned DKIM signature for that sender, goes to MAIL_FAILED_FOLDER
-//     unread (senders.go);
+//     unread, its receipt Rejected: junk, which needs nobody, where a
+//     Failed receipt waits for a person (senders.go);
 //  3. the body, fetched on its own within MAIL_MAX_BODY_BYTES (a larger
 //     message goes to MAIL_FAILED_FOLDER, its receipt says so);
 //  4. Extract JobID (pkg/jobemail): body.content, then bodyPreview;
@@ -49,7 +50,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -97,8 +97,8 @@ type Config struct {
 	WaitBackoff retry.Backoff `env:"MAIL_WAIT_BACKOFF" envDefault:"2s,5s,15s,30s,1m" envSeparator:","`
 }
 
-// Validate names every setting that is missing or out of range, Graph's
-// included. New calls it.
+// Validate refuses every setting that is missing or out of range, Graph's
+// included, each naming its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
 	errs := []error{c.Graph.Check()}
 	for _, f := range []struct{ name, value string }{
@@ -106,31 +106,33 @@ func (c Config) Validate() error {
 		{"MAIL_PROCESSED_FOLDER", c.ProcessedFolder}, {"MAIL_FAILED_FOLDER", c.FailedFolder},
 	} {
 		if strings.TrimSpace(f.value) == "" {
-			errs = append(errs, fmt.Errorf("%s is not set", f.name))
+			errs = append(errs, config.Refuse(f.name, "is required"))
 		}
 	}
-	if c.PollInterval <= 0 || c.EnsureTimeout <= 0 {
-		errs = append(errs, errors.New("MAIL_POLL_INTERVAL and MAIL_ENSURE_TIMEOUT must be above zero"))
+	if len(c.AllowedSenders) == 0 {
+		errs = append(errs, errNoSenders)
 	}
-	if len(c.WaitBackoff) == 0 || slices.ContainsFunc(c.WaitBackoff, func(d time.Duration) bool { return d <= 0 }) {
-		errs = append(errs, errors.New("MAIL_WAIT_BACKOFF must be one or more durations above zero"))
-	}
-	if c.MaxAttempts < 1 {
-		errs = append(errs, errors.New("MAIL_MAX_ATTEMPTS must be at least 1"))
-	}
-	if c.PageSize < 1 || c.PageSize > 1000 {
-		errs = append(errs, errors.New("MAIL_PAGE_SIZE must be 1 to 1000 (Graph's $top)"))
+	return errors.Join(append(errs, c.ValidatePolling())...)
+}
+
+// ValidatePolling is Validate of every setting but Graph's, the mailbox's
+// and whether MAIL_ALLOWED_SENDERS is set, which bin/primeflow's Graph
+// simulator gives when GRAPH_* are unset.
+func (c Config) ValidatePolling() error {
+	var senders, body error
+	if len(c.AllowedSenders) > 0 {
+		_, senders = parseSenders(c.AllowedSenders)
 	}
 	if c.MaxBodyBytes < 64<<10 {
-		errs = append(errs, errors.New("MAIL_MAX_BODY_BYTES must be at least 65536"))
+		body = config.Refuse("MAIL_MAX_BODY_BYTES", "must be at least 65536")
 	}
-	if _, err := parseSenders(c.AllowedSenders); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("mail-intake: %w", err)
-	}
-	return nil
+	return errors.Join(
+		config.Positive("MAIL_POLL_INTERVAL", c.PollInterval),
+		config.Positive("MAIL_ENSURE_TIMEOUT", c.EnsureTimeout),
+		config.Steps("MAIL_WAIT_BACKOFF", c.WaitBackoff),
+		config.Positive("MAIL_MAX_ATTEMPTS", c.MaxAttempts),
+		config.Between("MAIL_PAGE_SIZE", c.PageSize, 1, 1000), // Graph's $top
+		body, senders)
 }
 
 // DefaultConfig is the mail intake's configuration with no variable set:
@@ -173,6 +175,8 @@ type Intake struct {
 	oldest atomic.Int64
 	// waiting is when the wait for Graph began, zero while it answers.
 	waiting time.Time
+	// messageWait is the bound of one message's Graph calls (the const).
+	messageWait time.Duration
 }
 
 // New builds the intake on the shared Deps and a mailbox.
@@ -188,7 +192,7 @@ func New(cfg Config, d service.Deps, mail Mailbox) (*Intake, error) {
 		source:    &mailFolder{setting: "MAIL_FOLDER", path: cfg.Folder},
 		processed: &mailFolder{setting: "MAIL_PROCESSED_FOLDER", path: cfg.ProcessedFolder},
 		failed:    &mailFolder{setting: "MAIL_FAILED_FOLDER", path: cfg.FailedFolder},
-		holds:     map[string]hold{},
+		holds:     map[string]hold{}, messageWait: messageWait,
 	}
 	m, err := newMetrics(d.Metrics, in.oldestAge)
 	if err != nil {
@@ -226,7 +230,7 @@ func (in *Intake) Run(ctx context.Context) error {
 func (in *Intake) resolve(ctx context.Context) error {
 	seen := map[string]string{}
 	for _, f := range []*mailFolder{in.source, in.processed, in.failed} {
-		err := in.graphCall(ctx, "resolve "+f.setting, 0, func() error {
+		err := in.graphCall(ctx, "resolve "+f.setting, 0, func(ctx context.Context) error {
 			var err error
 			f.Folder, err = in.mail.ResolveFolder(ctx, in.cfg.User, f.path)
 			return err
@@ -256,15 +260,12 @@ func Help() service.Help {
 // Main runs the intake as a process of its own: Graph from GRAPH_*, NATS
 // and the database as every service has them.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	mail, err := graph.New(cfg.Graph, nil)
-	if err != nil {
-		return err
-	}
-	return service.Main(ctx, "mail-intake", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+	var cfg Config
+	return service.Main(ctx, "mail-intake", getenv, stderr, []config.Part{config.Read(&cfg, Config.Validate)}, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+		mail, err := graph.New(cfg.Graph, nil)
+		if err != nil {
+			return nil, err
+		}
 		return New(cfg, d, mail)
 	})
 }

@@ -52,7 +52,7 @@ func (in *Intake) poll(ctx context.Context) {
 	refound := false
 	for link := ""; ; {
 		var page graph.Page
-		err := in.graphCall(ctx, "list the folder", 0, func() error {
+		err := in.graphCall(ctx, "list the folder", 0, func(ctx context.Context) error {
 			var err error
 			page, err = in.mail.ListPage(ctx, in.cfg.User, in.source.ID, in.cfg.PageSize, link)
 			return err
@@ -177,14 +177,14 @@ func (in *Intake) handle(ctx context.Context, m graph.Message) turn {
 	case r.Outcome == store.EmailProcessed:
 		// Done before, and the move did not happen (a crash, Graph down).
 		return in.file(ctx, m, r, in.processed, "processed")
-	case r.Outcome == store.EmailFailed && refusal != "":
+	case r.Outcome == store.EmailRejected:
 		return in.file(ctx, m, r, in.failed, "rejected")
 	case r.Outcome == store.EmailFailed:
 		return in.file(ctx, m, r, in.failed, "failed")
 	case refusal != "":
 		// Not Prime's, or not proven to be: filed unread, no Prime call.
 		log.Warn("email refused unread: it goes to the failed folder", "from", m.From.EmailAddress.Address, "reason", refusal)
-		return in.failNow(ctx, m, r, refusal, "rejected")
+		return in.failNow(ctx, m, r, store.EmailRejected, refusal)
 	}
 	return in.attempt(ctx, m, r)
 }
@@ -193,7 +193,7 @@ func (in *Intake) handle(ctx context.Context, m graph.Message) turn {
 // is filed when that is done, or after its last failed attempt.
 func (in *Intake) attempt(ctx context.Context, m graph.Message, r store.EmailReceipt) turn {
 	var body graph.Body
-	err := in.graphCall(ctx, "fetch the email's body", messageWait, func() error {
+	err := in.graphCall(ctx, "fetch the email's body", in.messageWait, func(ctx context.Context) error {
 		var err error
 		body, err = in.mail.GetBody(ctx, in.cfg.User, m.ID, in.cfg.MaxBodyBytes)
 		return err
@@ -202,7 +202,7 @@ func (in *Intake) attempt(ctx context.Context, m graph.Message, r store.EmailRec
 	case ctx.Err() != nil:
 		return kept
 	case errors.Is(err, graph.ErrTooLarge):
-		return in.failNow(ctx, m, r, fmt.Sprintf("the email is too large to read (MAIL_MAX_BODY_BYTES %d): %v", in.cfg.MaxBodyBytes, err), "failed")
+		return in.failNow(ctx, m, r, store.EmailFailed, fmt.Sprintf("the email is too large to read (MAIL_MAX_BODY_BYTES %d): %v", in.cfg.MaxBodyBytes, err))
 	case errors.Is(err, graph.ErrNotFound):
 		in.log.Warn("the email left the folder before its body was read", "internetMessageId", r.InternetMessageID)
 		return kept
@@ -275,24 +275,27 @@ func (in *Intake) failedAttempt(ctx context.Context, m graph.Message, r store.Em
 }
 
 // failNow files a message in the failed folder at once, the reason in its
-// receipt: no attempt can make it otherwise (too large, not Prime's).
-func (in *Intake) failNow(ctx context.Context, m graph.Message, r store.EmailReceipt, reason, outcome string) turn {
-	r.Outcome, r.LastError = store.EmailFailed, reason
+// receipt: no attempt can make it otherwise. outcome is the receipt's:
+// store.EmailFailed for one a person should look at (too large), or
+// store.EmailRejected for one refused as not Prime's, which needs nobody.
+func (in *Intake) failNow(ctx context.Context, m graph.Message, r store.EmailReceipt, outcome, reason string) turn {
+	r.Outcome, r.LastError = outcome, reason
 	if err := in.store.UpdateEmailReceipt(ctx, r); err != nil {
 		in.log.Error("the email's receipt could not be written; the next poll tries again", "internetMessageId", r.InternetMessageID, "err", err)
 		return kept
 	}
-	if outcome == "failed" {
-		in.log.Error("new-job email cannot be read: it goes to the failed folder, its receipt says why",
-			"internetMessageId", r.InternetMessageID, "subject", m.Subject, "reason", reason)
+	if outcome == store.EmailRejected {
+		return in.file(ctx, m, r, in.failed, "rejected")
 	}
-	return in.file(ctx, m, r, in.failed, outcome)
+	in.log.Error("new-job email cannot be read: it goes to the failed folder, its receipt says why",
+		"internetMessageId", r.InternetMessageID, "subject", m.Subject, "reason", reason)
+	return in.file(ctx, m, r, in.failed, "failed")
 }
 
 // file moves the message to a folder, last, and records where it went;
 // outcome labels it in primeflow_mailintake_messages_total.
 func (in *Intake) file(ctx context.Context, m graph.Message, r store.EmailReceipt, to *mailFolder, outcome string) turn {
-	err := in.graphCall(ctx, "move the email", messageWait, func() error {
+	err := in.graphCall(ctx, "move the email", in.messageWait, func(ctx context.Context) error {
 		return in.mail.Move(ctx, in.cfg.User, m.ID, to.ID)
 	})
 	switch {
@@ -335,7 +338,7 @@ func (in *Intake) graphFault(r store.EmailReceipt, err error) turn {
 // still there (found again by its path, it may have been made again).
 func (in *Intake) notFoundOnMove(ctx context.Context, m graph.Message, r store.EmailReceipt, to *mailFolder) (turn, bool) {
 	var at string
-	err := in.graphCall(ctx, "locate the email", messageWait, func() error {
+	err := in.graphCall(ctx, "locate the email", in.messageWait, func(ctx context.Context) error {
 		var err error
 		at, err = in.mail.Locate(ctx, in.cfg.User, m.ID)
 		return err
@@ -363,7 +366,7 @@ func (in *Intake) notFoundOnMove(ctx context.Context, m graph.Message, r store.E
 // says so.
 func (in *Intake) refind(ctx context.Context, f *mailFolder) bool {
 	var now graph.Folder
-	err := in.graphCall(ctx, "resolve "+f.setting, messageWait, func() error {
+	err := in.graphCall(ctx, "resolve "+f.setting, in.messageWait, func(ctx context.Context) error {
 		var err error
 		now, err = in.mail.ResolveFolder(ctx, in.cfg.User, f.path)
 		return err
@@ -390,13 +393,20 @@ var graphWaits = retry.Backoff{time.Second, 2 * time.Second, 5 * time.Second, 10
 
 // graphCall runs call until Graph answers it: a 429 waits its Retry-After,
 // a 5xx or no answer the next of graphWaits. With a bound above zero, it
-// waits no longer than that in all, and returns the *graph.WaitError that
-// would have it wait longer. The start and the end of an outage are
-// logged.
-func (in *Intake) graphCall(ctx context.Context, what string, bound time.Duration, call func() error) error {
+// waits no longer than that in all — each call runs under a context that
+// ends then, so a call Graph takes and never answers is cut there too, not
+// at GRAPH_TIMEOUT — and returns the *graph.WaitError that would have it
+// wait longer. The start and the end of an outage are logged.
+func (in *Intake) graphCall(ctx context.Context, what string, bound time.Duration, call func(context.Context) error) error {
+	callCtx := ctx
+	if bound > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
 	start := time.Now()
 	for n := 0; ; n++ {
-		err := call()
+		err := call(callCtx)
 		var w *graph.WaitError
 		if !errors.As(err, &w) || ctx.Err() != nil {
 			if !in.waiting.IsZero() && ctx.Err() == nil {
@@ -404,6 +414,9 @@ func (in *Intake) graphCall(ctx context.Context, what string, bound time.Duratio
 				in.waiting = time.Time{}
 			}
 			return err
+		}
+		if callCtx.Err() != nil {
+			return fmt.Errorf("%w (no answer within %s)", err, bound)
 		}
 		after := retry.Wait(w.RetryAfter())
 		if w.RetryAfter() <= 0 {

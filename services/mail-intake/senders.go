@@ -1,12 +1,13 @@
 package mailintake
 
 import (
-	"errors"
 	"fmt"
 	"net/mail"
 	"strings"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/graph"
+	"golang.org/x/net/publicsuffix"
 )
 
 // senders are MAIL_ALLOWED_SENDERS: the addresses, and the domains (an
@@ -35,12 +36,15 @@ func parseSenders(list []string) (senders, error) {
 	}
 	switch {
 	case len(bad) > 0:
-		return s, fmt.Errorf("MAIL_ALLOWED_SENDERS: %s: want addresses (noreply@example.com) or domains (@example.com), comma-separated", strings.Join(bad, ", "))
+		return s, config.Refuse("MAIL_ALLOWED_SENDERS", "%s: want addresses (noreply@example.com) or domains (@example.com), comma-separated", strings.Join(bad, ", "))
 	case len(s.addrs)+len(s.domains) == 0:
-		return s, errors.New("MAIL_ALLOWED_SENDERS is not set: the addresses (or @domains) Prime's notifications come from; other mail goes to MAIL_FAILED_FOLDER unread")
+		return s, errNoSenders
 	}
 	return s, nil
 }
+
+// errNoSenders: no sender is allowed, so no mail would be read.
+var errNoSenders = config.Refuse("MAIL_ALLOWED_SENDERS", "is required: the addresses (or @domains) Prime's notifications come from; other mail goes to MAIL_FAILED_FOLDER unread")
 
 func validAddress(e string) bool {
 	a, err := mail.ParseAddress(e)
@@ -80,24 +84,47 @@ func (s senders) refusal(m graph.Message) string {
 }
 
 // authenticated reports whether the results say the From's domain sent the
-// message: DMARC passed for it, or a DKIM signature of it or of a domain it
-// is under passed (RFC 7489's relaxed alignment, as far as it can be told
-// without the public suffix list).
+// message: DMARC passed for it, or a DKIM signature passed whose domain is
+// aligned with it (aligned).
 func authenticated(results []graph.AuthResult, domain string) bool {
 	for _, r := range results {
 		if r.Result != "pass" {
 			continue
 		}
-		switch d := strings.ToLower(r.Props["header.d"]); r.Method {
+		switch r.Method {
 		case "dmarc":
 			if strings.EqualFold(r.Props["header.from"], domain) {
 				return true
 			}
 		case "dkim":
-			if validDomain(d) && (domain == d || strings.HasSuffix(domain, "."+d)) {
+			if aligned(r.Props["header.d"], domain) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// aligned reports whether a DKIM signature's domain (header.d) is aligned
+// with the From's domain under RFC 7489's relaxed alignment (§3.1.1): both
+// have the same organizational domain, the name just under its public
+// suffix (§3.2, by the Public Suffix List). So a sending service's
+// em1234.primeeco.tech signs for primeeco.tech, and primeeco.tech for
+// notify.primeeco.tech; evilprimeeco.tech, which only ends with the same
+// letters, does not, nor does a public suffix (co.uk, github.io) or
+// another name under one.
+func aligned(signer, from string) bool {
+	org := func(d string) string {
+		d = strings.ToLower(strings.TrimSpace(d))
+		if !validDomain(d) {
+			return ""
+		}
+		o, err := publicsuffix.EffectiveTLDPlusOne(d) // an error for a public suffix itself
+		if err != nil {
+			return ""
+		}
+		return o
+	}
+	o := org(signer)
+	return o != "" && o == org(from)
 }

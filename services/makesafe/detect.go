@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,29 +95,78 @@ const (
 	RungInHours  = "job created in business hours: no phone call to raise, Prime not asked"
 )
 
-// Recheck is one rung of the ladder (§6): unless the wait is already over —
-// the call raised, or a Make Safe mirrored — it queues the job's allocations
-// in ethSyncQueue (spEthSyncQueueUpsert), drains that entry from Prime (an
-// empty answer deletes it too, §7) and runs detection again with
-// queue-checks off. It returns what the rung did.
+// ErrRungNotQueued: a re-check asked for a rung that makesafeAllocationCheck
+// does not hold for the job. Only a detection queues a rung, so the
+// message is not makesafe's (or the row was removed by hand): it is
+// dropped, and Prime is not asked.
+var ErrRungNotQueued = errors.New("makesafe: no such rung is queued for the job")
+
+// RungFiredBefore is what Recheck returns for a rung whose row says it has
+// fired already: a second schedule, the sweep after a late schedule, or a
+// repeat someone else scheduled. Nothing is done.
+const RungFiredBefore = "the rung fired before: nothing to do"
+
+// notDueError: the rung's row says it is not due yet; the re-check is
+// worked at its time.
+type notDueError struct{ due time.Time }
+
+func (e *notDueError) Error() string {
+	return "makesafe: the rung is due at " + e.due.UTC().Format(time.RFC3339) + ", not yet"
+}
+
+// Recheck is one rung of the ladder (§6), worked only when the job's row
+// for that rung says it is due and has not fired (ErrRungNotQueued, a
+// *notDueError, RungFiredBefore otherwise): unless the wait is already
+// over — the call raised, or a Make Safe mirrored — it queues the job's
+// allocations in ethSyncQueue (spEthSyncQueueUpsert), drains that entry
+// from Prime (an empty answer deletes it too, §7) and runs detection again
+// with queue-checks off. It returns what the rung did.
 func (m *Makesafe) Recheck(ctx context.Context, rc events.MakesafeRecheck) (string, error) {
 	jobID := strings.ToLower(rc.JobID)
-	if !rc.DueUTC.IsZero() {
-		m.metrics.rungLateness.Observe(time.Since(rc.DueUTC).Seconds())
-	}
 	outcome, out, err := m.recheck(ctx, jobID, rc.Rung)
 	m.metrics.rungs.WithLabelValues(rungLabel(outcome, err)).Inc()
 	if err != nil {
 		return "", fmt.Errorf("make-safe re-check %d of job %s: %w", rc.Rung, jobID, err)
+	}
+	if outcome == RungFiredBefore {
+		m.log.Info("make-safe re-check of a rung that fired before: nothing done", "jobId", jobID, "rung", rc.Rung)
+		return outcome, nil
 	}
 	m.after(jobID, out)
 	m.log.Info("make-safe re-check", "jobId", jobID, "rung", rc.Rung, "outcome", outcome, "raised", out.Raised)
 	return outcome, nil
 }
 
+// due reads the job's row for rung: the rung's due time, if it is queued,
+// due and not fired.
+func (m *Makesafe) due(ctx context.Context, jobID string, rung int, now time.Time) (store.MakesafeCheck, error) {
+	checks, err := m.store.ListMakesafeChecks(ctx, jobID)
+	if err != nil {
+		return store.MakesafeCheck{}, err
+	}
+	i := slices.IndexFunc(checks, func(c store.MakesafeCheck) bool { return c.Rung == rung })
+	switch {
+	case i < 0:
+		return store.MakesafeCheck{}, ErrRungNotQueued
+	case !checks[i].FiredUTC.IsZero():
+		return checks[i], nil
+	case checks[i].DueUTC.After(now):
+		return checks[i], &notDueError{due: checks[i].DueUTC}
+	}
+	return checks[i], nil
+}
+
 func (m *Makesafe) recheck(ctx context.Context, jobID string, rung int) (string, store.MakesafeOutcome, error) {
 	var out store.MakesafeOutcome
 	now := time.Now().UTC()
+	check, err := m.due(ctx, jobID, rung, now)
+	if err != nil {
+		return "", out, err
+	}
+	if !check.FiredUTC.IsZero() {
+		return RungFiredBefore, out, nil
+	}
+	m.metrics.rungLateness.Observe(now.Sub(check.DueUTC).Seconds())
 	detection := store.MakesafeDetection{JobID: jobID, Now: now, SMSRecipient: m.cfg.SMSTo}
 	if _, called, err := m.store.GetMakesafePhoneCall(ctx, jobID); err != nil {
 		return "", out, err
@@ -183,13 +233,7 @@ func (m *Makesafe) recheck(ctx context.Context, jobID string, rung int) (string,
 	return RungSynced, out, err
 }
 
-// fired records what a rung did. A rung with no row (removed by hand) is
-// only logged: the re-check itself has run.
+// fired records what a rung did.
 func (m *Makesafe) fired(ctx context.Context, st store.Store, jobID string, rung int, outcome string, at time.Time) error {
-	err := st.SetMakesafeCheckFired(ctx, jobID, rung, outcome, at)
-	if errors.Is(err, store.ErrNotFound) {
-		m.log.Warn("make-safe re-check ran for a rung that has no row", "jobId", jobID, "rung", rung)
-		return nil
-	}
-	return err
+	return st.SetMakesafeCheckFired(ctx, jobID, rung, outcome, at)
 }

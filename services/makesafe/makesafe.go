@@ -3,16 +3,21 @@
 // phone, and the customer an SMS, within minutes.
 //
 //   - makesafe.detect (from the new-job pipeline with queue-checks on, from
-//     create-allocation with it off) runs spMakesafeUpsertPhoneCallFromPrimeJob:
+//     create-allocation with it off, on MAKESAFE_DETECT) runs
+//     spMakesafeUpsertPhoneCallFromPrimeJob:
 //     one idempotent transaction that raises the job's phone call and queues
 //     its SMS, or, when the job has no Make Safe allocation yet and
 //     queue-checks is on, queues the re-check ladder. Each rung is a
 //     JetStream scheduled message written to the outbox in that transaction.
-//   - makesafe.recheck (a rung firing) syncs the job's allocations from
-//     Prime — ethSyncQueue upsert, then the drain, where an empty answer
-//     deletes the queue row (§7) — and runs detection again with
-//     queue-checks off. A rung after the call was raised, or after the Make
-//     Safe arrived, asks Prime nothing.
+//   - makesafe.recheck (a rung firing, on MAKESAFE, which only makesafe
+//     writes) syncs the job's allocations from Prime — ethSyncQueue upsert,
+//     then the drain, where an empty answer deletes the queue row (§7) —
+//     and runs detection again with queue-checks off. A rung after the call
+//     was raised, or after the Make Safe arrived, asks Prime nothing; and
+//     a rung is worked only when its own row in makesafeAllocationCheck
+//     says it is due and has not fired: a re-check of a rung never queued
+//     is dropped, one early waits for its time, one already fired does
+//     nothing.
 //   - The SMS drainer (pkg/sms) sends what detection queued straight after
 //     the commit, on sms.send.requested, and on a slow sweep.
 //   - A sweep (rungs.go) fires the rungs that callers outside primeflow
@@ -24,10 +29,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
@@ -48,8 +55,10 @@ import (
 
 // Consumers.
 const (
-	// Durable consumes makesafe.detect and makesafe.recheck on MAKESAFE.
+	// Durable consumes makesafe.recheck on MAKESAFE.
 	Durable = events.DurableMakesafe
+	// DurableDetect consumes makesafe.detect on MAKESAFE_DETECT.
+	DurableDetect = events.DurableMakesafeDetect
 	// DurableSMS consumes sms.send.requested on SMS.
 	DurableSMS = events.DurableMakesafeSMS
 )
@@ -79,31 +88,29 @@ type Config struct {
 	Drainer delivery.Config `envPrefix:"SMS_"`
 }
 
-// Validate reports the settings makesafe cannot run with, naming their
-// variables: a blank SMS_SEND_URL passes (see ValidateRealPrime). New calls
-// it.
+// Validate refuses the settings makesafe cannot run with, each naming its
+// variable (config.Refusal): a blank SMS_SEND_URL passes (see
+// ValidateRealPrime). New calls it.
 func (c Config) Validate() error {
+	var errs []error
 	if strings.TrimSpace(c.SMSTo) == "" {
-		return errors.New("makesafe: MAKESAFE_SMS_TO (the on-call number for make-safe SMS) is required")
+		errs = append(errs, config.Refuse("MAKESAFE_SMS_TO", "is required: the on-call number for make-safe SMS"))
 	}
-	if c.Workers <= 0 {
-		return errors.New("makesafe: MAKESAFE_WORKERS must be above zero")
-	}
-	if c.RungSweep < 0 {
-		return errors.New("makesafe: MAKESAFE_RUNG_SWEEP cannot be negative (0 turns the sweep off)")
-	}
-	if len(c.Ladder) == 0 {
-		return errors.New("makesafe: MAKESAFE_LADDER needs at least one rung")
-	}
-	for i, d := range c.Ladder {
-		if d <= 0 || d%time.Second != 0 || (i > 0 && d <= c.Ladder[i-1]) {
-			return fmt.Errorf("makesafe: MAKESAFE_LADDER %v: rungs are whole seconds above zero, ascending", c.Ladder)
+	if err := config.Steps("MAKESAFE_LADDER", c.Ladder); err != nil {
+		errs = append(errs, err)
+	} else {
+		for i, d := range c.Ladder {
+			if d%time.Second != 0 || (i > 0 && d <= c.Ladder[i-1]) {
+				errs = append(errs, config.Refuse("MAKESAFE_LADDER", "rungs are whole seconds above zero, ascending"))
+				break
+			}
 		}
 	}
-	if err := c.Drainer.ValidateWith(sms.Kind.Prefix, c.SMS); err != nil {
-		return fmt.Errorf("makesafe: %w", err)
-	}
-	return nil
+	return errors.Join(append(errs,
+		config.Positive("MAKESAFE_WORKERS", c.Workers),
+		config.Positive("MAKESAFE_OUTBOX_SWEEP", c.OutboxSweep),
+		config.NotNegative("MAKESAFE_RUNG_SWEEP", c.RungSweep),
+		c.Drainer.ValidateWith(sms.Kind.Prefix, c.SMS))...)
 }
 
 // ValidateRealPrime is Validate for a makesafe whose jobs are real (a real
@@ -111,13 +118,10 @@ func (c Config) Validate() error {
 // unless dry.Send records them instead (a shadow run). bin/makesafe, and
 // bin/primeflow with a PRIME_API_URL.
 func (c Config) ValidateRealPrime(dry dryrun.Config) error {
-	if err := c.Validate(); err != nil {
-		return err
-	}
 	if c.SMS.URL == "" && !dry.Send {
-		return errors.New("makesafe: SMS_SEND_URL is required: without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)")
+		return errors.Join(c.Validate(), config.Refuse("SMS_SEND_URL", "is required: without it no make-safe SMS is sent (SEND_DRY_RUN records them instead, for a shadow run)"))
 	}
-	return nil
+	return c.Validate()
 }
 
 // DefaultConfig is makesafe's configuration with no variable set: every
@@ -140,6 +144,9 @@ type Makesafe struct {
 	outbox  *outbox.Publisher
 	drainer *sms.Drainer
 	metrics *collectors
+	// jobs keeps one job's detections and rungs one at a time across the
+	// two consumers that take them (each keeps its own in order).
+	jobs [64]sync.Mutex
 }
 
 // New builds makesafe from the shared Deps, its Config, the Prime client (in
@@ -183,24 +190,16 @@ func SenderFor(cfg delivery.HTTPConfig, dry dryrun.Config, log *slog.Logger) (sm
 // Run consumes makesafe.detect, makesafe.recheck and sms.send.requested and
 // runs the SMS drainer until ctx ends.
 func (m *Makesafe) Run(ctx context.Context) error {
+	work := func(c events.Consumer) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return consume.Run(ctx, m.js, consume.Spec{Consumer: c, Workers: m.cfg.Workers, Key: jobKey}, m.log, m.reg, m.handle)
+		}
+	}
 	return service.RunAll(ctx,
+		work(events.ConsumerMakesafeDetect),
+		work(events.ConsumerMakesafe),
 		func(ctx context.Context) error {
-			return consume.Run(ctx, m.js, consume.Spec{
-				Stream:   events.ConsumerMakesafe.Stream,
-				Durable:  events.ConsumerMakesafe.Durable,
-				Subjects: events.ConsumerMakesafe.Subjects,
-				Workers:  m.cfg.Workers,
-				AckWait:  time.Minute,
-				Key:      jobKey,
-			}, m.log, m.reg, m.handle)
-		},
-		func(ctx context.Context) error {
-			return consume.Run(ctx, m.js, consume.Spec{
-				Stream:   events.ConsumerMakesafeSMS.Stream,
-				Durable:  events.ConsumerMakesafeSMS.Durable,
-				Subjects: events.ConsumerMakesafeSMS.Subjects,
-				Workers:  1,
-			}, m.log, m.reg, func(context.Context, jetstream.Msg) error {
+			return consume.Run(ctx, m.js, consume.Spec{Consumer: events.ConsumerMakesafeSMS, Workers: 1}, m.log, m.reg, func(context.Context, jetstream.Msg) error {
 				m.drainer.Kick()
 				return nil
 			})
@@ -214,7 +213,8 @@ func (m *Makesafe) Run(ctx context.Context) error {
 // detection's kick does, for a caller that wants it done before it goes on.
 func (m *Makesafe) DrainSMS(ctx context.Context) error { return m.drainer.Drain(ctx) }
 
-// jobKey keeps one job's detections and rungs one at a time.
+// jobKey keeps one job's detections, and its rungs, one at a time in each
+// consumer; handle keeps them one at a time across both.
 func jobKey(msg jetstream.Msg) string {
 	var k struct {
 		JobID string `json:"jobId"`
@@ -223,8 +223,12 @@ func jobKey(msg jetstream.Msg) string {
 	return strings.ToLower(k.JobID)
 }
 
-// handle takes one makesafe.detect or makesafe.recheck message.
+// handle takes one makesafe.detect or makesafe.recheck message, one at a
+// time for a job.
 func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
+	job := &m.jobs[fnv32(jobKey(msg))%uint32(len(m.jobs))]
+	job.Lock()
+	defer job.Unlock()
 	var err error
 	switch msg.Subject() {
 	case events.SubjectMakesafeDetect:
@@ -242,10 +246,23 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 	default:
 		return consume.Drop(fmt.Errorf("makesafe takes no %s", msg.Subject()))
 	}
+	var early *notDueError
+	switch {
+	case errors.Is(err, ErrRungNotQueued):
+		return consume.Drop(err) // not a rung of makesafe's: never worked
+	case errors.As(err, &early):
+		return consume.Retry(err, time.Until(early.due)) // worked at its time
+	}
 	if after := retry.Delay(err); after > 0 {
 		return consume.Retry(err, after) // Prime's rate limit: the rung waits, it is not dropped
 	}
 	return err
+}
+
+func fnv32(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
 }
 
 // guidRE is a job's GUID; anything else can never be detected and is dropped.
@@ -263,17 +280,9 @@ func Help() service.Help {
 // SEND_DRY_RUN records the SMS instead) and an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
 	var dry dryrun.Config
-	if err := config.Parse(getenv, &dry); err != nil {
-		return err
-	}
-	if err := cfg.ValidateRealPrime(dry); err != nil {
-		return err
-	}
-	return service.MainWithPrime(ctx, Durable, getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	own := []config.Part{config.Read(&cfg, func(c Config) error { return c.ValidateRealPrime(dry) }), config.Read(&dry, nil)}
+	return service.MainWithPrime(ctx, Durable, getenv, stderr, own, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		d.Log.Info("sms sender", "config", cfg.SMS)
 		sender, err := SenderFor(cfg.SMS, dry, d.Log)
 		if err != nil {

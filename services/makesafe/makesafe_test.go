@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -423,25 +424,51 @@ func TestParallelDetectionsRaiseOneCall(t *testing.T) {
 	is.Equal(r.ep.count(), 1)         // once
 }
 
-func TestAnSMSEndpointThatFailsThenRecoversSendsOnce(t *testing.T) {
-	is := is.New(t)
-	r := newRig(t, []int{http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusOK})
-	r.Run("makesafe", r.ms)
+// makeSafeSMSSent raises a make-safe call for a new job, waits for its SMS
+// to be accepted and recorded sent, and returns the SMS's row.
+func (r *rig) makeSafeSMSSent() store.SMSMessage {
+	r.T.Helper()
 	j := r.job(saturdayNight)
 	r.mirrorMakeSafe(j.ID)
 	r.detect(j.ID, false, "d1")
-	flowtest.Eventually(t, "the SMS is accepted", func() bool { return len(r.ep.accepted()) == 1 })
+	flowtest.Eventually(r.T, "the SMS is accepted", func() bool { return len(r.ep.accepted()) == 1 })
 	call, _, err := r.Store.GetMakesafePhoneCall(context.Background(), j.ID)
-	is.NoErr(err)
+	if err != nil {
+		r.T.Fatal(err)
+	}
 	var m store.SMSMessage
-	flowtest.Eventually(t, "the SMS is recorded sent", func() bool {
+	flowtest.Eventually(r.T, "the SMS is recorded sent", func() bool {
 		m, err = r.Store.GetSMS(context.Background(), call.SMSID)
 		return err == nil && m.State == store.SendSent
 	})
+	return m
+}
+
+func TestAnSMSEndpointThatFailsThenRecoversSendsOnce(t *testing.T) {
+	is := is.New(t)
+	r := newRig(t, []int{http.StatusInternalServerError, http.StatusRequestTimeout, http.StatusOK})
+	r.Run("makesafe", r.ms)
+	m := r.makeSafeSMSSent()
 	is.Equal(m.Attempts, 3)   // sent on the third attempt
 	is.Equal(r.ep.count(), 3) // after two failed posts
 	is.NoErr(r.ms.DrainSMS(context.Background()))
 	is.Equal(len(r.ep.accepted()), 1) // and never again
+}
+
+// A make-safe SMS whose gateway is rate limiting, then down behind its
+// proxy, for longer than SMS_MAX_ATTEMPTS attempts would last goes once the
+// gateway is back, on its first attempt: it is never Failed for a person to
+// requeue.
+func TestAMakeSafeSMSWaitsOutItsGateway(t *testing.T) {
+	is := is.New(t)
+	down := slices.Concat(slices.Repeat([]int{http.StatusTooManyRequests}, 3), slices.Repeat([]int{http.StatusBadGateway}, 3))
+	r := newRig(t, append(down, http.StatusOK), func(c *makesafe.Config) { c.Drainer.MaxAttempts = 2 })
+	r.Run("makesafe", r.ms)
+	m := r.makeSafeSMSSent()
+	is.Equal(m.Attempts, 1)                                                                                  // sent on its first attempt
+	is.Equal(r.ep.count(), len(down)+1)                                                                      // after six waits, three times its two attempts
+	is.Equal(flowtest.Counter(t, r.Deps.Metrics, "primeflow_sms_send_waits_total", nil), float64(len(down))) // each a wait
+	is.Equal(flowtest.Counter(t, r.Deps.Metrics, "primeflow_sms_failed_total", nil), 0.0)                    // none a failure
 }
 
 // sms.send.requested (optimo-plan publishes it after planning) sends what is
@@ -504,9 +531,9 @@ func TestTheClaimLeaseMustOutlastASend(t *testing.T) {
 		lease, timeout time.Duration
 		refusal        string // "" when accepted
 	}{
-		{"as long as the send timeout", 15 * time.Second, 15 * time.Second, "SMS_CLAIM_LEASE (15s) must be longer than SMS_SEND_TIMEOUT (15s)"},
-		{"shorter than the send timeout", 10 * time.Second, 30 * time.Second, "SMS_CLAIM_LEASE (10s) must be longer than SMS_SEND_TIMEOUT (30s)"},
-		{"shorter than the default send timeout", 10 * time.Second, 0, "SMS_CLAIM_LEASE (10s) must be longer than SMS_SEND_TIMEOUT (15s)"},
+		{"as long as the send timeout", 15 * time.Second, 15 * time.Second, "SMS_CLAIM_LEASE: must be longer than SMS_SEND_TIMEOUT (15s)"},
+		{"shorter than the send timeout", 10 * time.Second, 30 * time.Second, "SMS_CLAIM_LEASE: must be longer than SMS_SEND_TIMEOUT (30s)"},
+		{"no send timeout", 10 * time.Second, 0, "SMS_SEND_TIMEOUT: must be above zero"},
 		{"longer than the send timeout", 16 * time.Second, 15 * time.Second, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -520,7 +547,7 @@ func TestTheClaimLeaseMustOutlastASend(t *testing.T) {
 				return
 			}
 			is.True(err != nil)                                // refused
-			is.True(strings.Contains(err.Error(), tc.refusal)) // naming both settings and their values
+			is.True(strings.Contains(err.Error(), tc.refusal)) // naming the setting, and the one it must outlast with its value
 		})
 	}
 }

@@ -50,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 		}),
 		rungs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_makesafe_rungs_fired_total",
-			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), in_hours (a job created in business hours: nothing to wait for, Prime not asked), synced (allocations synced from Prime), rate_limited, failed.",
+			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), in_hours (a job created in business hours: nothing to wait for, Prime not asked), synced (allocations synced from Prime), rate_limited, failed; and re-checks not worked: fired_before (the rung's row says it fired), not_due (worked at its time), not_queued (no such rung: dropped).",
 		}, []string{"outcome"}),
 		rungLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_makesafe_rung_lateness_seconds",
@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 			m.detections.WithLabelValues(trigger, result)
 		}
 	}
-	for _, outcome := range []string{"called", "makesafe", "in_hours", "synced", "rate_limited", "failed"} {
+	for _, outcome := range []string{"called", "makesafe", "in_hours", "synced", "rate_limited", "failed", "fired_before", "not_due", "not_queued"} {
 		m.rungs.WithLabelValues(outcome)
 	}
 	return m, nil
@@ -104,11 +104,18 @@ func (m *collectors) detection(trigger string, out store.MakesafeOutcome, err er
 
 // rungLabel names a rung's outcome for the rungs counter.
 func rungLabel(outcome string, err error) string {
+	var early *notDueError
 	switch {
+	case errors.Is(err, ErrRungNotQueued):
+		return "not_queued"
+	case errors.As(err, &early):
+		return "not_due"
 	case errors.Is(err, prime.ErrRateLimited):
 		return "rate_limited"
 	case err != nil:
 		return "failed"
+	case outcome == RungFiredBefore:
+		return "fired_before"
 	case outcome == RungCalled:
 		return "called"
 	case outcome == RungMakeSafe:

@@ -41,8 +41,9 @@ func (m *Makesafe) sweepRungs(ctx context.Context) error {
 
 // FireOverdueRungs publishes a makesafe.recheck for each rung (up to
 // overdueBatch) that was due before dueBefore and has not fired, and
-// returns how many it published. Each carries a message id of its own, so
-// sweeps within JetStream's duplicate window fire a rung once.
+// returns how many the stream took. Each carries a message id of its own,
+// so sweeps within JetStream's duplicate window fire a rung once: a sweep
+// that comes again before the rung has run is a duplicate, not counted.
 func (m *Makesafe) FireOverdueRungs(ctx context.Context, dueBefore time.Time) (int, error) {
 	checks, err := m.store.ListDueMakesafeChecks(ctx, dueBefore, overdueBatch)
 	if err != nil {
@@ -55,11 +56,14 @@ func (m *Makesafe) FireOverdueRungs(ctx context.Context, dueBefore time.Time) (i
 			return n, err
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = m.js.Publish(pctx, events.SubjectMakesafeRecheck, body,
+		ack, err := m.js.Publish(pctx, events.SubjectMakesafeRecheck, body,
 			jetstream.WithMsgID(events.MakesafeRungMsgID(c.PrimeJobID, c.Rung)+":overdue"))
 		cancel()
 		if err != nil {
 			return n, fmt.Errorf("rung %d of job %s: %w", c.Rung, c.PrimeJobID, err)
+		}
+		if ack.Duplicate {
+			continue // fired by an earlier sweep, and not run yet
 		}
 		n++
 		m.metrics.rungsOverdue.Inc()

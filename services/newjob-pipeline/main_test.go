@@ -20,15 +20,12 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	dataDir := t.TempDir()
 	e := flowtest.New(t, flowtest.Options{StoreDir: dataDir}) // the database Main opens
 	logs, stop := e.RunMain(newjobpipeline.Main, e.MainVars(dataDir, map[string]string{"NEWJOB_PIPELINE_OUTBOX_SWEEP": "50ms"}))
-	flowtest.Eventually(t, "the pipeline consuming", func() bool {
-		_, err := e.JS.Consumer(ctx, events.StreamJob, newjobpipeline.Durable)
-		return err == nil
-	})
+	flowtest.Eventually(t, "the pipeline consuming", func() bool { return e.Pulling(events.StreamJob, newjobpipeline.Durable) })
 
-	s, err := e.JS.Stream(ctx, events.StreamMakesafe)
+	s, err := e.JS.Stream(ctx, events.StreamMakesafeDetect)
 	is.NoErr(err)
 	cfg := s.CachedInfo().Config
-	is.NoErr(e.JS.DeleteStream(ctx, events.StreamMakesafe)) // nothing takes makesafe.detect
+	is.NoErr(e.JS.DeleteStream(ctx, events.StreamMakesafeDetect)) // nothing takes makesafe.detect
 	claim(t, e, jobA, 3, events.FirstSeenMsgID(jobA))
 	flowtest.Eventually(t, "the publish after the commit failed", func() bool {
 		return strings.Contains(logs.String(), "make-safe and sync-queue hand-off not published yet")
@@ -39,7 +36,7 @@ func TestMainSweepsItsOwnOutbox(t *testing.T) {
 	_, err = e.JS.CreateStream(ctx, cfg) // NATS takes it again
 	is.NoErr(err)
 	flowtest.Eventually(t, "the hand-off published by the pipeline's sweeper", func() bool {
-		stream, err := e.JS.Stream(ctx, events.StreamMakesafe)
+		stream, err := e.JS.Stream(ctx, events.StreamMakesafeDetect)
 		return err == nil && stream.CachedInfo().State.Msgs > 0
 	})
 	is.Equal(len(detections(t, e)[jobA]), 1) // the job's make-safe hand-off, once

@@ -43,13 +43,11 @@ type Config struct {
 	OutboxSweep time.Duration `env:"NEWJOB_PIPELINE_OUTBOX_SWEEP" envDefault:"10s"`
 }
 
-// Validate reports the settings the pipeline cannot run with, naming their
-// variables. New calls it.
+// Validate refuses the settings the pipeline cannot run with, each naming
+// its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
-	if c.Workers <= 0 || len(c.Backoff) == 0 {
-		return errors.New("newjob-pipeline: NEWJOB_PIPELINE_WORKERS and NEWJOB_PIPELINE_BACKOFF must be set")
-	}
-	return nil
+	return errors.Join(config.Positive("NEWJOB_PIPELINE_WORKERS", c.Workers), config.Steps("NEWJOB_PIPELINE_BACKOFF", c.Backoff),
+		config.Positive("NEWJOB_PIPELINE_OUTBOX_SWEEP", c.OutboxSweep))
 }
 
 // DefaultConfig is the pipeline's configuration with no variable set: every
@@ -87,9 +85,7 @@ func New(cfg Config, d service.Deps) (*Pipeline, error) {
 // handled one at a time.
 func (p *Pipeline) Run(ctx context.Context) error {
 	return consume.Run(ctx, p.js, consume.Spec{
-		Stream:   events.ConsumerNewJobPipeline.Stream,
-		Durable:  events.ConsumerNewJobPipeline.Durable,
-		Subjects: events.ConsumerNewJobPipeline.Subjects,
+		Consumer: events.ConsumerNewJobPipeline,
 		Workers:  p.cfg.Workers,
 		Key: func(m jetstream.Msg) string {
 			var fs events.JobFirstSeen
@@ -181,11 +177,8 @@ func Help() service.Help {
 
 // Main runs the pipeline as a process of its own, with an outbox sweeper.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	return service.Main(ctx, "newjob-pipeline", getenv, stderr, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
+	var cfg Config
+	return service.Main(ctx, "newjob-pipeline", getenv, stderr, []config.Part{config.Read(&cfg, Config.Validate)}, func(_ context.Context, d service.Deps, _ *service.Router) (service.Runner, error) {
 		p, err := New(cfg, d)
 		if err != nil {
 			return nil, err

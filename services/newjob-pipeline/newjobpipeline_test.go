@@ -93,12 +93,12 @@ func publishFirstSeen(t *testing.T, e *flowtest.Env, jobID string, logID int64, 
 	}
 }
 
-// detections returns the make-safe hand-offs on MAKESAFE, by job.
+// detections returns the make-safe hand-offs on MAKESAFE_DETECT, by job.
 func detections(t *testing.T, e *flowtest.Env) map[string][]events.MakesafeDetect {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cons, err := e.JS.OrderedConsumer(ctx, events.StreamMakesafe, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectMakesafeDetect}})
+	cons, err := e.JS.OrderedConsumer(ctx, events.StreamMakesafeDetect, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectMakesafeDetect}})
 	if err != nil {
 		t.Fatal(err)
 	}

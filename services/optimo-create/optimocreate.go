@@ -73,26 +73,24 @@ type Config struct {
 	SweepDays int `env:"OPTIMO_SWEEP_DAYS" envDefault:"7"`
 	// SweepTimeout bounds the wait for the sweep's reply; a sweep that runs
 	// out is logged and counted, and the queues are drained all the same.
-	// Zero takes the default.
+	// New takes a zero, in a Config made in code, for the default.
 	SweepTimeout time.Duration `env:"OPTIMO_SWEEP_TIMEOUT" envDefault:"5m"`
 }
 
 // lockPrefix is what the lock's variables start with.
 const lockPrefix = "OPTIMO_CREATE_"
 
-// Validate reports the settings optimo-create cannot run with, naming their
-// variables. New calls it.
+// Validate refuses the settings optimo-create cannot run with, each naming
+// its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
-	if c.Batch <= 0 || c.OrderDuration < time.Minute {
-		return errors.New("optimo-create: OPTIMO_CREATE_BATCH must be above zero and OPTIMO_ORDER_DURATION at least 1m")
+	var order error
+	if c.OrderDuration < time.Minute {
+		order = config.Refuse("OPTIMO_ORDER_DURATION", "must be at least 1m")
 	}
-	if c.SweepDays < 0 || c.SweepTimeout < 0 {
-		return errors.New("optimo-create: OPTIMO_SWEEP_DAYS and OPTIMO_SWEEP_TIMEOUT must not be negative")
-	}
-	if _, err := optimorun.Zone("optimo-create", c.TimeZone); err != nil {
-		return err
-	}
-	return c.Lock.Named(lockPrefix).Validate()
+	_, zone := optimorun.Zone(c.TimeZone)
+	return errors.Join(config.Positive("OPTIMO_CREATE_BATCH", c.Batch), order, zone,
+		config.NotNegative("OPTIMO_SWEEP_DAYS", c.SweepDays), config.Positive("OPTIMO_SWEEP_TIMEOUT", c.SweepTimeout),
+		c.Lock.Named(lockPrefix).Validate())
 }
 
 // DefaultConfig is optimo-create's configuration with no variable set:
@@ -126,16 +124,16 @@ func WithClock(now func() time.Time) Option { return func(c *Creator) { c.now = 
 // New builds optimo-create from the shared Deps, its Config and the
 // OptimoRoute client it shares with optimo-plan.
 func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Client, opts ...Option) (*Creator, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	if cfg.SweepTimeout == 0 {
 		cfg.SweepTimeout = defaultSweepTimeout
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if optimo == nil {
 		return nil, errors.New("optimo-create: no OptimoRoute client")
 	}
-	zone, err := optimorun.Zone("optimo-create", cfg.TimeZone)
+	zone, err := optimorun.Zone(cfg.TimeZone)
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +149,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	}
 	c.runs, err = optimorun.New(ctx, optimorun.Spec{
 		Name:     "optimo-create",
-		Durable:  Durable,
-		Subject:  events.SubjectOptimoCreate,
+		Consumer: events.ConsumerOptimoCreate,
 		LockKey:  lock.KeyOptimoCreate,
 		Lock:     cfg.Lock.Named(lockPrefix),
 		Busy:     "order run gave up waiting for the lock; the queues keep their rows for the next run",
@@ -194,11 +191,9 @@ func Help() service.Help {
 
 // Main runs optimo-create as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	return optimorun.Main(ctx, "optimo-create", getenv, stderr, func(ctx context.Context, d service.Deps, oc *optimoroute.Client) (service.Runner, error) {
+	var cfg Config
+	own := []config.Part{config.Read(&cfg, Config.Validate)}
+	return optimorun.Main(ctx, "optimo-create", getenv, stderr, own, func(ctx context.Context, d service.Deps, oc *optimoroute.Client) (service.Runner, error) {
 		return New(ctx, cfg, d, oc)
 	})
 }

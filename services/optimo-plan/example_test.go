@@ -21,8 +21,10 @@ import (
 //	nats pub --jetstream optimo.plan.requested '{"source":"AdminPortal","reason":"booking"}'
 func Example_portalRequestsPlanning() {
 	// The portals' user may publish this subject and nothing else
-	// (compose/nats/users.conf); its password is NATS_PORTALS_PASSWORD.
-	nc, err := nats.Connect("nats://127.0.0.1:4222", nats.UserInfo("portals", os.Getenv("NATS_PORTALS_PASSWORD")))
+	// (compose/nats/users.conf); its password is NATS_PORTALS_PASSWORD, and
+	// it reads JetStream's ack on its own inbox prefix, _INBOX_portals.
+	nc, err := nats.Connect("nats://127.0.0.1:4222", nats.UserInfo("portals", os.Getenv("NATS_PORTALS_PASSWORD")),
+		nats.CustomInboxPrefix(events.RolePortals.InboxPrefix()))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -15,7 +15,6 @@ package optimoplan
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -67,19 +66,13 @@ type Config struct {
 // lockPrefix is what the lock's variables start with.
 const lockPrefix = "OPTIMO_PLAN_"
 
-// Validate reports the settings optimo-plan cannot run with, naming their
-// variables. New calls it.
+// Validate refuses the settings optimo-plan cannot run with, each naming
+// its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
-	if c.PollInterval <= 0 || c.MaxPolls <= 0 {
-		return errors.New("optimo-plan: OPTIMO_PLAN_POLL_INTERVAL and OPTIMO_PLAN_MAX_POLLS must be above zero")
-	}
-	if c.Debounce < 0 || c.Debounce > time.Minute {
-		return fmt.Errorf("optimo-plan: OPTIMO_PLAN_DEBOUNCE=%s: from 0 (a run at once) to 1m", c.Debounce)
-	}
-	if _, err := optimorun.Zone("optimo-plan", c.TimeZone); err != nil {
-		return err
-	}
-	return c.Lock.Named(lockPrefix).Validate()
+	_, zone := optimorun.Zone(c.TimeZone)
+	return errors.Join(config.Positive("OPTIMO_PLAN_POLL_INTERVAL", c.PollInterval), config.Positive("OPTIMO_PLAN_MAX_POLLS", c.MaxPolls),
+		config.NotNegative("OPTIMO_PLAN_EVERY", c.Every), config.Between("OPTIMO_PLAN_DEBOUNCE", c.Debounce, 0, time.Minute), zone,
+		c.Lock.Named(lockPrefix).Validate())
 }
 
 // DefaultConfig is optimo-plan's configuration with no variable set: every
@@ -107,7 +100,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	if optimo == nil {
 		return nil, errors.New("optimo-plan: no OptimoRoute client")
 	}
-	zone, err := optimorun.Zone("optimo-plan", cfg.TimeZone)
+	zone, err := optimorun.Zone(cfg.TimeZone)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +112,7 @@ func New(ctx context.Context, cfg Config, d service.Deps, optimo *optimoroute.Cl
 	p := &Planner{cfg: cfg, store: d.Store, optimo: optimo, log: d.Log, zone: zone, metrics: m}
 	p.runs, err = optimorun.New(ctx, optimorun.Spec{
 		Name:     "optimo-plan",
-		Durable:  Durable,
-		Subject:  events.SubjectOptimoPlan,
+		Consumer: events.ConsumerOptimoPlan,
 		LockKey:  lock.KeyOptimoPlan,
 		Lock:     cfg.Lock.Named(lockPrefix),
 		Busy:     "plan run gave up waiting for the lock; the dates stay NotPlanned for the next run",
@@ -165,11 +157,9 @@ func Help() service.Help {
 
 // Main runs optimo-plan as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	return optimorun.Main(ctx, "optimo-plan", getenv, stderr, func(ctx context.Context, d service.Deps, oc *optimoroute.Client) (service.Runner, error) {
+	var cfg Config
+	own := []config.Part{config.Read(&cfg, Config.Validate)}
+	return optimorun.Main(ctx, "optimo-plan", getenv, stderr, own, func(ctx context.Context, d service.Deps, oc *optimoroute.Client) (service.Runner, error) {
 		return New(ctx, cfg, d, oc)
 	})
 }

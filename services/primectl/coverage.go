@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -31,6 +32,11 @@ type Coverage struct {
 	// Actions is §7.1's coverage check: webhook events by action, first
 	// and last seen, over the same window.
 	Actions []store.ActionCoverage `json:"actions"`
+	// Emails are the emails the mail intake received in the window, by
+	// their receipt's outcome (Processed, Failed, Rejected, Pending): mail
+	// refused unread as not Prime's (Rejected) counts apart from what
+	// failed for a person, and explains an email path that saw no job.
+	Emails map[string]int `json:"emails"`
 }
 
 // PathCoverage is one path's share.
@@ -95,9 +101,9 @@ func firstPath(j store.JobCoverage) string {
 }
 
 // buildCoverage works the report out of the store's rows.
-func buildCoverage(since time.Time, jobs []store.JobCoverage, actions []store.ActionCoverage) Coverage {
+func buildCoverage(since time.Time, jobs []store.JobCoverage, actions []store.ActionCoverage, emails map[string]int) Coverage {
 	c := Coverage{Since: since, Jobs: len(jobs), Paths: map[string]PathCoverage{}, Actions: actions,
-		WebhookNeverSaw: []UnseenJob{}}
+		WebhookNeverSaw: []UnseenJob{}, Emails: emails}
 	lags := map[string][]time.Duration{}
 	for _, j := range jobs {
 		first := firstPath(j)
@@ -196,7 +202,11 @@ func (c *cli) coverage(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cov := buildCoverage(since, jobs, actions)
+	emails, err := st.CountEmailReceipts(ctx, since)
+	if err != nil {
+		return err
+	}
+	cov := buildCoverage(since, jobs, actions, emails)
 	if *asJSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
@@ -226,6 +236,8 @@ func printCoverage(w io.Writer, c Coverage) error {
 		return err
 	}
 
+	printEmails(w, c)
+
 	fmt.Fprintf(w, "\nJobs the webhook never saw: %d\n", len(c.WebhookNeverSaw))
 	if len(c.WebhookNeverSaw) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -245,6 +257,30 @@ func printCoverage(w io.Writer, c Coverage) error {
 		writeRow(tw, dash(cut(a.Action, 60)), strconv.Itoa(a.Events), utc(a.FirstSeen), utc(a.LastSeen))
 	}
 	return tw.Flush()
+}
+
+// emailOutcomes are the receipts' outcomes (the only ones the intake, or
+// the n8n flow's one-parameter receipt, writes) as the report prints them.
+var emailOutcomes = []struct{ outcome, says string }{
+	{store.EmailProcessed, "processed"},
+	{store.EmailFailed, "failed (for a person: primectl status)"},
+	{store.EmailRejected, "rejected unread as not Prime's"},
+	{store.EmailPending, "pending"},
+}
+
+// printEmails prints the window's emails by outcome, and says so when the
+// intake refused every one of them: Prime's own mail, most likely, not
+// passing MAIL_ALLOWED_SENDERS or its authentication check.
+func printEmails(w io.Writer, c Coverage) {
+	var parts []string
+	for _, o := range emailOutcomes {
+		parts = append(parts, fmt.Sprintf("%d %s", c.Emails[o.outcome], o.says))
+	}
+	fmt.Fprintf(w, "\nEmails received since %s UTC: %s\n", c.Since.Format(timeLayout), strings.Join(parts, ", "))
+	if c.Emails[store.EmailRejected] > 0 && c.Emails[store.EmailProcessed] == 0 {
+		fmt.Fprintln(w, "Every email received was refused as not Prime's: check MAIL_ALLOWED_SENDERS against the From of one of Prime's "+
+			"notifications, and its Authentication-Results (docs/operations.md, New-job emails); the receipts say why (lastError).")
+	}
 }
 
 // medianOf prints a median lag over jobs, rounded to the second; "-" over

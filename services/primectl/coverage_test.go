@@ -35,18 +35,20 @@ func coverageWorld(t *testing.T) (*world, time.Time) {
 	}
 	logRow(jobA, 1)
 	logRow(jobC, 3)
-	email := func(msg, job string, m int) {
+	email := func(msg, job, outcome string, m int) {
 		r, _, err := w.store.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: msg, ReceivedUTC: at(m), BodyPreview: "x"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.PrimeJobID, r.Outcome = job, store.EmailProcessed
+		r.PrimeJobID, r.Outcome = job, outcome
 		if err := w.store.UpdateEmailReceipt(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	email("<a@x>", jobA, 2)
-	email("<b@x>", jobB, 1)
+	email("<a@x>", jobA, store.EmailProcessed, 2)
+	email("<b@x>", jobB, store.EmailProcessed, 1)
+	email("<junk@x>", "", store.EmailRejected, 4) // refused unread
+	email("<nojob@x>", "", store.EmailFailed, 6)  // for a person
 	if _, err := w.store.ClaimFirstSeen(ctx, jobA, 0, store.ViaWebhook); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +86,7 @@ func TestCoverage(t *testing.T) {
 	is.Equal(len(c.Actions), 1) // §7.1's query over the window
 	is.Equal(c.Actions[0].Action, "change-job-status")
 	is.Equal(c.Actions[0].Events, 2)
+	is.Equal(c.Emails, map[string]int{store.EmailProcessed: 2, store.EmailRejected: 1, store.EmailFailed: 1}) // the window's emails by outcome
 
 	out, _, err = w.run("", "coverage")
 	is.NoErr(err)
@@ -93,6 +96,7 @@ func TestCoverage(t *testing.T) {
 		"email → backstop",
 		"Jobs the webhook never saw: 1",
 		jobB,
+		"2 processed, 1 failed (for a person: primectl status), 1 rejected unread as not Prime's, 0 pending",
 		"§7.1's coverage check",
 	} {
 		if !strings.Contains(out, want) {
@@ -117,4 +121,25 @@ func TestCoverageOverNoJobsPrintsNoMedian(t *testing.T) {
 	is.True(regexp.MustCompile(`(?m)^webhook\s+0\s+0\s+0\s+-$`).MatchString(out)) // no jobs, no median: not a lag of 0s
 	is.True(regexp.MustCompile(`(?m)^webhook → email\s+0\s+-$`).MatchString(out)) // nor between paths
 	is.True(!regexp.MustCompile(`(?m)\s0s$`).MatchString(out))
+	is.True(strings.Contains(out, "0 processed, 0 failed (for a person: primectl status), 0 rejected unread as not Prime's, 0 pending")) // no email either
+	is.True(!strings.Contains(out, "Every email received was refused"))
+}
+
+// An email path that saw no job because the intake refused every email —
+// Prime's own mail not passing MAIL_ALLOWED_SENDERS or its authentication
+// check — is said, with where to look.
+func TestCoverageSaysEveryEmailWasRefused(t *testing.T) {
+	is := is.New(t)
+	w := emptyWorld(t)
+	ctx := context.Background()
+	for _, id := range []string{"<a@primeeco.tech>", "<b@primeeco.tech>"} {
+		r, _, err := w.store.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: id, ReceivedUTC: time.Now().Add(-time.Hour)})
+		is.NoErr(err)
+		r.Outcome, r.LastError = store.EmailRejected, "refused unread: mail from \"noreply@primeeco.tech\" passed neither DMARC nor DKIM"
+		is.NoErr(w.store.UpdateEmailReceipt(ctx, r))
+	}
+	out, _, err := w.run("", "coverage", "--since", "1d")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "0 processed, 0 failed (for a person: primectl status), 2 rejected unread as not Prime's")) // counted
+	is.True(strings.Contains(out, "Every email received was refused as not Prime's: check MAIL_ALLOWED_SENDERS"))             // and said
 }

@@ -3,8 +3,8 @@
 // (§3, §9: reset the attempts to replay a row from its stored payload), shows
 // the new-job pipeline's state and how each path saw new jobs (§7.1), plans
 // and applies migrations (migrate.go) and compares a shadow run with the
-// live database (compare.go). It reads
-// DATABASE_URL and DATA_DIR as the services do.
+// live database (compare.go), and applies the streams and consumers to NATS
+// (streams.go). It reads DATABASE_URL and DATA_DIR as the services do.
 package primectl
 
 import (
@@ -44,7 +44,7 @@ type Config struct {
 	// (opshttp.LocalURL), the ports bin/primeflow read from the same
 	// environment.
 	IngestURL string `env:"INGEST_URL"`
-	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
+	HTTPAddr  string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	OpsAddr   string `env:"OPS_ADDR"`
 	Admin     opshttp.Credentials
 	// NATS is where status reads the consumers and the locks (the
@@ -54,6 +54,10 @@ type Config struct {
 	NATSListen   string `env:"NATS_LISTEN" envDefault:"127.0.0.1:4222"`
 	NATSUser     string `env:"NATS_USER"`
 	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
+	// StreamReplicas, above zero, overrides num_replicas of
+	// streams/*.json for streams apply and check, as the services'
+	// NATS_STREAM_REPLICAS does for theirs.
+	StreamReplicas int `env:"NATS_STREAM_REPLICAS"`
 	// SyncGrace is the sync drains' SYNC_DRAIN_EMPTY_GRACE, as child-mirror
 	// reads it: status counts the drains' redeliveries within it as kept
 	// for a later pass (§7, §9), not trouble.
@@ -69,6 +73,19 @@ type Config struct {
 	// database's user (sqlserver:// only), so that neither --live nor
 	// LIVE_DATABASE_URL need hold it.
 	LiveDatabasePassword string `env:"LIVE_DATABASE_PASSWORD" secret:"true"`
+}
+
+// natsUser is the NATS user primectl logs in as: NATS_USER, or the user
+// of NATS_URL's first URL; "" for none (bin/primeflow's embedded server).
+func (c Config) natsUser() string {
+	if c.NATSUser != "" {
+		return c.NATSUser
+	}
+	first, _, _ := strings.Cut(c.NATSURL, ",")
+	if u, err := url.Parse(strings.TrimSpace(first)); err == nil && u.User != nil {
+		return u.User.Username()
+	}
+	return ""
 }
 
 // ingestURL is INGEST_URL, or where OPS_ADDR or HTTP_ADDR is reached.
@@ -110,6 +127,7 @@ var commands = []struct{ name, usage string }{
 	{"coverage", "primectl coverage [--since T] [--json]"},
 	{"archive", "primectl archive --before T [--out FILE] [--batch N] [--yes]"},
 	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
+	{"streams", "primectl streams apply|check [--wait D]"},
 	{"compare", "primectl compare [--live DSN] [--since T] [--until T] [--days-ahead N]"},
 	{"version", "primectl --version"},
 }
@@ -157,6 +175,12 @@ and writes MAKESAFE_SMS_TO as the default make-safe SMS recipient. compare
 diffs this database (a shadow run's) against the live one for a period: --live,
 or LIVE_DATABASE_URL (or its _FILE), with the password in LIVE_DATABASE_PASSWORD
 (or its _FILE) rather than on the command line, where ps shows it.
+
+streams apply is migrate for NATS, with the operators' NATS user: it makes
+every stream of streams/ and every durable consumer as defined, and says
+what it changed (a service may only read them, and waits at start until
+they are as defined). streams check says what is missing or different and
+changes nothing. Both wait up to --wait (1m) for JetStream to answer.
 `
 
 // writeCommands writes what primectl is and its commands' usage lines.
@@ -231,6 +255,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = c.invites(ctx, rest)
 	case "migrate":
 		err = c.migrate(ctx, rest)
+	case "streams":
+		err = c.streams(ctx, rest)
 	case "compare":
 		err = c.compare(ctx, rest)
 	default:

@@ -100,6 +100,10 @@ func (c *cli) connectNATS() (*nats.Conn, error) {
 	if c.cfg.NATSUser != "" {
 		opts = append(opts, nats.UserInfo(c.cfg.NATSUser, c.cfg.NATSPassword))
 	}
+	if user := c.cfg.natsUser(); user != "" {
+		// Each user reads replies on its own prefix only (pkg/natsauth).
+		opts = append(opts, nats.CustomInboxPrefix(events.InboxPrefix(user)))
+	}
 	nc, err := nats.Connect(c.cfg.natsURL(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("NATS (NATS_URL, or NATS_LISTEN's embedded server) does not answer: %w", err) // the URL may hold a password: not echoed
@@ -156,9 +160,18 @@ func writeStatus(w io.Writer, r status.Report) error {
 			line(label, l.Key+": free")
 		}
 	}
-	line("sms", smsStates(r.SMS.ByState))
-	line("triage invites", fmt.Sprintf("%d pending, %d failed", r.Invites.Pending, r.Invites.Failed))
-	line("new-job emails", fmt.Sprintf("%d failed", r.Emails.Failed))
+	if t := r.SMS.OldestWaitingUTC; t != nil {
+		line("sms", smsStates(r.SMS.ByState), "oldest not sent queued "+at(t))
+	} else {
+		line("sms", smsStates(r.SMS.ByState))
+	}
+	invites := fmt.Sprintf("%d pending, %d failed", r.Invites.Pending, r.Invites.Failed)
+	if t := r.Invites.OldestWaitingUTC; t != nil {
+		line("triage invites", invites, "oldest not sent queued "+at(t))
+	} else {
+		line("triage invites", invites)
+	}
+	line("new-job emails", fmt.Sprintf("%d failed", r.Emails.Failed), fmt.Sprintf("%d rejected unread as not Prime's", r.Emails.Rejected))
 	var dates []string
 	for _, p := range r.PlanDates {
 		dates = append(dates, fmt.Sprintf("%s %d (from %s)", p.Status, p.Dates, p.Earliest))
@@ -190,7 +203,7 @@ func writeStatus(w io.Writer, r status.Report) error {
 	writeRow(tw, "  STAGE", "CONSUMER", "PENDING", "UNACKED", "REDELIVERED")
 	for _, cs := range r.Consumers {
 		if cs.Missing {
-			writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, "missing: the service has not started")
+			writeRow(tw, "  "+cs.Stage, cs.Stream+"/"+cs.Name, "missing: "+events.ApplyCommand+" makes it")
 			continue
 		}
 		redelivered := strconv.Itoa(cs.Redelivered)

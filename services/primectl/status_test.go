@@ -41,13 +41,18 @@ func TestStatus(t *testing.T) {
 	_, err = w.store.IncrementWebhookLogAttempt(ctx, w.ids["other"], "", "prime: 503 \x1b[2Jcleared") // a hostile error
 	is.NoErr(err)
 	is.NoErr(w.store.PlanUpsert(ctx, "2026-12-02"))
+	// A make-safe SMS waiting out an endpoint that is not taking posts.
+	queued := time.Now().Add(-time.Hour).Truncate(time.Second)
+	smsID, _, err := w.store.QueueSMS(ctx, store.NewSMS{Recipient: "+61400000000", Body: "MAKE SAFE", Source: "makesafe", Now: queued})
+	is.NoErr(err)
+	claims, err := w.store.ClaimSMS(ctx, time.Now(), time.Minute, 5, 1)
+	is.NoErr(err)
+	is.NoErr(w.store.DeferSMS(ctx, smsID, claims[0].Attempts, "waiting for the endpoint, no attempt counted: post to https://sms.example.com: HTTP 503: ",
+		time.Now().Add(time.Minute), time.Now()))
 
 	ns := natstest.Server(t)
-	_, js := natstest.Connect(t, ns)
-	is.NoErr(events.EnsureStreams(ctx, js, 0))
-	c := events.ConsumerJobMirror
-	_, err = js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{Durable: c.Durable, FilterSubjects: c.Subjects, AckPolicy: jetstream.AckExplicitPolicy})
-	is.NoErr(err)
+	_, js := natstest.Connect(t, ns)                                                                      // the streams and consumers applied
+	is.NoErr(js.DeleteConsumer(ctx, events.ConsumerOptimoPlan.Stream, events.ConsumerOptimoPlan.Durable)) // but one
 	for range 3 {
 		_, err := js.Publish(ctx, events.ResolvedSubject(events.ActionChangeJobStatus), []byte("{}"))
 		is.NoErr(err)
@@ -82,12 +87,15 @@ func TestStatus(t *testing.T) {
 		"1 hand-off not published",                                            // the outbox
 		"optimo-plan: held by ",                                               // the lock held
 		"optimo-create: free",                                                 // and the one that is not
-		"Failed 0",                                                            // SMS by state
-		"0 pending, 0 failed",                                                 // triage invites
-		"0 failed",                                                            // new-job emails
-		"NotPlanned 1 (from 2026-12-02)",                                      // plan dates
-		"57 calls left this minute, 4890 today",                               // the Prime budget
-		"missing: the service has not started",                                // and those not made yet
+		"Failed 0, Logged 0, Queued 1",                                        // SMS by state
+		"oldest not sent queued " + queued.UTC().Format("2006-01-02 15:04:05") + " UTC (1h0m", // and how long one has waited
+		"waiting for the endpoint, no attempt counted: post to https://sms",                   // why, as makesafe's last error
+		"an SMS has waited 1h0m",                   // a long wait needs a person
+		"0 pending, 0 failed",                      // triage invites
+		"0 failed",                                 // new-job emails
+		"NotPlanned 1 (from 2026-12-02)",           // plan dates
+		"57 calls left this minute, 4890 today",    // the Prime budget
+		"missing: primectl streams apply makes it", // and those not made yet
 		"child-mirror  log row " + id(w, "capped") + " (create-appointment), attempt 5 of 5", // each stage's last error
 		`prime: 503 \x1b[2Jcleared`, // escaped, not sent to the terminal
 		"1 log row failed 5 times",  // what needs a person
@@ -105,13 +113,14 @@ func TestStatus(t *testing.T) {
 	is.NoErr(json.Unmarshal([]byte(out), &rep))
 	is.Equal(rep.Log.Capped, 1) // the same, as JSON
 	is.Equal(rep.Log.OldestUnprocessed.ID, w.ids["queued"])
+	is.True(rep.SMS.OldestWaitingUTC.Equal(queued))
 	is.Equal(*rep.PrimeBudget.Minute, 57.0)
 	lag := map[string]status.Consumer{}
 	for _, c := range rep.Consumers {
 		lag[c.Name] = c
 	}
 	is.Equal(lag["job-mirror"].Pending, uint64(3)) // the consumer's lag
-	is.True(lag["resolver"].Missing)
+	is.True(lag["optimo-plan"].Missing)
 
 	// Once a process spends the deployment's budget, status reads it from
 	// NATS: the minute, the calls in flight, the processes.
@@ -173,15 +182,7 @@ func statusWorld(t *testing.T) (*world, jetstream.JetStream) {
 	ctx := context.Background()
 	w := emptyWorld(t)
 	ns := natstest.Server(t)
-	_, js := natstest.Connect(t, ns)
-	for _, role := range events.ServiceRoles {
-		for _, c := range role.Consumes {
-			if _, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{Durable: c.Durable,
-				FilterSubjects: c.Subjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	_, js := natstest.Connect(t, ns) // every stage's consumer made, as the operators' step makes them
 	if _, err := instance.Pair(ctx, js, w.store); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +208,28 @@ func TestStatusExitStatus(t *testing.T) {
 		is.Equal(exitCode(err), 0)                                                                        // nothing to say
 		is.True(!strings.Contains(out, "needs a person"))                                                 // and nothing said
 		is.True(strings.Contains(out, "the database and NATS are one instance's (PRIME_WEBHOOK created")) // paired
+	})
+
+	t.Run("junk refused unread", func(t *testing.T) {
+		is := is.New(t)
+		w, _ := statusWorld(t)
+		for _, id := range []string{"<a@junk>", "<b@junk>"} {
+			r, _, err := w.store.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: id, Subject: "You have won", ReceivedUTC: time.Now()})
+			is.NoErr(err)
+			r.Outcome, r.LastError, r.MovedUTC, r.MovedTo = store.EmailRejected, "refused unread: the sender is not in MAIL_ALLOWED_SENDERS", time.Now(), store.EmailFailed
+			is.NoErr(w.store.UpdateEmailReceipt(ctx, r))
+		}
+		out, _, err := w.run("", "status")
+		is.Equal(exitCode(err), 0)                                                                           // junk needs nobody
+		is.True(hasLine(out, strings.Fields("new-job emails 0 failed 2 rejected unread as not Prime's")...)) // counted apart
+		is.True(!strings.Contains(out, "needs a person"))
+		is.True(!strings.Contains(out, "You have won")) // and no junk among the last errors
+		out, _, err = w.run("", "status", "--json")
+		is.Equal(exitCode(err), 0)
+		var rep status.Report
+		is.NoErr(json.Unmarshal([]byte(out), &rep))
+		is.Equal(rep.Emails.Rejected, 2) // as JSON
+		is.Equal(rep.Emails.Failed, 0)
 	})
 
 	t.Run("a capped row", func(t *testing.T) {

@@ -48,6 +48,23 @@ var binaries = []struct {
 	}},
 }
 
+// runnable is what each binary must be given to get as far as connecting
+// (to a NATS that is not there): every setting it requires, each valid.
+func runnable(t *testing.T) map[string]string {
+	return map[string]string{
+		"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_URL": "nats://127.0.0.1:1",
+		"SIM_ADDR": flowtest.FreeAddr(t), "NATS_MONITOR_LISTEN": "off",
+		"MAKESAFE_SMS_TO": "+61400000000", "SMS_SEND_URL": "http://127.0.0.1:1/sms",
+		"TRIAGE_INVITE_SEND_URL": "http://127.0.0.1:1/invites", "AI_SUMMARY_NUDGE_URL": "off",
+		"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
+		"GRAPH_TENANT_ID":                       "tenant", "GRAPH_CLIENT_ID": "client", "GRAPH_CLIENT_SECRET": "secret", "MAIL_USER": "jobs@example.com",
+		"MAIL_FOLDER": "Inbox/Prime Jobs", "MAIL_PROCESSED_FOLDER": "Inbox/Prime Jobs/Processed", "MAIL_FAILED_FOLDER": "Inbox/Prime Jobs/Failed",
+		"MAIL_ALLOWED_SENDERS": "noreply@primeeco.tech",
+		"PRIME_API_URL":        "https://prime.invalid/api.prime/v2", "PRIME_CLIENT_ID": "client", "PRIME_CLIENT_SECRET": "secret",
+		"PRIME_USERNAME": "user", "PRIME_PASSWORD": "password", "OPTIMOROUTE_API_KEY": "key",
+	}
+}
+
 // Every variable a binary's Main reads is on its --help, and --help lists
 // no variable it does not read: Main runs (its context already ended, so it
 // stops at its first connection) with a getenv that notes what is asked.
@@ -56,16 +73,7 @@ func TestHelpListsWhatMainReads(t *testing.T) {
 		h := b.help()
 		t.Run(h.Name, func(t *testing.T) {
 			is := is.New(t)
-			set := map[string]string{ // what each must have to get as far as connecting
-				"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_URL": "nats://127.0.0.1:1",
-				"SIM_ADDR": flowtest.FreeAddr(t), "NATS_MONITOR_LISTEN": "off",
-				"MAKESAFE_SMS_TO": "+61400000000", "SMS_SEND_URL": "http://127.0.0.1:1/sms",
-				"TRIAGE_INVITE_SEND_URL": "http://127.0.0.1:1/invites", "AI_SUMMARY_NUDGE_URL": "off",
-				"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
-				"GRAPH_TENANT_ID":                       "tenant", "GRAPH_CLIENT_ID": "client", "GRAPH_CLIENT_SECRET": "secret", "MAIL_USER": "jobs@example.com",
-				"MAIL_FOLDER": "Inbox/Prime Jobs", "MAIL_PROCESSED_FOLDER": "Inbox/Prime Jobs/Processed", "MAIL_FAILED_FOLDER": "Inbox/Prime Jobs/Failed",
-				"MAIL_ALLOWED_SENDERS": "noreply@primeeco.tech",
-			}
+			set := runnable(t)
 			var mu sync.Mutex
 			asked := map[string]bool{}
 			getenv := func(k string) string {

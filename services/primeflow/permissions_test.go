@@ -47,6 +47,7 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 	}
 	is := is.New(t)
 	ns := natstest.ServerWithUsers(t)
+	natstest.ApplyAsOperators(t, ns) // the operators' step, before any service
 
 	fx, err := primesim.DefaultFixture()
 	is.NoErr(err)
@@ -94,7 +95,6 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 		main  main
 		extra map[string]string
 	}{
-		// The consumers first: the streams each applies are its own.
 		{events.RoleJobMirror, jobmirror.Main, map[string]string{"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
 			"TRIAGE_INVITE_SEND_URL": smsSrv.URL}},
 		{events.RoleChildMirror, childmirror.Main, map[string]string{"AI_SUMMARY_NUDGE_URL": childmirror.NudgeOff}},

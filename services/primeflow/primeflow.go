@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/database"
 	"github.com/ethosbuilding/primeflow/pkg/datadir"
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/graph"
@@ -73,7 +74,9 @@ type Config struct {
 	// DatabasePassword: see service.Config.
 	DatabasePassword string `env:"DATABASE_PASSWORD" secret:"true"`
 	DataDir          string `env:"DATA_DIR" envDefault:"./data"`
-	HTTPAddr         string `env:"HTTP_ADDR" envDefault:":8080"`
+	// HTTPAddr is loopback, as every other port of make run, unless told
+	// otherwise (HTTP_ADDR=:8080 for every interface).
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// OpsAddr, when set, serves /healthz, /metrics and the relay trigger, and
 	// HTTPAddr the webhook alone; unset, HTTPAddr serves them all.
 	OpsAddr string `env:"OPS_ADDR"`
@@ -135,7 +138,7 @@ func (c Config) simulators(dry dryrun.Config) (simulators, error) {
 			return simulators{prime: true, optimoRoute: !realOptimo, graph: !realGraph}, nil
 		}
 		if !realOptimo {
-			return simulators{}, errors.New("OPTIMOROUTE_API_KEY is not set, and Prime is real (PRIME_API_URL): give the key, " +
+			return simulators{}, config.Refuse("OPTIMOROUTE_API_KEY", "is required with a real Prime (PRIME_API_URL): give the key, "+
 				"or OPTIMOROUTE_DRY_RUN=true for a shadow run, or SIMULATE=optimoroute for the OptimoRoute simulator")
 		}
 		return simulators{}, nil
@@ -152,23 +155,23 @@ func (c Config) simulators(dry dryrun.Config) (simulators, error) {
 		case SimulateGraph:
 			s.graph = true
 		default:
-			errs = append(errs, fmt.Errorf("SIMULATE=%q: %q is not a simulator (prime, optimoroute, graph, comma-separated)", c.Simulate, name))
+			errs = append(errs, config.Refuse("SIMULATE", "%q is not a simulator (prime, optimoroute, graph, comma-separated)", name))
 		}
 	}
 	both := func(sim, vars string) error {
-		return fmt.Errorf("SIMULATE names %s, and %s is set: the simulator or the real one, not both", sim, vars)
+		return config.Refuse("SIMULATE", "names %s, and %s is set: the simulator or the real one, not both", sim, vars)
 	}
 	switch {
 	case s.prime && realPrime:
 		errs = append(errs, both(SimulatePrime, "PRIME_API_URL"))
 	case !s.prime && !realPrime:
-		errs = append(errs, fmt.Errorf("PRIME_API_URL is not set, and SIMULATE=%q does not name prime", c.Simulate))
+		errs = append(errs, config.Refuse("PRIME_API_URL", "is required: SIMULATE does not name prime"))
 	}
 	switch {
 	case s.optimoRoute && realOptimo:
 		errs = append(errs, both(SimulateOptimoRoute, "OPTIMOROUTE_API_KEY (or OPTIMOROUTE_DRY_RUN)"))
 	case !s.optimoRoute && !realOptimo:
-		errs = append(errs, fmt.Errorf("OPTIMOROUTE_API_KEY is not set, and SIMULATE=%q does not name optimoroute (OPTIMOROUTE_DRY_RUN=true is a shadow run's)", c.Simulate))
+		errs = append(errs, config.Refuse("OPTIMOROUTE_API_KEY", "is required: SIMULATE does not name optimoroute (OPTIMOROUTE_DRY_RUN=true is a shadow run's)"))
 	}
 	if s.graph && realGraph {
 		errs = append(errs, both(SimulateGraph, "GRAPH_TENANT_ID, GRAPH_CLIENT_ID or GRAPH_CLIENT_SECRET"))
@@ -176,34 +179,51 @@ func (c Config) simulators(dry dryrun.Config) (simulators, error) {
 	return s, errors.Join(errs...)
 }
 
-// validate reports every setting the process cannot run with: which
-// simulators stand in (simulators), the HTTP server's, each service's own
-// (Config.Validate) and, with a real Prime, what job-mirror, child-mirror
-// and makesafe need of a process of their own too (ValidateRealPrime); only
-// a run on the Prime simulator goes without a triage status and an AI
-// summary nudge, and it or a shadow run (dry.Send) without an SMS or triage
-// invite sender. It returns the simulators.
-func (c Config) validate(dry dryrun.Config) (simulators, error) {
-	sims, simErr := c.simulators(dry)
-	jobMirror, childMirror, makesafe := c.JobMirror.Validate, c.ChildMirror.Validate, c.Makesafe.Validate
+// validate refuses every setting the process cannot run with, each naming
+// its variable (config.Refusal), before anything binds, connects or writes:
+// the shared ones a service checks (service.Config's), the embedded NATS
+// server's addresses, each service's own (Config.Validate), Prime's and its
+// budget's and OptimoRoute's, and, with a real Prime, what job-mirror,
+// child-mirror and makesafe need of a process of their own too
+// (ValidateRealPrime); only a run on the Prime simulator goes without a
+// triage status and an AI summary nudge, and it or a shadow run (dry.Send)
+// without an SMS or triage invite sender. Which simulators stand in is
+// checked too (simulators); where one does, the settings it gives are not
+// asked for (Prime's address and credentials, Graph's and the mailbox's).
+func (c Config) validate(dry dryrun.Config) error {
+	_, simErr := c.simulators(dry)
+	ms := c.makesafe()
+	jobMirror, childMirror, makesafe := c.JobMirror.Validate, c.ChildMirror.Validate, ms.Validate
+	primeAPI := c.Prime.ValidateLimits
 	if c.Prime.Enabled() {
 		jobMirror = func() error { return c.JobMirror.ValidateRealPrime(dry) }
 		childMirror = c.ChildMirror.ValidateRealPrime
-		makesafe = func() error { return c.Makesafe.ValidateRealPrime(dry) }
+		makesafe = func() error { return ms.ValidateRealPrime(dry) }
+		primeAPI = c.Prime.Validate
 	}
-	mailIntake := func() error { return nil } // the Graph simulator's mailbox is filled in later
+	mailIntake := c.MailIntake.ValidatePolling // the Graph simulator's mailbox is filled in later
 	if c.MailIntake.Graph.Enabled() {
 		mailIntake = c.MailIntake.Validate
 	}
-	natsServer := func() error { return nil }
+	natsServer := service.CheckNATSURL(c.NATSURL)
 	if c.NATSURL == "" {
-		natsServer = c.natsServer().Validate
+		natsServer = c.natsServer().Validate()
 	}
-	if err := errors.Join(simErr, c.HTTP.Validate(), natsServer(), c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(),
-		childMirror(), makesafe(), c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake()); err != nil {
-		return sims, fmt.Errorf("primeflow: %w", err)
+	return errors.Join(simErr, c.Logging.Validate(), service.Addresses(c.HTTPAddr, c.OpsAddr), config.Address("SIM_ADDR", c.SimAddr),
+		natsServer, service.Replicas(c.StreamReplicas), database.Check(c.DatabaseURL, c.DatabasePassword), c.HTTP.Validate(),
+		c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(), childMirror(), makesafe(),
+		c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake(), primeAPI(), c.PrimeBudget.Validate(), c.OptimoRoute.Validate())
+}
+
+// makesafe is makesafe's configuration: with neither MAKESAFE_SMS_TO nor
+// SMS_SEND_URL, the SMS go to demoSMSTo (the log-only sender says it logs
+// them).
+func (c Config) makesafe() makesafe.Config {
+	ms := c.Makesafe
+	if ms.SMSTo == "" && ms.SMS.URL == "" {
+		ms.SMSTo = demoSMSTo
 	}
-	return sims, nil
+	return ms
 }
 
 // natsServer is the embedded nats-server's configuration, used when
@@ -228,21 +248,14 @@ func Help() service.Help {
 
 // Main runs the pipeline until ctx ends.
 func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+	// Every setting first, all refused at once: nothing is bound, made or
+	// written for a configuration the process cannot run with.
 	var cfg Config
-	if err := config.Parse(getenv, &cfg); err != nil {
-		return err
-	}
 	var dry dryrun.Config
-	if err := config.Parse(getenv, &dry); err != nil {
+	if err := config.Load(getenv, config.Read(&cfg, func(c Config) error { return c.validate(dry) }), config.Read(&dry, nil)); err != nil {
 		return err
 	}
-	if cfg.Makesafe.SMSTo == "" && cfg.Makesafe.SMS.URL == "" {
-		cfg.Makesafe.SMSTo = demoSMSTo // the log-only sender says it logs them
-	}
-	sims, err := cfg.validate(dry)
-	if err != nil {
-		return err
-	}
+	sims, _ := cfg.simulators(dry) // validate checked it
 	log, err := logging.New(stderr, cfg.Logging)
 	if err != nil {
 		return err
@@ -299,8 +312,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		log.Info("NATS_URL is set: connecting to it, no embedded nats-server", "servers", natsHosts(natsURL))
 	}
 	// One store for every service, so all their transactions share commits.
+	// The streams and consumers are applied first, as the operators' step
+	// does (primectl streams apply): the services find them made, and one
+	// command starts the whole pipeline.
 	d, closeDeps, err := service.OpenLog(ctx, "primeflow", service.Config{
-		NATSURL: natsURL, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword, StreamReplicas: cfg.StreamReplicas,
+		NATSURL: natsURL, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword, StreamReplicas: cfg.StreamReplicas, ApplyStreams: true,
 		DatabaseURL: cfg.DatabaseURL, DatabasePassword: cfg.DatabasePassword, DataDir: cfg.DataDir,
 	}, log)
 	if err != nil {
@@ -314,7 +330,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	states := filepath.Join(cfg.DataDir, "simulators")
 	if sims.prime {
 		state := filepath.Join(states, "prime.json")
-		sim, err := primeSimulator(state, cfg.SimToken, log)
+		sim, err := primeSimulator(state, cfg.SimToken, time.Now(), log)
 		if err != nil {
 			return err
 		}
@@ -325,6 +341,11 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		cfg.Prime.URL, cfg.Prime.ClientID, cfg.Prime.ClientSecret = sc.URL, sc.ClientID, sc.ClientSecret
 		cfg.Prime.Username, cfg.Prime.Password = sc.Username, sc.Password
 		log.Info("using the Prime simulator", "url", cfg.Prime.URL, "state", state)
+		if cfg.JobMirror.TriageInitialContactMadeStatusID == "" {
+			cfg.JobMirror.TriageInitialContactMadeStatusID = primesim.StatusInitialContactMade
+			log.Info("TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is not set: a job's arrival in the Prime simulator's Initial Contact Made status queues its triage invite",
+				"status", primesim.StatusInitialContactMade)
+		}
 	}
 	if sims.optimoRoute {
 		state := filepath.Join(states, "optimoroute.json")
@@ -424,7 +445,7 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 		func() (service.Runner, error) { return jobmirror.New(cfg.JobMirror, d, pc, invites) },
 		func() (service.Runner, error) { return newjobpipeline.New(cfg.NewJobPipeline, d) },
 		func() (service.Runner, error) { return childmirror.New(cfg.ChildMirror, d, pc) },
-		func() (service.Runner, error) { return makesafe.New(cfg.Makesafe, d, pc, sender) },
+		func() (service.Runner, error) { return makesafe.New(cfg.makesafe(), d, pc, sender) },
 		func() (service.Runner, error) { return optimocreate.New(ctx, cfg.OptimoCreate, d, oc) },
 		func() (service.Runner, error) { return optimoplan.New(ctx, cfg.OptimoPlan, d, oc) },
 	}
@@ -453,10 +474,14 @@ func services(ctx context.Context, cfg Config, dry dryrun.Config, d service.Deps
 }
 
 // primeSimulator is the Prime simulator the all-in-one process uses: the
-// fixture's jobs, Prime's own rate limits, its records kept in state.
-func primeSimulator(state, token string, log *slog.Logger) (*primesim.Sim, error) {
+// fixture's jobs, made recent on the first start (recentFixture), Prime's
+// own rate limits, its records kept in state.
+func primeSimulator(state, token string, now time.Time, log *slog.Logger) (*primesim.Sim, error) {
 	fx, err := primesim.DefaultFixture()
 	if err != nil {
+		return nil, err
+	}
+	if fx, err = recentFixture(fx, now); err != nil {
 		return nil, err
 	}
 	return primesim.New(primesim.Options{Fixture: fx, RateLimit: primesim.PrimeRateLimit(), StateFile: state, Logger: log, ControlToken: token})

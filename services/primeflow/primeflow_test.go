@@ -22,6 +22,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
+	"github.com/ethosbuilding/primeflow/pkg/primesim"
 	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlite"
@@ -39,8 +40,10 @@ const (
 	password = "s3cret-admin"
 	// From the Prime simulator's default fixture.
 	fixtureJob        = "0f8e3c1a-5b7d-4e2f-9a6c-1d3e5f7a9b01"
-	fixtureAllocation = "5e6f7a8b-0c1d-4e2f-9a3b-6c7d8e9f0a06" // a Make Safe of a job created out of hours
+	fixtureAllocation = "5e6f7a8b-0c1d-4e2f-9a3b-6c7d8e9f0a06" // a Make Safe of a job created out of hours (fixtureMakeSafeJob)
 	fixtureJob2       = "1a2b3c4d-6e7f-4a8b-9c0d-2e3f4a5b6c02" // numeric reference 2410965, J012346
+	// fixtureMakeSafeJob is the job of fixtureAllocation.
+	fixtureMakeSafeJob = "2b3c4d5e-7f8a-4b9c-8d1e-3f4a5b6c7d03"
 )
 
 // simToken is the simulators' control token the tests give (SIM_TOKEN).
@@ -124,6 +127,30 @@ func TestMakeRunPipelineEndToEnd(t *testing.T) {
 	flowtest.Poll(t, 30*time.Second, 20*time.Millisecond, "the email filed as processed", func() bool {
 		return metric(t, httpAddr, `primeflow_mailintake_messages_total{outcome="processed"}`) == "1"
 	})
+
+	// The fixture's jobs are recent: primectl coverage's 7 days count the
+	// webhook that brought the job.
+	week, err := st.ListJobCoverage(context.Background(), time.Now().Add(-7*24*time.Hour))
+	is.NoErr(err)
+	byWebhook := map[string]bool{}
+	for _, c := range week {
+		byWebhook[c.JobID] = !c.Webhook.IsZero()
+	}
+	is.True(byWebhook[fixtureJob])         // seen by its webhook, in the window
+	is.True(byWebhook[fixtureMakeSafeJob]) // and the Make Safe job by its allocation's
+
+	// A job's arrival in the simulator's Initial Contact Made status, which
+	// make run takes as TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID, queues a
+	// triage invite (§5.1 step 6) for its primary contact, which the log
+	// sender logs: Logged, never Sent.
+	post(t, "http://"+simAddr+"/prime/_sim/jobs/"+fixtureJob+"/status", `{"statusId":"`+primesim.StatusInitialContactMade+`"}`)
+	post(t, "http://"+simAddr+"/prime/_sim/webhooks", fmt.Sprintf(`{"url":"http://%s/api/prime/webhook","apiKey":"%s","action":"change-job-status","id":%q}`,
+		httpAddr, apiKey, fixtureJob))
+	flowtest.Poll(t, 60*time.Second, 50*time.Millisecond, "the triage invite logged", func() bool {
+		invites, err := st.ListTriageInviteQueue(context.Background(), store.InvitesAll, 10)
+		return err == nil && len(invites) == 1 && invites[0].JobID == fixtureJob && invites[0].State == store.SendLogged
+	})
+	is.True(strings.Contains(stderr.String(), "triage invite logged (not sent: no TRIAGE_INVITE_SEND_URL)")) // as the tour shows
 
 	// The appointment sweep of §8.1 is served too, as optimo-create asks it.
 	nc, err := nats.Connect("nats://" + natsAddr)
@@ -400,8 +427,8 @@ func TestRealPrimeNeedsAnSMSSenderAndATriageStatus(t *testing.T) {
 		set  map[string]string
 		says string
 	}{
-		{nil, "SMS_SEND_URL is required"},
-		{map[string]string{"SMS_SEND_URL": "https://sms.invalid/send"}, "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID is required"},
+		{nil, "SMS_SEND_URL (not set): is required"},
+		{map[string]string{"SMS_SEND_URL": "https://sms.invalid/send"}, "TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID (not set): is required"},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			is := is.New(t)
@@ -454,8 +481,8 @@ func startAndStop(t *testing.T, env map[string]string) (stdout, stderr string) {
 // A shadow run (the runbook's first phase): with OPTIMOROUTE_DRY_RUN and
 // SEND_DRY_RUN the pipeline does all its work in its own database, and
 // nothing reaches OptimoRoute or the SMS endpoint, configured as they would
-// be in production; every write and every SMS is recorded instead, and the
-// log says so at start.
+// be in production; every write and every SMS is recorded instead (the SMS
+// Logged in smsQueue, never Sent), and the log says so at start.
 func TestShadowRunSendsNothing(t *testing.T) {
 	is := is.New(t)
 	var reached atomic.Int64
@@ -487,6 +514,15 @@ func TestShadowRunSendsNothing(t *testing.T) {
 		recs, err := dryrun.Read(filepath.Join(records, "sms.jsonl"))
 		return err == nil && len(recs) == 1
 	})
+	// Recorded is not sent: smsQueue, which primectl status and the status
+	// page count, holds it Logged.
+	flowtest.Poll(t, 30*time.Second, 50*time.Millisecond, "the recorded SMS Logged in smsQueue", func() bool {
+		n, err := st.CountSMS(context.Background())
+		return err == nil && n[store.SendLogged] == 1
+	})
+	n, err := st.CountSMS(context.Background())
+	is.NoErr(err)
+	is.Equal(n[store.SendSent], 0) // none counted sent
 	recs, err := dryrun.Read(filepath.Join(records, dryrun.KindOptimoRoute+".jsonl"))
 	is.NoErr(err)
 	ops := map[string]int{}

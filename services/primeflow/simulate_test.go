@@ -113,7 +113,7 @@ func TestRealPrimeRunsOnNoSimulatorItDidNotName(t *testing.T) {
 	})
 
 	for _, tc := range []struct{ name, simulate, says string }{
-		{"a simulator and the real one", "prime,optimoroute", "SIMULATE names prime, and PRIME_API_URL is set"},
+		{"a simulator and the real one", "prime,optimoroute", `SIMULATE="prime,optimoroute": names prime, and PRIME_API_URL is set`},
 		{"a name that is no simulator", "optimoroute,printer", `"printer" is not a simulator`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,7 +134,7 @@ func TestRealPrimeRunsOnNoSimulatorItDidNotName(t *testing.T) {
 		}
 		env["SIMULATE"] = "optimoroute"
 		_, err := launch(t, env)
-		is.True(err != nil)                                                // refused
-		is.True(strings.Contains(err.Error(), "PRIME_API_URL is not set")) // naming Prime
+		is.True(err != nil)                                                                                          // refused
+		is.True(strings.Contains(err.Error(), "PRIME_API_URL (not set): is required: SIMULATE does not name prime")) // naming Prime
 	})
 }

@@ -43,13 +43,11 @@ type Config struct {
 	Backoff retry.Backoff `env:"RESOLVER_BACKOFF" envDefault:"2s,10s,1m,5m" envSeparator:","`
 }
 
-// Validate reports the settings the resolver cannot run with, naming their
-// variables. New calls it.
+// Validate refuses the settings the resolver cannot run with, each naming
+// its variable (config.Refusal). New calls it.
 func (c Config) Validate() error {
-	if c.Lanes <= 0 || c.LaneWait <= 0 || len(c.Backoff) == 0 {
-		return errors.New("resolver: RESOLVER_LANES, RESOLVER_LANE_WAIT and RESOLVER_BACKOFF must be set")
-	}
-	return nil
+	return errors.Join(config.Positive("RESOLVER_LANES", c.Lanes), config.Positive("RESOLVER_LANE_WAIT", c.LaneWait),
+		config.Steps("RESOLVER_BACKOFF", c.Backoff))
 }
 
 // DefaultConfig is the resolver's configuration with no variable set: every
@@ -91,12 +89,8 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*Resolver, error) {
 func (r *Resolver) Run(ctx context.Context) error {
 	r.pair(ctx)
 	return consume.Run(ctx, r.js, consume.Spec{
-		Stream:        events.ConsumerResolver.Stream,
-		Durable:       events.ConsumerResolver.Durable,
-		Subjects:      events.ConsumerResolver.Subjects,
-		Workers:       r.cfg.Lanes,
-		MaxAckPending: 16 * r.cfg.Lanes,
-		AckWait:       time.Minute,
+		Consumer: events.ConsumerResolver,
+		Workers:  r.cfg.Lanes,
 		Key: func(m jetstream.Msg) string {
 			return laneKey(m.Data(), m.Headers().Get(events.HeaderLogID))
 		},
@@ -126,11 +120,8 @@ func Help() service.Help {
 
 // Main runs the resolver as a process of its own.
 func Main(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := config.Load[Config](getenv)
-	if err != nil {
-		return err
-	}
-	return service.MainWithPrime(ctx, "resolver", getenv, stderr, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
+	var cfg Config
+	return service.MainWithPrime(ctx, "resolver", getenv, stderr, []config.Part{config.Read(&cfg, Config.Validate)}, func(_ context.Context, d service.Deps, pc *prime.Client) (service.Runner, error) {
 		return New(cfg, d, pc)
 	})
 }

@@ -67,8 +67,9 @@ func startWith(t *testing.T, opts flowtest.Options, cfg ...func(*resolver.Config
 	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) { return pipeline.Finish{}, nil })
 	stage := &pipeline.Stage{Store: e.Store, NC: e.NC, Log: e.Deps.Log,
 		Outbox: &outbox.Publisher{JS: e.JS, Store: e.Store, Log: e.Deps.Log}}
+	tc := e.Consumer(events.Consumer{Stream: events.StreamResolved, Durable: "test-stage"})
 	e.Run("stage", runner(func(ctx context.Context) error {
-		return consume.Run(ctx, e.JS, consume.Spec{Stream: events.StreamResolved, Durable: "test-stage", Workers: 16},
+		return consume.Run(ctx, e.JS, consume.Spec{Consumer: tc, Workers: 16},
 			e.Deps.Log, e.Deps.Metrics, stage.Handler(func(ctx context.Context, ev events.Resolved) (pipeline.Finish, error) {
 				e.mu.Lock()
 				e.got = append(e.got, ev)

@@ -165,16 +165,23 @@ GO
 
 -- spSmsQueueRelease: a claim that posted nothing (the drainer was stopping)
 -- is given back: Queued again, as due as it was, the attempt not counted.
+-- With @RetryUTC it is a message the endpoint did not take because it is
+-- not there or not taking posts (no connection, 429, 502, 503, 504): a
+-- wait, due from then, @Error its last error, the attempt not counted.
 CREATE OR ALTER PROCEDURE dbo.spSmsQueueRelease
-    @ID      BIGINT,
-    @Attempt INT,
-    @NowUTC  DATETIME2(3)
+    @ID       BIGINT,
+    @Attempt  INT,
+    @NowUTC   DATETIME2(3),
+    @RetryUTC DATETIME2(3)  = NULL,
+    @Error    NVARCHAR(MAX) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
 
     UPDATE dbo.smsQueue
-    SET State = N'Queued', Attempts = Attempts - 1, ClaimedUntilUTC = NULL, UpdatedUTC = @NowUTC
+    SET State = N'Queued', Attempts = Attempts - 1, ClaimedUntilUTC = NULL, UpdatedUTC = @NowUTC,
+        NextAttemptUTC = COALESCE(@RetryUTC, NextAttemptUTC),
+        LastError      = COALESCE(LEFT(@Error, 500), LastError)
     WHERE ID = @ID AND State = N'Sending' AND Attempts = @Attempt;
 
     SELECT @@ROWCOUNT AS rowsUpdated;
@@ -206,6 +213,18 @@ BEGIN
     FROM (SELECT MIN(NextAttemptUTC) AS t FROM dbo.smsQueue WHERE State = N'Queued'
           UNION ALL
           SELECT MIN(ClaimedUntilUTC) FROM dbo.smsQueue WHERE State = N'Sending') AS w;
+END;
+GO
+
+-- spSmsQueueOldestWaiting: when the oldest message not sent yet (Queued or
+-- Sending) was queued; queuedUTC is NULL when none is. It reads
+-- IX_smsQueue_pending's rows alone.
+CREATE OR ALTER PROCEDURE dbo.spSmsQueueOldestWaiting
+AS
+BEGIN
+    SET NOCOUNT ON;
+
+    SELECT MIN(QueuedUTC) AS queuedUTC FROM dbo.smsQueue WHERE State IN (N'Queued', N'Sending');
 END;
 GO
 

@@ -80,6 +80,16 @@ IF COL_LENGTH(N'dbo.PrimeEmailJobRegistered', N'updatedUTC') IS NULL
         CONSTRAINT DF_PrimeEmailJobRegistered_updatedUTC DEFAULT SYSUTCDATETIME();
 GO
 
+-- Mail refused unread as not Prime's (not from MAIL_ALLOWED_SENDERS, or not
+-- authenticated for its sender) has a receipt outcome of its own, Rejected:
+-- junk needs nobody, where a Failed receipt waits for a person. The receipts
+-- an intake before it wrote Failed for such mail, their lastError the
+-- refusal, become Rejected.
+IF EXISTS (SELECT 1 FROM dbo.PrimeEmailJobRegistered WHERE outcome = N'Failed' AND lastError LIKE N'refused unread:%')
+    UPDATE dbo.PrimeEmailJobRegistered SET outcome = N'Rejected'
+    WHERE outcome = N'Failed' AND lastError LIKE N'refused unread:%';
+GO
+
 -- One receipt a message. Filtered: the spec's one-parameter call (the n8n
 -- flow, while it runs) stores no internetMessageId.
 IF NOT EXISTS (SELECT 1 FROM sys.indexes

@@ -241,6 +241,23 @@ BEGIN
 END;
 GO
 
+-- spPrimeflowCountEmailReceipts: the coverage report's emails — the
+-- receipts of the emails received at or after @SinceUTC (receivedDateTime,
+-- else when the receipt was written), by outcome: Processed, Failed (for a
+-- person), Rejected (refused unread as not Prime's), Pending.
+CREATE OR ALTER PROCEDURE dbo.spPrimeflowCountEmailReceipts
+    @SinceUTC DATETIME2(3)
+AS
+BEGIN
+    SET NOCOUNT ON;
+
+    SELECT outcome, COUNT_BIG(*) AS receipts
+    FROM dbo.PrimeEmailJobRegistered
+    WHERE COALESCE(receivedDateTime, registeredUTC) >= @SinceUTC
+    GROUP BY outcome;
+END;
+GO
+
 -- spPrimeflowWebhookActionCoverage: §7.1's coverage check — events, first
 -- and last seen by eventAction — over the rows received at or after
 -- @SinceUTC (NULL: the whole log).

@@ -342,6 +342,19 @@ BEGIN
 END;
 GO
 
+-- spPrimeflowOldestTriageInviteWaiting: when the oldest invite not sent yet
+-- (Queued or Sending, no sentUTC) was queued; queuedUTC is NULL when none
+-- is. It reads IX_ethTriageInviteQueue_unsent's rows alone.
+CREATE OR ALTER PROCEDURE dbo.spPrimeflowOldestTriageInviteWaiting
+AS
+BEGIN
+    SET NOCOUNT ON;
+
+    SELECT MIN(queuedUTC) AS queuedUTC FROM dbo.ethTriageInviteQueue
+    WHERE state IN (N'Queued', N'Sending') AND sentUTC IS NULL;
+END;
+GO
+
 -- spPrimeflowCountTriageInvites: how many invites are in each state.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowCountTriageInvites
 AS

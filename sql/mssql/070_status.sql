@@ -9,7 +9,10 @@
 --      and has not completed; triage invites not sent; orders whose last
 --      write OptimoRoute refused; triage invites Failed; new-job emails whose
 --      receipt is Failed; jobs with an ethSyncQueue item queued at or after
---      @SyncQueuedSince (0 when it is NULL).
+--      @SyncQueuedSince (0 when it is NULL); when the oldest SMS, and the
+--      oldest triage invite, not sent yet (Queued or Sending) was queued;
+--      new-job emails whose receipt is Rejected (refused unread as not
+--      Prime's: counted, needing nobody).
 --   2. the oldest queued log row (0 or 1 row).
 --   3. each eventAction's newest unprocessed row with a failed attempt.
 --   4. smsQueue's messages by State.
@@ -39,7 +42,11 @@ BEGIN
         (SELECT COUNT_BIG(*) FROM dbo.optimoRouteOrder WHERE errorText IS NOT NULL) AS ordersFailing,
         (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue WHERE sentUTC IS NULL AND state = N'Failed') AS invitesFailed,
         (SELECT COUNT_BIG(*) FROM dbo.PrimeEmailJobRegistered WHERE outcome = N'Failed') AS emailsFailed,
-        (SELECT COUNT_BIG(DISTINCT jobId) FROM dbo.ethSyncQueue WHERE queuedUTC >= @SyncQueuedSince) AS syncQueueRecentJobs;
+        (SELECT COUNT_BIG(DISTINCT jobId) FROM dbo.ethSyncQueue WHERE queuedUTC >= @SyncQueuedSince) AS syncQueueRecentJobs,
+        (SELECT MIN(QueuedUTC) FROM dbo.smsQueue WHERE State IN (N'Queued', N'Sending')) AS smsOldestWaitingUTC,
+        (SELECT MIN(queuedUTC) FROM dbo.ethTriageInviteQueue
+         WHERE state IN (N'Queued', N'Sending') AND sentUTC IS NULL) AS invitesOldestWaitingUTC,
+        (SELECT COUNT_BIG(*) FROM dbo.PrimeEmailJobRegistered WHERE outcome = N'Rejected') AS emailsRejected;
 
     SELECT TOP (1) id, receivedUTC, eventAction, processAttempts
     FROM dbo.ethPrimeWebhookLog

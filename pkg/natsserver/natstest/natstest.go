@@ -1,5 +1,6 @@
 // Package natstest starts a real embedded nats-server with JetStream for a
-// test, with the project's streams applied.
+// test, with the project's streams and consumers applied (events.Apply, the
+// operators' step).
 package natstest
 
 import (
@@ -22,34 +23,47 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Server starts a server on a free port with its store in a temp dir; it is
-// shut down when the test ends.
+// Server starts a server on a free port with its store in a temp dir, the
+// project's streams and consumers applied as the operators' step leaves a
+// deployment (events.Apply); it is shut down when the test ends.
 func Server(t testing.TB) *server.Server {
 	t.Helper()
 	return ServerAt(t, "127.0.0.1:-1", t.TempDir())
 }
 
-// ServerAt starts a server on listen with its store in dir, for tests that
-// stop a server and start it again on the same port and data.
+// EmptyServer starts a server like Server with nothing applied: what the
+// operators' step starts from.
+func EmptyServer(t testing.TB) *server.Server {
+	t.Helper()
+	return start(t, natsserver.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()}, false)
+}
+
+// ServerAt starts a server like Server on listen with its store in dir,
+// for tests that stop a server and start it again on the same port and
+// data.
 func ServerAt(t testing.TB, listen, dir string) *server.Server {
 	t.Helper()
-	return start(t, natsserver.Config{Listen: listen, StoreDir: dir})
+	return start(t, natsserver.Config{Listen: listen, StoreDir: dir}, true)
 }
 
 // ServerWithMaxPayload starts a server like Server that accepts messages of
 // at most maxPayload bytes, headers included.
 func ServerWithMaxPayload(t testing.TB, maxPayload int32) *server.Server {
 	t.Helper()
-	return start(t, natsserver.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), MaxPayload: maxPayload})
+	return start(t, natsserver.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), MaxPayload: maxPayload}, true)
 }
 
-func start(t testing.TB, cfg natsserver.Config) *server.Server {
+func start(t testing.TB, cfg natsserver.Config, apply bool) *server.Server {
 	t.Helper()
 	srv, err := natsserver.Start(cfg)
 	if err != nil {
 		t.Fatalf("start nats-server: %v", err)
 	}
 	t.Cleanup(func() { Stop(srv) })
+	if apply {
+		nc, _ := connect(t, srv.ClientURL(), 0)
+		nc.Close()
+	}
 	return srv
 }
 
@@ -59,15 +73,17 @@ func Stop(srv *server.Server) {
 	srv.WaitForShutdown()
 }
 
-// Connect connects to srv, applies the project's streams and returns the
-// connection and its JetStream context; the connection closes when the test ends.
+// Connect connects to srv, applies the project's streams and consumers and
+// returns the connection and its JetStream context; the connection closes
+// when the test ends.
 func Connect(t testing.TB, srv *server.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	return connect(t, srv.ClientURL(), 0)
 }
 
-// connect connects to url and applies the project's streams with replicas
-// (0: the files' own), trying again while a new cluster refuses them.
+// connect connects to url and applies the project's streams and consumers
+// with replicas (0: the files' own), trying again while a new cluster
+// refuses them.
 func connect(t testing.TB, url string, replicas int) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
@@ -82,12 +98,12 @@ func connect(t testing.TB, url string, replicas int) (*nats.Conn, jetstream.JetS
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		err := events.EnsureStreams(ctx, js, replicas)
+		_, err := events.Apply(ctx, js, replicas)
 		if err == nil {
 			return nc, js
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("ensure streams: %v", err)
+			t.Fatalf("apply streams and consumers: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -200,8 +216,8 @@ func (c *Cluster) URL() string {
 	return strings.Join(urls, ",")
 }
 
-// Connect connects to the cluster, applies the project's streams with a
-// replica on every node and returns the connection and its JetStream
+// Connect connects to the cluster, applies the project's streams and
+// consumers with a replica on every node and returns the connection and its JetStream
 // context; the connection closes when the test ends.
 func (c *Cluster) Connect(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
@@ -260,9 +276,11 @@ func CLI(t testing.TB) string {
 }
 
 // ServerWithUsers starts a server on a free port whose users are compose's
-// (pkg/natsauth: a user a service role, the portals' and the operators'),
+// (pkg/natsauth: a user a service role, the portals' and the operators'
+// two),
 // each with its own name as its password: a process connects as its role
-// and is refused anything else. The streams are not applied.
+// and is refused anything else. The streams are not applied:
+// ApplyAsOperators applies them, as the operators' step does.
 func ServerWithUsers(t testing.TB) *server.Server {
 	t.Helper()
 	dir := t.TempDir()
@@ -271,10 +289,9 @@ func ServerWithUsers(t testing.TB) *server.Server {
 		t.Fatal(err)
 	}
 	var conf strings.Builder
-	for _, r := range natsauth.Roles() {
-		fmt.Fprintf(&conf, "%s: %q\n", natsauth.PasswordVar(r.Name), r.Name)
+	for _, u := range natsauth.Users() {
+		fmt.Fprintf(&conf, "%s: %q\n", natsauth.PasswordVar(u), u)
 	}
-	fmt.Fprintf(&conf, "%s: %q\n", natsauth.PasswordVar(natsauth.Operators), natsauth.Operators)
 	// The users follow the variables in one file: an included file does
 	// not see the variables of the file that includes it.
 	fmt.Fprintf(&conf, "listen: \"127.0.0.1:-1\"\nmax_payload: %d\njetstream { store_dir: %q }\n%s",
@@ -297,4 +314,26 @@ func ServerWithUsers(t testing.TB) *server.Server {
 		t.Fatal("nats-server with users: not ready")
 	}
 	return srv
+}
+
+// ApplyAsOperators applies the project's streams and consumers on a server
+// of ServerWithUsers as the operators' step does: logged in as the
+// operators' user, with its inbox prefix.
+func ApplyAsOperators(t testing.TB, srv *server.Server) {
+	t.Helper()
+	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(natsauth.Operators, natsauth.Operators),
+		nats.CustomInboxPrefix(events.InboxPrefix(natsauth.Operators)))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", natsauth.Operators, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := events.Apply(ctx, js, 0); err != nil {
+		t.Fatalf("apply streams and consumers as %s: %v", natsauth.Operators, err)
+	}
 }

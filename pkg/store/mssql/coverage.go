@@ -33,6 +33,16 @@ func (s *Store) WebhookActionCoverage(ctx context.Context, since time.Time) ([]s
 	}, sql.Named("SinceUTC", sqlTime(since)))
 }
 
+// CountEmailReceipts counts the receipts of the emails received since a
+// time, by outcome (spPrimeflowCountEmailReceipts).
+func (s *Store) CountEmailReceipts(ctx context.Context, since time.Time) (map[string]int, error) {
+	counts, err := sqlrows.Counts(ctx, s.q(), procCountEmailReceipts, sql.Named("SinceUTC", since.UTC().Truncate(time.Millisecond)))
+	if err != nil {
+		return nil, fmt.Errorf("mssql: count email receipts: %w", err)
+	}
+	return counts, nil
+}
+
 // GetSweepWatermark reads a sweep's watermark (spPrimeflowGetSweepWatermark).
 func (s *Store) GetSweepWatermark(ctx context.Context, name string) (time.Time, bool, error) {
 	var t time.Time

@@ -91,6 +91,8 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	try(err)
 	_, err = s.WebhookActionCoverage(ctx, time.Time{})
 	try(err)
+	_, err = s.CountEmailReceipts(ctx, time.Now().Add(-time.Hour))
+	try(err)
 	item := store.SyncQueueItem{ID: 7, Object: store.TableAllocations, JobID: job, QueuedUTC: time.Now(), ClaimedUTC: time.Now()}
 	_, err = s.ReleaseSyncQueue(ctx, item)
 	try(err)
@@ -119,6 +121,8 @@ func TestJobAreaCallsMatchTheProcedures(t *testing.T) {
 	_, _, err = s.NextTriageInviteDue(ctx)
 	try(err)
 	_, err = s.CountTriageInvites(ctx)
+	try(err)
+	_, _, err = s.OldestTriageInviteWaiting(ctx)
 	try(err)
 	for _, err := range errs {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database

@@ -31,6 +31,7 @@ const (
 	procGetTriageInvite        = "dbo.spPrimeflowGetTriageInvite"
 	procNextTriageInviteDue    = "dbo.spPrimeflowNextTriageInviteDue"
 	procCountTriageInvites     = "dbo.spPrimeflowCountTriageInvites"
+	procOldestInviteWaiting    = "dbo.spPrimeflowOldestTriageInviteWaiting"
 )
 
 // QueueClientWIPStatusChange queues a StatusChange trigger unless the job

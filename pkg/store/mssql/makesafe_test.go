@@ -48,17 +48,20 @@ func TestMakesafeAndSMSCallsMatchTheProcedures(t *testing.T) {
 	try(s.SetSMSFailed(ctx, 1, 1, "boom", now.Add(time.Minute), now))
 	try(s.SetSMSFailed(ctx, 1, 1, "boom", time.Time{}, now))
 	try(s.ReleaseSMS(ctx, 1, 1, now))
+	try(s.DeferSMS(ctx, 1, 1, "HTTP 503", now.Add(time.Minute), now))
 	_, err = s.GetSMS(ctx, 1)
 	try(err)
 	_, _, err = s.NextSMSDue(ctx)
 	try(err)
 	_, err = s.CountSMS(ctx)
 	try(err)
+	_, _, err = s.OldestSMSWaiting(ctx)
+	try(err)
 	for _, err := range errs {
 		is.True(errors.Is(err, errRecorded)) // every method reached the database
 	}
 
-	is.Equal(checkCalls(t, rec, scriptModules(t, "030_sms.sql", "031_makesafe.sql"), fits, nil), 12) // both scripts were found
+	is.Equal(checkCalls(t, rec, scriptModules(t, "030_sms.sql", "031_makesafe.sql"), fits, nil), 13) // both scripts were found
 }
 
 func TestMakesafeOffsetsGoAsSeconds(t *testing.T) {

@@ -18,6 +18,7 @@ const (
 	procSetSweepWatermark     = "dbo.spPrimeflowSetSweepWatermark"
 	procJobCoverage           = "dbo.spPrimeflowJobCoverage"
 	procWebhookActionCoverage = "dbo.spPrimeflowWebhookActionCoverage"
+	procCountEmailReceipts    = "dbo.spPrimeflowCountEmailReceipts"
 )
 
 // ProcessNewPrimeJob runs the new-job pipeline's SQL for a job, once

@@ -42,6 +42,13 @@ func (q sendQueue[T]) release(ctx context.Context, s *Store, id int64, attempt i
 	return q.update(ctx, s, "release "+q.what, id, attempt, q.released, sql.Named("NowUTC", sqlTime(at)))
 }
 
+// deferRow gives back a claim whose row cannot be sent yet, due at until:
+// the release procedure with @RetryUTC and @Error.
+func (q sendQueue[T]) deferRow(ctx context.Context, s *Store, id int64, attempt int, cause string, until, at time.Time) error {
+	return q.update(ctx, s, "defer "+q.what, id, attempt, q.released, sql.Named("NowUTC", sqlTime(at)),
+		sql.Named("RetryUTC", sqlTime(until)), sql.Named("Error", statusParam(cause)))
+}
+
 // update calls an outcome procedure for the claim (id, attempt); no row
 // updated is ErrNotFound for an unknown id, else ErrClaimLost.
 func (q sendQueue[T]) update(ctx context.Context, s *Store, what string, id int64, attempt int, proc string, args ...any) error {
@@ -73,6 +80,16 @@ func (q sendQueue[T]) getRow(ctx context.Context, s *Store, id int64) (T, error)
 
 // nextDue calls a send queue's next-due procedure, which returns dueUTC.
 func (s *Store) nextDue(ctx context.Context, what, proc string) (time.Time, bool, error) {
+	var at time.Time
+	if err := s.q().QueryRowContext(ctx, proc).Scan(scanTime{&at}); err != nil {
+		return time.Time{}, false, fmt.Errorf("mssql: %s: %w", what, err)
+	}
+	return at, !at.IsZero(), nil
+}
+
+// oldestWaiting calls a send queue's oldest-waiting procedure, which
+// returns queuedUTC.
+func (s *Store) oldestWaiting(ctx context.Context, what, proc string) (time.Time, bool, error) {
 	var at time.Time
 	if err := s.q().QueryRowContext(ctx, proc).Scan(scanTime{&at}); err != nil {
 		return time.Time{}, false, fmt.Errorf("mssql: %s: %w", what, err)

@@ -20,6 +20,7 @@ const (
 	procSMSGet       = "dbo.spSmsQueueGet"
 	procSMSNextDue   = "dbo.spSmsQueueNextDue"
 	procSMSCount     = "dbo.spSmsQueueCount"
+	procSMSOldest    = "dbo.spSmsQueueOldestWaiting"
 )
 
 // scanSMS reads the columns the SMS procedures return, in their order.
@@ -84,6 +85,12 @@ func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.T
 	return smsQueue.release(ctx, s, id, attempt, at)
 }
 
+// DeferSMS gives back a claim whose message the endpoint did not take, due
+// at until (spSmsQueueRelease @RetryUTC, @Error).
+func (s *Store) DeferSMS(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error {
+	return smsQueue.deferRow(ctx, s, id, attempt, cause, until, at)
+}
+
 // callUpdating calls a procedure that returns rowsUpdated; 0 is ErrNotFound.
 func (s *Store) callUpdating(ctx context.Context, what string, id any, proc string, args ...any) error {
 	var n int
@@ -104,6 +111,12 @@ func (s *Store) GetSMS(ctx context.Context, id int64) (store.SMSMessage, error) 
 // NextSMSDue returns when the next message is due (spSmsQueueNextDue).
 func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
 	return s.nextDue(ctx, "next sms due", procSMSNextDue)
+}
+
+// OldestSMSWaiting returns when the oldest message not sent yet was queued
+// (spSmsQueueOldestWaiting).
+func (s *Store) OldestSMSWaiting(ctx context.Context) (time.Time, bool, error) {
+	return s.oldestWaiting(ctx, "oldest sms waiting", procSMSOldest)
 }
 
 // CountSMS counts the messages in each state (spSmsQueueCount).

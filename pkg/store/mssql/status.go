@@ -25,7 +25,8 @@ func (s *Store) StatusOverview(ctx context.Context, oq store.OverviewQuery) (sto
 	sets := []func() error{
 		func() error {
 			return rows.Scan(&o.Unprocessed, &o.Capped, &o.Processed, &o.Unpublished, &o.OutboxUnpublished, scanTime{&o.OutboxOldestUTC},
-				&o.FirstSeenFailing, &o.InvitesPending, &o.OrdersFailing, &o.InvitesFailed, &o.EmailsFailed, &o.SyncQueueRecentJobs)
+				&o.FirstSeenFailing, &o.InvitesPending, &o.OrdersFailing, &o.InvitesFailed, &o.EmailsFailed, &o.SyncQueueRecentJobs,
+				scanTime{&o.SMSOldestWaitingUTC}, scanTime{&o.InvitesOldestWaitingUTC}, &o.EmailsRejected)
 		},
 		func() error {
 			r := &o.OldestUnprocessed

@@ -71,8 +71,7 @@ func (s *Store) ReleaseTriageInvite(ctx context.Context, id int64, attempt int, 
 // DeferTriageInvite gives back a claim whose invite cannot be sent yet, due
 // at until (spPrimeflowReleaseTriageInvite @RetryUTC, @Error).
 func (s *Store) DeferTriageInvite(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error {
-	return inviteQueue.update(ctx, s, "defer triage invite", id, attempt, procReleaseTriageInvite, sql.Named("NowUTC", sqlTime(at)),
-		sql.Named("RetryUTC", sqlTime(until)), sql.Named("Error", statusParam(cause)))
+	return inviteQueue.deferRow(ctx, s, id, attempt, cause, until, at)
 }
 
 // SetTriageInvitePayload fixes the body to post, under the claim, once
@@ -90,6 +89,12 @@ func (s *Store) GetTriageInvite(ctx context.Context, id int64) (store.TriageInvi
 // (spPrimeflowNextTriageInviteDue).
 func (s *Store) NextTriageInviteDue(ctx context.Context) (time.Time, bool, error) {
 	return s.nextDue(ctx, "next triage invite due", procNextTriageInviteDue)
+}
+
+// OldestTriageInviteWaiting returns when the oldest invite not sent yet was
+// queued (spPrimeflowOldestTriageInviteWaiting).
+func (s *Store) OldestTriageInviteWaiting(ctx context.Context) (time.Time, bool, error) {
+	return s.oldestWaiting(ctx, "oldest triage invite waiting", procOldestInviteWaiting)
 }
 
 // CountTriageInvites counts the invites in each state

@@ -313,6 +313,10 @@ var wireDrives = map[string]wireDrive{
 		_, _, err := s.NextTriageInviteDue(ctx)
 		return err
 	},
+	"OldestTriageInviteWaiting": func(ctx context.Context, s *Store, full bool) error {
+		_, _, err := s.OldestTriageInviteWaiting(ctx)
+		return err
+	},
 	// sync queue
 	"QueueMissingObjectsByJob": func(ctx context.Context, s *Store, full bool) error {
 		_, err := s.QueueMissingObjectsByJob(ctx, wireJob)
@@ -391,8 +395,15 @@ var wireDrives = map[string]wireDrive{
 		return s.SetSMSFailed(ctx, 1, 1, opt(full, "boom"), opt(full, wireTime), wireTime)
 	},
 	"ReleaseSMS": func(ctx context.Context, s *Store, full bool) error { return s.ReleaseSMS(ctx, 1, 1, wireTime) },
+	"DeferSMS": func(ctx context.Context, s *Store, full bool) error {
+		return s.DeferSMS(ctx, 1, 1, opt(full, "HTTP 503"), opt(full, wireTime), wireTime)
+	},
 	"CountSMS":   func(ctx context.Context, s *Store, full bool) error { _, err := s.CountSMS(ctx); return err },
 	"NextSMSDue": func(ctx context.Context, s *Store, full bool) error { _, _, err := s.NextSMSDue(ctx); return err },
+	"OldestSMSWaiting": func(ctx context.Context, s *Store, full bool) error {
+		_, _, err := s.OldestSMSWaiting(ctx)
+		return err
+	},
 	"GetSetting": func(ctx context.Context, s *Store, full bool) error {
 		_, _, err := s.GetSetting(ctx, store.SettingMakesafeSMSRecipient)
 		return err
@@ -471,6 +482,10 @@ var wireDrives = map[string]wireDrive{
 	},
 	"ListJobCoverage": func(ctx context.Context, s *Store, full bool) error {
 		_, err := s.ListJobCoverage(ctx, wireTime)
+		return err
+	},
+	"CountEmailReceipts": func(ctx context.Context, s *Store, full bool) error {
+		_, err := s.CountEmailReceipts(ctx, wireTime)
 		return err
 	},
 	"WebhookActionCoverage": func(ctx context.Context, s *Store, full bool) error {

@@ -48,6 +48,17 @@ func (s *Store) WebhookActionCoverage(ctx context.Context, since time.Time) ([]s
 		}, nullTime(since))
 }
 
+// CountEmailReceipts counts the receipts of the emails received since a
+// time, by outcome (spPrimeflowCountEmailReceipts).
+func (s *Store) CountEmailReceipts(ctx context.Context, since time.Time) (map[string]int, error) {
+	counts, err := sqlrows.Counts(ctx, s.r(), `SELECT outcome, COUNT(*) FROM PrimeEmailJobRegistered
+		WHERE COALESCE(receivedDateTime, registeredUTC) >= ? GROUP BY outcome`, formatTime(since))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count email receipts: %w", err)
+	}
+	return counts, nil
+}
+
 // GetSweepWatermark reads a sweep's watermark (spPrimeflowGetSweepWatermark).
 func (s *Store) GetSweepWatermark(ctx context.Context, name string) (time.Time, bool, error) {
 	return queryOne(ctx, s.r(), "get sweep watermark", `SELECT watermarkUTC FROM primeflowSweepWatermark WHERE name = ?`,

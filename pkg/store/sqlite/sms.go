@@ -144,6 +144,12 @@ func (s *Store) ReleaseSMS(ctx context.Context, id int64, attempt int, at time.T
 	return smsTable.release(ctx, s, id, attempt, at)
 }
 
+// DeferSMS gives back a claim whose message the endpoint did not take: due
+// at until, its attempt uncounted, cause its last error.
+func (s *Store) DeferSMS(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error {
+	return smsTable.deferRow(ctx, s, id, attempt, cause, until, at)
+}
+
 // sendTable is a send queue's table (smsQueue, ethTriageInviteQueue). Both
 // have the same columns (State, Attempts, SentUTC … in smsQueue, state,
 // attempts, sentUTC … in ethTriageInviteQueue: SQLite reads a name in any
@@ -183,6 +189,14 @@ func (q sendTable) release(ctx context.Context, s *Store, id int64, attempt int,
 	return q.update(ctx, s, "release "+q.what, id, attempt,
 		`state = ?, attempts = attempts - 1, updatedUTC = ?, claimedUntilUTC = NULL`,
 		string(store.SendQueued), formatTime(at))
+}
+
+// deferRow gives back a claim whose row cannot be sent yet: due at until,
+// its attempt uncounted, cause (cut to MaxStatusLen) its last error.
+func (q sendTable) deferRow(ctx context.Context, s *Store, id int64, attempt int, cause string, until, at time.Time) error {
+	return q.update(ctx, s, "defer "+q.what, id, attempt,
+		`state = ?, attempts = attempts - 1, nextAttemptUTC = ?, lastError = ?, updatedUTC = ?, claimedUntilUTC = NULL`,
+		string(store.SendQueued), formatTime(until), store.TruncateStatus(cause), formatTime(at))
 }
 
 // update runs UPDATE table SET set on the row while it holds the claim:
@@ -229,6 +243,23 @@ func (s *Store) NextSMSDue(ctx context.Context) (time.Time, bool, error) {
 func (s *Store) nextDue(ctx context.Context, what, query string) (time.Time, bool, error) {
 	var at time.Time
 	if err := s.r().QueryRowContext(ctx, query, string(store.SendQueued), string(store.SendSending)).Scan(scanTime{&at}); err != nil {
+		return time.Time{}, false, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return at, !at.IsZero(), nil
+}
+
+// OldestSMSWaiting returns when the oldest message not sent yet was queued.
+func (s *Store) OldestSMSWaiting(ctx context.Context) (time.Time, bool, error) {
+	return s.oldestWaiting(ctx, "oldest sms waiting", `SELECT MIN(QueuedUTC) FROM smsQueue WHERE State IN ('Queued', 'Sending')`)
+}
+
+// oldestWaiting runs a send queue's query for the earliest queue time of
+// the rows not sent yet. The query names the states as the table's partial
+// index on them does (030's IX_smsQueue_pending, 061's
+// IX_ethTriageInviteQueue_unsent), so that SQLite reads that index alone.
+func (s *Store) oldestWaiting(ctx context.Context, what, query string) (time.Time, bool, error) {
+	var at time.Time
+	if err := s.r().QueryRowContext(ctx, query).Scan(scanTime{&at}); err != nil {
 		return time.Time{}, false, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return at, !at.IsZero(), nil

@@ -298,29 +298,40 @@ func TestTheFilesAreTheOwnersOnly(t *testing.T) {
 // whose job has left its status, answered a change that is over; the newest
 // of a job still in the status stays open, so no event invites it again,
 // and a job that has left and comes back is invited.
-func TestTriageInvitesQueuedBeforeStatusChanges(t *testing.T) {
+// before is a database file with the scripts named before script applied,
+// as a database made before that script has them, and a connection to it.
+func before(t *testing.T, script string) (file string, db *sql.DB) {
+	t.Helper()
 	is := is.New(t)
 	ctx := context.Background()
-	file := filepath.Join(t.TempDir(), "primeflow.db")
+	file = filepath.Join(t.TempDir(), "primeflow.db")
 	db, err := sql.Open("sqlite", file)
 	is.NoErr(err)
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1)
 	names, err := fs.Glob(schema.SQLite, "sqlite/*.sql")
 	is.NoErr(err)
 	_, err = db.ExecContext(ctx, `CREATE TABLE primeflowSchemaMigrations (name TEXT PRIMARY KEY, appliedUTC TEXT NOT NULL, checksum TEXT)`)
 	is.NoErr(err)
 	for _, n := range names {
-		if path.Base(n) >= "062" {
+		if path.Base(n) >= script {
 			break
 		}
 		text, err := fs.ReadFile(schema.SQLite, n)
 		is.NoErr(err)
 		_, err = db.ExecContext(ctx, string(text))
-		is.NoErr(err) // the scripts as a database before 062 had them
+		is.NoErr(err) // the scripts as a database before script had them
 		_, err = db.ExecContext(ctx, `INSERT INTO primeflowSchemaMigrations (name, appliedUTC) VALUES (?, '2026-10-01 00:00:00.000')`, path.Base(n))
 		is.NoErr(err)
 	}
+	return file, db
+}
+
+func TestTriageInvitesQueuedBeforeStatusChanges(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	file, db := before(t, "062")
+	var err error
 	const icm, other = "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6", "3c1e9a2b-6f0d-4c8e-9b7a-1d2e3f4a5b6c"
 	const stays, left, again = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b11", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b12", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b13"
 	for _, j := range []struct{ id, status string }{{stays, icm}, {left, other}, {again, icm}} {
@@ -360,4 +371,38 @@ func TestTriageInvitesQueuedBeforeStatusChanges(t *testing.T) {
 	queued, err = s.QueueTriageInvite(ctx, left, icm)
 	is.NoErr(err)
 	is.True(queued) // back in the status: a new change
+}
+
+// A database whose intake recorded mail refused unread as Failed takes 063
+// on opening: those receipts are Rejected, needing nobody, and the others
+// Failed stay Failed.
+func TestRefusedMailRecordedFailedBefore(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	file, db := before(t, "063")
+	for _, r := range []struct{ id, outcome, err string }{
+		{"<junk@elsewhere.example>", store.EmailFailed, `refused unread: the sender "jobs@elsewhere.example" is not in MAIL_ALLOWED_SENDERS`},
+		{"<spoofed@primeeco.tech>", store.EmailFailed, `refused unread: mail from "noreply@primeeco.tech" passed neither DMARC nor DKIM for primeeco.tech`},
+		{"<j014370@primeeco.tech>", store.EmailFailed, "no JobID in the email"},
+		{"<j014371@primeeco.tech>", store.EmailProcessed, ""},
+	} {
+		_, err := db.ExecContext(ctx, `INSERT INTO PrimeEmailJobRegistered (registeredUTC, internetMessageId, outcome, lastError, movedTo, updatedUTC)
+			VALUES ('2026-10-01 00:00:00.000', ?, ?, NULLIF(?, ''), ?, '2026-10-01 00:00:00.000')`, r.id, r.outcome, r.err, r.outcome)
+		is.NoErr(err)
+	}
+
+	s, err := sqlite.Open(ctx, file)
+	is.NoErr(err) // 063 applies to the rows there
+	defer s.Close()
+	for id, want := range map[string]string{"<junk@elsewhere.example>": store.EmailRejected, "<spoofed@primeeco.tech>": store.EmailRejected,
+		"<j014370@primeeco.tech>": store.EmailFailed, "<j014371@primeeco.tech>": store.EmailProcessed} {
+		r, found, err := s.GetEmailReceipt(ctx, id)
+		is.NoErr(err)
+		is.True(found)
+		is.Equal(r.Outcome, want) // refused mail Rejected, the rest as it was
+	}
+	o, err := s.StatusOverview(ctx, store.OverviewQuery{})
+	is.NoErr(err)
+	is.Equal(o.EmailsFailed, 1)   // the one for a person
+	is.Equal(o.EmailsRejected, 2) // the junk
 }

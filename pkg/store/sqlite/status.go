@@ -73,8 +73,14 @@ func (s *Store) StatusOverview(ctx context.Context, oq store.OverviewQuery) (sto
 		[]any{string(store.SendFailed)}, &o.InvitesPending, &o.InvitesFailed); err != nil {
 		return o, err
 	}
-	if err := row("emails failed", `SELECT COUNT(*) FROM PrimeEmailJobRegistered WHERE outcome = ?`,
-		[]any{store.EmailFailed}, &o.EmailsFailed); err != nil {
+	if o.SMSOldestWaitingUTC, _, err = s.OldestSMSWaiting(ctx); err != nil {
+		return o, err
+	}
+	if o.InvitesOldestWaitingUTC, _, err = s.OldestTriageInviteWaiting(ctx); err != nil {
+		return o, err
+	}
+	if err := row("emails failed", `SELECT COUNT(CASE WHEN outcome = ? THEN 1 END), COUNT(CASE WHEN outcome = ? THEN 1 END)
+		FROM PrimeEmailJobRegistered`, []any{store.EmailFailed, store.EmailRejected}, &o.EmailsFailed, &o.EmailsRejected); err != nil {
 		return o, err
 	}
 	last, _, err := queryOne(ctx, q, "status overview: newest failed email", `SELECT `+emailColumns+`

@@ -102,9 +102,7 @@ func (s *Store) ReleaseTriageInvite(ctx context.Context, id int64, attempt int, 
 // DeferTriageInvite gives back a claim whose invite cannot be sent yet: due
 // at until, its attempt uncounted, cause its last error.
 func (s *Store) DeferTriageInvite(ctx context.Context, id int64, attempt int, cause string, until, at time.Time) error {
-	return inviteTable.update(ctx, s, "defer triage invite", id, attempt,
-		`state = ?, attempts = attempts - 1, nextAttemptUTC = ?, lastError = ?, updatedUTC = ?, claimedUntilUTC = NULL`,
-		string(store.SendQueued), formatTime(until), store.TruncateStatus(cause), formatTime(at))
+	return inviteTable.deferRow(ctx, s, id, attempt, cause, until, at)
 }
 
 // SetTriageInvitePayload fixes the body to post, under the claim, once.
@@ -142,6 +140,13 @@ func (s *Store) NextTriageInviteDue(ctx context.Context) (time.Time, bool, error
 		SELECT MIN(nextAttemptUTC) AS t FROM ethTriageInviteQueue WHERE state = ? AND sentUTC IS NULL
 		UNION ALL
 		SELECT MIN(claimedUntilUTC) FROM ethTriageInviteQueue WHERE state = ?)`)
+}
+
+// OldestTriageInviteWaiting returns when the oldest invite not sent yet was
+// queued.
+func (s *Store) OldestTriageInviteWaiting(ctx context.Context) (time.Time, bool, error) {
+	return s.oldestWaiting(ctx, "oldest triage invite waiting",
+		`SELECT MIN(queuedUTC) FROM ethTriageInviteQueue WHERE state IN ('Queued', 'Sending') AND sentUTC IS NULL`)
 }
 
 // CountTriageInvites counts the invites in each state.

@@ -36,6 +36,28 @@ func All[T any](ctx context.Context, q Querier, query string, scan func(Scanner)
 	return out, rows.Err()
 }
 
+// Counts runs a query of (name, count) rows on q and returns the counts by
+// name.
+func Counts(ctx context.Context, q Querier, query string, args ...any) (map[string]int, error) {
+	type count struct {
+		name string
+		n    int
+	}
+	rows, err := All(ctx, q, query, func(sc Scanner) (count, error) {
+		var c count
+		err := sc.Scan(&c.name, &c.n)
+		return c, err
+	}, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(rows))
+	for _, c := range rows {
+		out[c.name] = c.n
+	}
+	return out, nil
+}
+
 // Text reads a row of one text column.
 func Text(sc Scanner) (string, error) {
 	var t string

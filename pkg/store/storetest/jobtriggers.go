@@ -247,6 +247,36 @@ func testTriageInviteQueue(t *testing.T, open Opener) {
 		is.Equal(got[0].Attempts, 1) // as its first attempt, the last of MaxAttempts 1
 	})
 
+	t.Run("the oldest invite not sent yet is the one that has waited longest", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		_, ok, err := s.OldestTriageInviteWaiting(ctx)
+		is.NoErr(err)
+		is.True(!ok) // none in an empty queue
+		first := queue(t, s, jobA)
+		second := queue(t, s, jobB)
+		oldest, ok, err := s.OldestTriageInviteWaiting(ctx)
+		is.NoErr(err)
+		is.True(ok && oldest.Equal(first.QueuedUTC)) // the first queued
+		t0 := time.Now().Add(time.Second).Truncate(time.Millisecond)
+		got, err := s.ClaimTriageInvites(ctx, t0, lease, 3, 1)
+		is.NoErr(err)
+		is.Equal(got[0].ID, first.ID)
+		oldest, _, err = s.OldestTriageInviteWaiting(ctx)
+		is.NoErr(err)
+		is.True(oldest.Equal(first.QueuedUTC)) // a Sending one still waits
+		is.NoErr(s.SetTriageInviteSent(ctx, first.ID, 1, t0))
+		oldest, ok, err = s.OldestTriageInviteWaiting(ctx)
+		is.NoErr(err)
+		is.True(ok && oldest.Equal(second.QueuedUTC)) // then the next
+		got, err = s.ClaimTriageInvites(ctx, t0, lease, 3, 1)
+		is.NoErr(err)
+		is.NoErr(s.SetTriageInviteFailed(ctx, got[0].ID, 1, "HTTP 400", time.Time{}, t0))
+		_, ok, err = s.OldestTriageInviteWaiting(ctx)
+		is.NoErr(err)
+		is.True(!ok) // a Failed one waits for a person, not to be sent
+	})
+
 	t.Run("logged, never sent, is told apart from sent", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)

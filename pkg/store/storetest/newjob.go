@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -302,6 +303,30 @@ func testCoverage(t *testing.T, open Opener) {
 		is.Equal(len(all), 2)                        // the whole log
 		is.Equal(all[0].Action, "change-job-status") // the latest first
 		is.Equal(all[1], store.ActionCoverage{Action: "create-appointment", Events: 1, FirstSeen: at(3), LastSeen: at(3)})
+	})
+
+	t.Run("emails by outcome", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		for i, e := range []struct {
+			outcome  string
+			received time.Time
+		}{
+			{store.EmailProcessed, at(1)}, {store.EmailProcessed, at(2)}, {store.EmailProcessed, since.Add(-time.Hour)}, // one before the window
+			{store.EmailFailed, at(3)}, {store.EmailRejected, at(4)}, {store.EmailRejected, at(5)},
+			{store.EmailPending, time.Time{}}, // no receivedDateTime: counted from its receipt, now
+		} {
+			r, _, err := s.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: fmt.Sprintf("<%d@x>", i), ReceivedUTC: e.received})
+			is.NoErr(err)
+			r.Outcome = e.outcome
+			is.NoErr(s.UpdateEmailReceipt(ctx, r))
+		}
+		got, err := s.CountEmailReceipts(ctx, since)
+		is.NoErr(err)
+		is.Equal(got, map[string]int{store.EmailProcessed: 2, store.EmailFailed: 1, store.EmailRejected: 2, store.EmailPending: 1}) // the window's, by outcome
+		none, err := s.CountEmailReceipts(ctx, time.Now().Add(time.Hour))
+		is.NoErr(err)
+		is.Equal(len(none), 0) // none received since a time to come
 	})
 
 	t.Run("sweep watermark", func(t *testing.T) {

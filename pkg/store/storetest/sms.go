@@ -193,6 +193,94 @@ func testSMSQueue(t *testing.T, open Opener) {
 		is.True(errors.Is(s.ReleaseSMS(ctx, id, 2, t0.Add(time.Second)), store.ErrClaimLost)) // a claim it does not hold
 	})
 
+	// An endpoint that is not there or not taking posts (a 429, a 503, no
+	// connection) is a wait: the claim is given back due later, however
+	// often, and the message keeps every one of its attempts.
+	t.Run("a deferred claim waits without using an attempt", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		id, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "MAKE SAFE", Now: t0})
+		is.NoErr(err)
+		now := t0
+		for wait := range 5 {
+			got, err := s.ClaimSMS(ctx, now, lease, 2, 10)
+			is.NoErr(err)
+			is.Equal(len(got), 1)        // claimed, wait after wait
+			is.Equal(got[0].Attempts, 1) // always as its first attempt, of 2
+			until := now.Add(time.Duration(wait+1) * time.Minute)
+			is.NoErr(s.DeferSMS(ctx, id, 1, "HTTP 503: down for maintenance", until, now))
+			m, err := s.GetSMS(ctx, id)
+			is.NoErr(err)
+			is.Equal(m.State, store.SendQueued)                     // given back
+			is.Equal(m.Attempts, 0)                                 // its attempt not counted
+			is.True(m.NextAttemptUTC.Equal(until))                  // due when the wait ends
+			is.True(m.ClaimedUntilUTC.IsZero())                     // unclaimed
+			is.Equal(m.LastError, "HTTP 503: down for maintenance") // saying why it waits
+			is.True(m.UpdatedUTC.Equal(now))                        // when
+			due, ok, err := s.NextSMSDue(ctx)
+			is.NoErr(err)
+			is.True(ok && due.Equal(until)) // the drainer sleeps until then
+			got, err = s.ClaimSMS(ctx, until.Add(-time.Millisecond), lease, 2, 10)
+			is.NoErr(err)
+			is.Equal(len(got), 0) // not claimed before
+			now = until
+		}
+		is.True(errors.Is(s.DeferSMS(ctx, id, 1, "again", now, now), store.ErrClaimLost)) // a claim it does not hold
+		is.True(errors.Is(s.DeferSMS(ctx, id+100, 1, "x", now, now), store.ErrNotFound))  // an unknown id
+		got, err := s.ClaimSMS(ctx, now, lease, 2, 10)
+		is.NoErr(err)
+		is.Equal(got[0].Attempts, 1) // five waits later, still its first attempt
+		is.NoErr(s.DeferSMS(ctx, id, 1, strings.Repeat("e", 2*store.MaxStatusLen), now.Add(time.Minute), now))
+		m, err := s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(len(m.LastError), store.MaxStatusLen) // the cause cut to size
+		got, err = s.ClaimSMS(ctx, now.Add(time.Minute), lease, 2, 10)
+		is.NoErr(err)
+		is.NoErr(s.SetSMSSent(ctx, id, got[0].Attempts, now.Add(time.Minute)))
+		m, err = s.GetSMS(ctx, id)
+		is.NoErr(err)
+		is.Equal(m.State, store.SendSent) // sent once the endpoint takes it
+		is.Equal(m.Attempts, 1)           // on its first attempt
+	})
+
+	t.Run("the oldest message not sent yet is the one that has waited longest", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		_, ok, err := s.OldestSMSWaiting(ctx)
+		is.NoErr(err)
+		is.True(!ok) // none in an empty queue
+		var ids []int64
+		for i := range 4 {
+			id, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "m", Now: t0.Add(time.Duration(i) * time.Minute)})
+			is.NoErr(err)
+			ids = append(ids, id)
+		}
+		oldest, ok, err := s.OldestSMSWaiting(ctx)
+		is.NoErr(err)
+		is.True(ok && oldest.Equal(t0)) // the first queued
+		got, err := s.ClaimSMS(ctx, t0.Add(time.Hour), lease, 5, 3)
+		is.NoErr(err)
+		is.Equal(len(got), 3)
+		oldest, _, err = s.OldestSMSWaiting(ctx)
+		is.NoErr(err)
+		is.True(oldest.Equal(t0)) // a Sending one still waits
+		is.NoErr(s.SetSMSSent(ctx, ids[0], 1, t0.Add(time.Hour)))
+		is.NoErr(s.SetSMSFailed(ctx, ids[1], 1, "HTTP 400", time.Time{}, t0.Add(time.Hour)))
+		is.NoErr(s.DeferSMS(ctx, ids[2], 1, "HTTP 429", t0.Add(2*time.Hour), t0.Add(time.Hour)))
+		oldest, ok, err = s.OldestSMSWaiting(ctx)
+		is.NoErr(err)
+		is.True(ok && oldest.Equal(t0.Add(2*time.Minute))) // neither the sent nor the failed one: the deferred one
+		got, err = s.ClaimSMS(ctx, t0.Add(3*time.Hour), lease, 5, 3)
+		is.NoErr(err)
+		is.Equal(len(got), 2)
+		for _, m := range got {
+			is.NoErr(s.SetSMSLogged(ctx, m.ID, m.Attempts, t0.Add(3*time.Hour)))
+		}
+		_, ok, err = s.OldestSMSWaiting(ctx)
+		is.NoErr(err)
+		is.True(!ok) // none waits once each is done with
+	})
+
 	t.Run("a final failure stays failed", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)

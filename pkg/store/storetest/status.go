@@ -16,12 +16,13 @@ func testStatus(t *testing.T, open Opener) {
 		o, err := open(t).StatusOverview(ctx, store.OverviewQuery{SyncQueuedSince: time.Now().Add(-time.Hour)})
 		is.NoErr(err)
 		is.Equal(o.Unprocessed+o.Capped+o.Processed+o.Unpublished, 0) // no rows
-		is.Equal(o.InvitesFailed+o.EmailsFailed+o.SyncQueueRecentJobs, 0)
+		is.Equal(o.InvitesFailed+o.EmailsFailed+o.EmailsRejected+o.SyncQueueRecentJobs, 0)
 		is.Equal(o.EmailLastFailed.ID, int64(0))   // no failed email
 		is.Equal(o.OldestUnprocessed.ID, int64(0)) // nothing queued
 		is.Equal(len(o.Failing), 0)
 		is.True(o.OutboxOldestUTC.IsZero())
-		is.Equal(o.SMS[store.SendFailed], 0) // every state, at 0
+		is.Equal(o.SMS[store.SendFailed], 0)                                          // every state, at 0
+		is.True(o.SMSOldestWaitingUTC.IsZero() && o.InvitesOldestWaitingUTC.IsZero()) // nothing waits to be sent
 		is.Equal(len(o.PlanDates), 0)
 	})
 
@@ -62,6 +63,11 @@ func testStatus(t *testing.T, open Opener) {
 		is.NoErr(err)
 		is.Equal(len(claimed), 1)
 		is.NoErr(s.SetSMSFailed(ctx, id, claimed[0].Attempts, "sms endpoint: 400 bad number", time.Time{}, t0.Add(2*time.Second)))
+		waiting, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "make safe", Source: "test", Now: t0.Add(time.Minute)})
+		is.NoErr(err)
+		claimed, err = s.ClaimSMS(ctx, t0.Add(2*time.Minute), time.Minute, 1, 10)
+		is.NoErr(err)
+		is.NoErr(s.DeferSMS(ctx, waiting, claimed[0].Attempts, "HTTP 503", t0.Add(3*time.Minute), t0.Add(2*time.Minute)))
 
 		_, err = s.ClaimFirstSeen(ctx, jobA, done, store.ViaWebhook)
 		is.NoErr(err)
@@ -89,17 +95,23 @@ func testStatus(t *testing.T, open Opener) {
 			}
 		}
 
-		// Two emails Failed (the newer one's receipt last written), one processed.
+		// Two emails Failed (the newer one's receipt last written), one
+		// processed, and junk refused unread after them.
 		for i, e := range []struct{ id, outcome, err string }{
 			{"<a@prime>", store.EmailFailed, "no JobID in the email"},
 			{"<b@prime>", store.EmailProcessed, ""},
 			{"<c@prime>", store.EmailFailed, "prime: no job 259047"},
+			{"<d@junk>", store.EmailRejected, "refused unread: the sender is not in MAIL_ALLOWED_SENDERS"},
+			{"<e@junk>", store.EmailRejected, "refused unread: the sender is not in MAIL_ALLOWED_SENDERS"},
 		} {
 			r, _, err := s.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: e.id, Subject: "New Job " + e.id,
 				ReceivedUTC: t0.Add(time.Duration(i) * time.Minute)})
 			is.NoErr(err)
 			r.Outcome, r.LastError, r.Attempts = e.outcome, e.err, 3
 			r.MovedUTC, r.MovedTo = time.Now(), e.outcome
+			if e.outcome == store.EmailRejected {
+				r.MovedTo = store.EmailFailed // the folder it went to
+			}
 			is.NoErr(s.UpdateEmailReceipt(ctx, r))
 			time.Sleep(2 * time.Millisecond) // each receipt written in a millisecond of its own
 		}
@@ -141,14 +153,19 @@ func testStatus(t *testing.T, open Opener) {
 		is.Equal(o.OutboxUnpublished, 1)
 		is.True(!o.OutboxOldestUTC.IsZero())
 		is.Equal(o.SMS[store.SendFailed], 1)
-		is.Equal(o.SMSLastError, "sms endpoint: 400 bad number")
+		is.Equal(o.SMS[store.SendQueued], 1)
+		is.Equal(o.SMSLastError, "HTTP 503")                                   // the newest: the one waiting
+		is.True(o.SMSOldestWaitingUTC.Equal(t0.Add(time.Minute)))              // the one waiting, not the Failed one
+		is.True(!o.InvitesOldestWaitingUTC.IsZero())                           // the invite not sent
+		is.True(!o.InvitesOldestWaitingUTC.After(time.Now().Add(time.Minute))) // queued on the database's clock
 		is.Equal(o.FirstSeenFailing, 1)
 		is.Equal(o.FirstSeenLastErrorJob, jobA)
 		is.Equal(o.FirstSeenLastError, "queue missing objects: locked")
 		is.Equal(o.InvitesPending, 2)                                 // not sent, Failed or not
 		is.Equal(o.InvitesFailed, 1)                                  // given up on
-		is.Equal(o.EmailsFailed, 2)                                   // in the failed folder
-		is.Equal(o.EmailLastFailed.InternetMessageID, "<c@prime>")    // the newest of them
+		is.Equal(o.EmailsFailed, 2)                                   // in the failed folder, for a person
+		is.Equal(o.EmailsRejected, 2)                                 // junk, counted apart
+		is.Equal(o.EmailLastFailed.InternetMessageID, "<c@prime>")    // the newest of the failed, not the junk after it
 		is.Equal(o.EmailLastFailed.LastError, "prime: no job 259047") // with why
 		is.Equal(o.EmailLastFailed.Subject, "New Job <c@prime>")      // and what it was
 		is.Equal(o.SyncQueueRecentJobs, 2)                            // jobs with items queued since
