@@ -19,7 +19,8 @@
 //     the way Prime sends them: again and again until one is answered 2xx.
 //     In the mail scenario, Prime's new-job emails (and some mail that is
 //     not Prime's) arrive meanwhile, while Prime and Graph go down
-//     (mail.go).
+//     (mail.go); in the outage scenario, Prime is down (503, then no
+//     answer) for far longer than an event takes to use its attempts.
 //  2. Settling: every process up, no faults, until the invariants hold or
 //     the settle budget runs out.
 //  3. Checking (check.go): every accepted webhook stored and processed; the
@@ -28,7 +29,7 @@
 //     date; every date planned after its last order write; no capped rows;
 //     no process exited on its own; and in the mail scenario, no email in
 //     the failed folder that had a JobID Prime knows, and every such job
-//     mirrored.
+//     mirrored; in the outage scenario, no row that counted an attempt.
 //
 // Each scenario ends with a summary line (Summary.String).
 package chaos
@@ -68,20 +69,42 @@ type Scenario struct {
 	// Mail runs mail-intake too, and Prime's new-job emails arrive in the
 	// Graph simulator's mailbox while Prime and Graph fail (mail.go).
 	Mail bool
+	// PrimeOutage is how long Prime is down, twice over, from a tenth of
+	// the way through the fault phase: answering 503 to every call (the
+	// token's too), then dropping every connection unanswered. The
+	// resolver's backoff is then RESOLVER_BACKOFF=outageLadder, so that
+	// each is far longer than an event takes to fail its 5 attempts; and
+	// beside the other invariants, no row may have counted an attempt
+	// (Prime's outage is a wait, docs/architecture.md). Zero: no outage.
+	PrimeOutage time.Duration
 	// Settle bounds the wait for the invariants once the faults stop.
 	Settle time.Duration
 }
 
 // Full is `make chaos`: a single node and a 3-node cluster, about 100 kills
-// each; and the mail intake's scenario, on a single node.
+// each; the mail intake's scenario and the Prime outage's, on a single
+// node.
 func Full() []Scenario {
 	s := Scenario{Kills: 100, KillEvery: [2]time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond},
 		Jobs: 30, DBLock: 30 * time.Second, Storms: true, Settle: 5 * time.Minute}
 	single, cluster := s, s
 	single.Name, single.NATSNodes = "single", 1
 	cluster.Name, cluster.NATSNodes = "cluster", 3
-	return []Scenario{single, cluster, Mail()}
+	return []Scenario{single, cluster, Mail(), Outage()}
 }
+
+// Outage is the scenario of a Prime outage longer than the backoff ladder:
+// 20 kills while 12 jobs' webhooks arrive, nearly all of them while Prime
+// answers 503 to every call for 40 s and then answers none for 40 s more
+// (PrimeOutage); it caps no row, and no row counts an attempt.
+func Outage() Scenario {
+	return Scenario{Name: "outage", NATSNodes: 1, Kills: 20, KillEvery: [2]time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond},
+		Jobs: 12, PrimeOutage: 40 * time.Second, Settle: 4 * time.Minute}
+}
+
+// outageLadder is RESOLVER_BACKOFF in a scenario with a PrimeOutage: an
+// event that kept failing would be capped 10 s after its first attempt.
+const outageLadder = "1s,2s,3s,4s"
 
 // Mail is the mail intake's scenario: about 40 kills (mail-intake among
 // the services), a database lock, and Prime's and Graph's outages — Prime
@@ -257,6 +280,7 @@ func runScenario(ctx context.Context, opts Options, sc Scenario, dir string, see
 	s.Lost, s.Duplicated, s.Unprocessed, s.Capped = r.lost, r.duplicated, r.unprocessed, r.capped
 	s.Exits, s.Resent = len(r.exits), r.resent
 	s.Emails, s.FailedKnown = len(mw.sent()), len(r.mailFailedKnown)
+	r.noAttempts = sc.PrimeOutage > 0
 	s.Violations = r.violations()
 	s.Elapsed = time.Since(start)
 	return s, nil

@@ -34,6 +34,10 @@ type report struct {
 	orderExtra       []string // orders no appointment accounts for
 	dateUnplanned    []string // dates not planned after their last order write
 	exits            []string // processes that exited on their own
+	attempted        []string // rows that counted an attempt
+	// noAttempts: no row may count an attempt (a scenario whose only
+	// fault of Prime is an outage, which is a wait).
+	noAttempts bool
 
 	mailReport // the mail scenario's (mail.go)
 }
@@ -97,6 +101,9 @@ func (r report) violations() []string {
 	add("one order an appointment", r.orderExtra)
 	add("every date is planned after its last order write", r.dateUnplanned)
 	add("no process exits on its own", r.exits)
+	if r.noAttempts {
+		add("no row counts an attempt: Prime's outage is a wait", r.attempted)
+	}
 	r.mailReport.violations(&out)
 	return out
 }
@@ -175,6 +182,9 @@ func checkRows(ctx context.Context, db *sql.DB, acc []accepted, r *report) error
 	slices.Sort(ids)
 	for _, id := range ids {
 		x := rows[id]
+		if x.attempts > 0 {
+			r.attempted = append(r.attempted, fmt.Sprintf("row %d: %d attempts, %s", id, x.attempts, x.status))
+		}
 		if x.processed {
 			continue
 		}

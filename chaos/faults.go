@@ -59,6 +59,9 @@ func (f *faults) run(ctx context.Context, sc Scenario, phase time.Duration) {
 	if sc.Mail {
 		f.mailOutages(at)
 	}
+	if sc.PrimeOutage > 0 {
+		at(0.1, func(ctx context.Context) { f.primeOutage(ctx, sc.PrimeOutage) })
+	}
 	if sc.Storms {
 		at(0.25, f.optimoErrors)
 		at(0.5, func(ctx context.Context) {
@@ -207,6 +210,14 @@ func (f *faults) lockDatabase(ctx context.Context, d time.Duration) {
 func (f *faults) primeStorm(ctx context.Context, what string, fs primesim.Faults, d time.Duration) {
 	f.storm(ctx, "Prime "+what+" storm", d, func() { f.ext.prime.SetFaults(fs) },
 		func() { f.ext.prime.SetFaults(primesim.Faults{Latency: primeLatency}) })
+}
+
+// primeOutage takes Prime down for d answering 503 to every call, the
+// token endpoint's too (Path "/"), then for d more answering none: the
+// connection dropped, as for a Prime out of reach.
+func (f *faults) primeOutage(ctx context.Context, d time.Duration) {
+	f.primeStorm(ctx, "outage: 503 to every call", primesim.Faults{Path: "/", Latency: primeLatency, FailNext: 1 << 30, FailStatus: 503}, d)
+	f.primeStorm(ctx, "outage: no answer", primesim.Faults{Path: "/", Down: true}, d)
 }
 
 // storm puts a fault on for d, or until ctx ends, and takes it off; its

@@ -100,6 +100,11 @@ func startStack(ctx context.Context, opts Options, sc Scenario, dir string, ext 
 	if sc.Mail {
 		env = append(env, mailEnv(ext)...)
 	}
+	if sc.PrimeOutage > 0 {
+		// The ladder short, so that the outage is far longer than it; and
+		// Prime tried again within seconds of its end.
+		env = append(env, "RESOLVER_BACKOFF="+outageLadder, "PRIME_OUTAGE_BACKOFF=1s,2s,4s")
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(st.names))
 	for i, name := range st.names {

@@ -52,7 +52,7 @@ type HTTPConfig struct {
 func (c HTTPConfig) Validate(prefix string) error {
 	var errs []error
 	if c.URL != "" {
-		if err := checkURL(c.URL); err != nil {
+		if err := CheckURL(c.URL); err != nil {
 			errs = append(errs, config.Refuse(prefix+"SEND_URL", "%v", err))
 		}
 	}
@@ -65,8 +65,11 @@ func (c HTTPConfig) Validate(prefix string) error {
 	return errors.Join(errs...)
 }
 
-// checkURL refuses a URL that is not https, or http to a loopback address.
-func checkURL(raw string) error {
+// CheckURL refuses a URL that is not https, or http to a loopback address,
+// without repeating it: the rule for any URL primeflow sends a secret to (a
+// send queue's SEND_URL, child-mirror's AI_SUMMARY_NUDGE_URL, which may
+// carry a key). The caller names its variable (config.Refuse).
+func CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || u.Host == "":
@@ -177,7 +180,7 @@ func NewPoster(cfg HTTPConfig, prefix string, hc *http.Client) (*Poster, error) 
 		hc = &http.Client{Timeout: cfg.SendTimeout()}
 	}
 	c := *hc
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.CheckRedirect = NoRedirects
 	header := cfg.AuthHeader
 	if header == "" {
 		header = "Authorization"
@@ -185,6 +188,11 @@ func NewPoster(cfg HTTPConfig, prefix string, hc *http.Client) (*Poster, error) 
 	return &Poster{url: cfg.URL, redacted: redactURL(cfg.URL), authHeader: header, authValue: cfg.AuthValue,
 		alreadyDone: slices.Clone(cfg.AlreadyDone), hc: &c}, nil
 }
+
+// NoRedirects is an http.Client's CheckRedirect that follows no redirect:
+// the 3xx is the answer. A redirect would carry a request's secret (its
+// auth header, a key in its URL) to wherever the answer points.
+func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // AnswerError is an answer the endpoint gave that is not a send: its status,
 // and the wait its Retry-After asked for (0 when none).

@@ -47,7 +47,9 @@ const service = "job-mirror"
 // of events.SubjectEnsureJob…: the path the caller's role asks by), and
 // returns its reply. Errors:
 //   - a *prime.RateLimitedError when Prime's rate limit stopped job-mirror,
-//     and a *pipeline.UnavailableError (waiting MinWait) when job-mirror
+//     a *prime.UnavailableError when Prime did not answer it (a 5xx or no
+//     answer that is not the job's), and a *pipeline.UnavailableError
+//     (waiting MinWait) when job-mirror
 //     did not answer — no responders, the request's deadline, the
 //     connection closed or draining: either way the caller's event waits
 //     and no attempt is counted (pipeline.Stage treats them so);
@@ -182,6 +184,9 @@ func (c *Caller) answered() {
 // the job is mirrored.
 func ReplyError(r events.EnsureJobReply) error {
 	switch {
+	case r.PrimeUnavailable:
+		return &prime.UnavailableError{Endpoint: "job-mirror ensure", Wait: time.Duration(r.RetryAfterMS) * time.Millisecond,
+			Err: fmt.Errorf("ensure job: job-mirror: %s", r.Error)}
 	case r.RetryAfterMS > 0:
 		return &prime.RateLimitedError{Wait: time.Duration(r.RetryAfterMS) * time.Millisecond, Endpoint: "job-mirror ensure"}
 	case r.NotFound:

@@ -241,14 +241,17 @@ type EnsureJobRequest struct {
 }
 
 // EnsureJobReply says what job-mirror did. Error is set when it failed;
-// RetryAfterMS when Prime's rate limit stopped it (the caller waits, no attempt).
+// RetryAfterMS when Prime's rate limit stopped it, or Prime did not answer
+// (PrimeUnavailable: a 5xx or no answer that is not the job's, pkg/prime):
+// either way the caller waits, no attempt.
 type EnsureJobReply struct {
-	JobID        string `json:"jobId,omitempty"`
-	WasMirrored  bool   `json:"wasMirrored"`
-	FirstSight   bool   `json:"firstSight"`
-	Error        string `json:"error,omitempty"`
-	NotFound     bool   `json:"notFound,omitempty"`
-	RetryAfterMS int64  `json:"retryAfterMs,omitempty"`
+	JobID            string `json:"jobId,omitempty"`
+	WasMirrored      bool   `json:"wasMirrored"`
+	FirstSight       bool   `json:"firstSight"`
+	Error            string `json:"error,omitempty"`
+	NotFound         bool   `json:"notFound,omitempty"`
+	RetryAfterMS     int64  `json:"retryAfterMs,omitempty"`
+	PrimeUnavailable bool   `json:"primeUnavailable,omitempty"`
 }
 
 // SubjectSweepAppointments is the request/reply endpoint of child-mirror (a

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/groupcommit"
@@ -50,12 +50,14 @@ type Env struct {
 
 	natsURL  string // NATS_URL for a service's Main
 	replicas int    // and NATS_STREAM_REPLICAS
+	prime    *primeServer
 }
 
 // Options tune an Env.
 type Options struct {
 	// PrimeConfig adjusts the client's configuration (by default the budget
-	// is lifted so tests are not paced at 60 calls a minute).
+	// is lifted so tests are not paced at 60 calls a minute, and while
+	// Prime does not answer it is tried again every second).
 	PrimeConfig func(*prime.Config)
 	// Sim are the simulator's options (default: an empty simulator).
 	Sim primesim.Options
@@ -104,13 +106,15 @@ func New(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("prime simulator: %v", err)
 	}
-	srv := httptest.NewServer(sim)
-	t.Cleanup(srv.Close)
-	e.Sim, e.SimURL = sim, srv.URL
-	cfg := sim.ClientConfig(srv.URL)
+	e.prime = startPrimeServer(t, sim)
+	e.Sim, e.SimURL = sim, "http://"+e.prime.addr
+	cfg := sim.ClientConfig(e.SimURL)
 	cfg.RatePerMinute = 1_000_000
 	cfg.RateBurst = 1000
 	cfg.MaxConcurrent = 32
+	// While Prime does not answer, a probe every second, not a ladder
+	// growing to a minute: a test's outage ends within a second of Prime's.
+	cfg.OutageBackoff = retry.Backoff{time.Second}
 	if opts.PrimeConfig != nil {
 		opts.PrimeConfig(&cfg)
 	}

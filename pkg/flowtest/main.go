@@ -11,19 +11,21 @@ import (
 // MainVars is the environment a service's Main needs to run as its own
 // process against e: e's NATS (a cluster's every node, and its replicas),
 // the database in dataDir (give New the same
-// StoreDir to share it), any free HTTP address and e's Prime simulator;
+// StoreDir to share it), any free HTTP address and e's Prime simulator,
+// tried again every second while it does not answer, as e.Prime does;
 // extra adds to it or overrides.
 func (e *Env) MainVars(dataDir string, extra map[string]string) map[string]string {
 	prime := e.Sim.ClientConfig(e.SimURL)
 	vars := map[string]string{
-		"NATS_URL":            e.natsURL,
-		"DATA_DIR":            dataDir,
-		"HTTP_ADDR":           "127.0.0.1:0",
-		"PRIME_API_URL":       prime.URL,
-		"PRIME_CLIENT_ID":     prime.ClientID,
-		"PRIME_CLIENT_SECRET": prime.ClientSecret,
-		"PRIME_USERNAME":      prime.Username,
-		"PRIME_PASSWORD":      prime.Password,
+		"NATS_URL":             e.natsURL,
+		"DATA_DIR":             dataDir,
+		"HTTP_ADDR":            "127.0.0.1:0",
+		"PRIME_API_URL":        prime.URL,
+		"PRIME_CLIENT_ID":      prime.ClientID,
+		"PRIME_CLIENT_SECRET":  prime.ClientSecret,
+		"PRIME_USERNAME":       prime.Username,
+		"PRIME_PASSWORD":       prime.Password,
+		"PRIME_OUTAGE_BACKOFF": "1s",
 	}
 	if e.replicas > 0 {
 		vars["NATS_STREAM_REPLICAS"] = strconv.Itoa(e.replicas)

@@ -42,9 +42,10 @@ type Finish struct {
 }
 
 // Work handles one resolved event. It returns what to commit, or an error:
-// a *PayloadFault, a retry.Waiter — Prime's rate limit, an *UnavailableError
-// — (the event waits, no attempt is counted), or any other failure (an
-// attempt is counted).
+// a *PayloadFault, a retry.Waiter — Prime's rate limit, Prime not
+// answering (*prime.UnavailableError), an *UnavailableError — (the event
+// waits, no attempt is counted), or any other failure (an attempt is
+// counted).
 type Work func(ctx context.Context, ev events.Resolved) (Finish, error)
 
 // ErrUnavailable matches every *UnavailableError (errors.Is).

@@ -6,9 +6,11 @@
 // their raw attributes for the mirror. The budget is the client's own, or
 // one a whole deployment shares (WithBudget, pkg/primebudget).
 //
-// Every call returns ErrNotFound for a 404 and a *RateLimitedError
-// (ErrRateLimited) when Prime, or the client's own budget, says to wait; a
-// rate-limited call is never retried by the client.
+// Every call returns ErrNotFound for a 404, a *RateLimitedError
+// (ErrRateLimited) when Prime, or the client's own budget, says to wait,
+// and an *UnavailableError (ErrUnavailable) when Prime does not answer and
+// the fault is not the record's (outage.go); no call is retried by the
+// client.
 package prime
 
 import (
@@ -45,6 +47,7 @@ type Client struct {
 	clock Clock
 	lim   *limiter
 	co    *coalescer // nil: every call asks Prime
+	out   *outage
 	m     *metrics
 
 	tokMu  sync.Mutex
@@ -110,6 +113,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		log:   o.log,
 		clock: o.clock,
 		m:     newMetrics(o.name),
+		out:   newOutage(o.clock, cfg.OutageBackoff, o.log),
 	}
 	if o.budget == nil {
 		o.budget = NewLocalBudget(cfg.RatePerMinute, cfg.RateBurst, cfg.MaxConcurrent, o.clock)
@@ -127,8 +131,14 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 func (c *Client) Stats() Stats {
 	s := c.m.stats()
 	s.Waiting = c.lim.waiting()
+	held, waited := c.out.counts()
+	s.Unsent, s.Unavailable = int64(held), int64(waited)
 	return s
 }
+
+// Unreachable is when Prime stopped answering this client's calls (5xx or
+// no answer, none answered since: outage.go); zero while it answers.
+func (c *Client) Unreachable() time.Time { return c.out.unreachable() }
 
 // response is a Prime answer read in full.
 type response struct {
@@ -162,10 +172,19 @@ func (c *Client) get(ctx context.Context, endpoint, path string) ([]byte, error)
 }
 
 // send makes one request within the limiter and reads the whole answer.
+// A 5xx or no answer that is Prime's, not the record's (outage.go), is an
+// *UnavailableError; during an outage a call that is not its probe is not
+// sent at all.
 func (c *Client) send(ctx context.Context, endpoint, method, path string, form url.Values, token string) (response, error) {
+	t, err := c.out.enter(endpoint, endpoint+" "+path)
+	if err != nil {
+		c.log.DebugContext(ctx, "prime call not sent: Prime is not answering", "endpoint", endpoint, "err", err)
+		return response{}, err
+	}
 	asked := c.clock.Now()
 	permit, err := c.lim.acquire(ctx, endpoint)
 	if err != nil {
+		c.out.abandoned(t)
 		if errors.Is(err, ErrRateLimited) {
 			c.log.DebugContext(ctx, "prime call held back", "endpoint", endpoint, "err", err)
 			return response{}, err
@@ -186,6 +205,7 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 		f.sent.CompareAndSwap(0, now.UnixNano()) // the answer is Prime's state from now
 	}
 
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	var body io.Reader
@@ -194,6 +214,7 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
+		c.out.abandoned(t)
 		return response{}, fmt.Errorf("prime: %s: request: %w", endpoint, unwrapURLError(err))
 	}
 	req.Header.Set("Accept", MediaType)
@@ -205,10 +226,11 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 
+	t.sent = c.clock.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.m.request(endpoint, outcomeError)
-		return response{}, fmt.Errorf("prime: %s: %w", endpoint, unwrapURLError(err))
+		return response{}, c.unanswered(caller, t, endpoint, fmt.Errorf("prime: %s: %w", endpoint, unwrapURLError(err)))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -216,9 +238,34 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 	answered = true
 	c.observe(ctx, endpoint, resp, permit)
 	if err != nil {
-		return response{}, fmt.Errorf("prime: %s: read: %w", endpoint, unwrapURLError(err))
+		return response{}, c.unanswered(caller, t, endpoint, fmt.Errorf("prime: %s: read: %w", endpoint, unwrapURLError(err)))
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	res := response{status: resp.StatusCode, header: resp.Header, body: b}
+	if res.status < http.StatusInternalServerError {
+		c.out.answered(t)
+		return res, nil
+	}
+	after := retry.ParseRetryAfter(res.header.Get(headerRetryAfter), c.clock.Now())
+	if err := c.out.failed(t, endpoint, after, c.statusError(endpoint, res)); err != nil {
+		return response{}, err
+	}
+	return res, nil // the record's: the caller fails with its *APIError
+}
+
+// unanswered is the error of a call Prime gave no answer to: cause itself
+// when the caller cancelled it (a shutdown) or it is the record's, an
+// *UnavailableError when it is Prime's (outage.go). A caller's deadline
+// that passes while it waits for the answer is Prime not answering in
+// time, like PRIME_TIMEOUT.
+func (c *Client) unanswered(caller context.Context, t *ticket, endpoint string, cause error) error {
+	if errors.Is(caller.Err(), context.Canceled) {
+		c.out.abandoned(t)
+		return cause
+	}
+	if err := c.out.failed(t, endpoint, 0, cause); err != nil {
+		return err
+	}
+	return cause
 }
 
 // userAgent names the client, and who makes the call and what for

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 )
 
 // Config is the client's configuration, read from the environment with
@@ -58,6 +59,11 @@ type Config struct {
 	Timeout time.Duration `env:"PRIME_TIMEOUT" envDefault:"30s"`
 	// PageSize is per_page on list calls (Prime allows up to 500).
 	PageSize int `env:"PRIME_PAGE_SIZE" envDefault:"100"`
+	// OutageBackoff is how long calls wait while Prime does not answer
+	// (5xx or no answer: outage.go), after each call that tried it again
+	// and failed, the last step repeating; a 5xx's longer Retry-After is
+	// honoured. Meanwhile the work waits with no attempt counted.
+	OutageBackoff retry.Backoff `env:"PRIME_OUTAGE_BACKOFF" envDefault:"1s,2s,4s,8s,15s,30s,1m" envSeparator:","`
 }
 
 // Enabled reports whether a Prime URL is configured. Without one the
@@ -78,14 +84,15 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("coalesce_keep", c.CoalesceKeep),
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("page_size", c.PageSize),
+		slog.Any("outage_backoff", c.OutageBackoff),
 	)
 }
 
 // String prints the configuration without its secrets, so that %v and %+v
 // cannot leak them.
 func (c Config) String() string {
-	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d PriorityAging:%s CoalesceWindow:%s CoalesceKeep:%s Timeout:%s PageSize:%d}",
-		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.PriorityAging, c.CoalesceWindow, c.CoalesceKeep, c.Timeout, c.PageSize)
+	return fmt.Sprintf("prime.Config{URL:%s ClientID:%s Username:%s RatePerMinute:%d RateBurst:%d MaxConcurrent:%d PriorityAging:%s CoalesceWindow:%s CoalesceKeep:%s Timeout:%s PageSize:%d OutageBackoff:%v}",
+		c.URL, c.ClientID, c.Username, c.RatePerMinute, c.RateBurst, c.MaxConcurrent, c.PriorityAging, c.CoalesceWindow, c.CoalesceKeep, c.Timeout, c.PageSize, c.OutageBackoff)
 }
 
 // withDefaults fills zero fields and checks them all (Validate).
@@ -107,6 +114,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PageSize == 0 {
 		c.PageSize = 100
+	}
+	if len(c.OutageBackoff) == 0 {
+		c.OutageBackoff = DefaultOutageBackoff()
 	}
 	return c, c.Validate()
 }
@@ -149,6 +159,7 @@ func (c Config) ValidateLimits() error {
 		config.Positive("PRIME_TIMEOUT", c.Timeout),
 		config.Between("PRIME_PAGE_SIZE", c.PageSize, 1, 500),
 		config.NotNegative("PRIME_COALESCE_WINDOW", c.CoalesceWindow),
+		config.Steps("PRIME_OUTAGE_BACKOFF", c.OutageBackoff),
 	}
 	switch {
 	case c.CoalesceKeep < 0:

@@ -60,6 +60,10 @@ type Stats struct {
 	// Coalesced counts the calls that reused another's answer instead of
 	// asking Prime, by how: "in_flight", "recent", "shared".
 	Coalesced map[string]int64
+	// Unavailable counts the calls Prime answered 5xx or not at all that
+	// were Prime's fault, not the record's (the work waited), and Unsent
+	// the calls not sent because Prime was not answering (outage.go).
+	Unavailable, Unsent int64
 }
 
 type requestKey struct{ endpoint, outcome string }
@@ -87,6 +91,7 @@ type metrics struct {
 	coalesces map[coalesceKey]int64
 
 	requestsDesc, waitsDesc, waitSecondsDesc, remainingDesc, callsDesc, waitingDesc, coalescedDesc *prometheus.Desc
+	unreachableDesc, unavailableDesc                                                               *prometheus.Desc
 	// budgetWait is the time each call waited for its turn, by class.
 	budgetWait *prometheus.HistogramVec
 }
@@ -115,6 +120,12 @@ func newMetrics(name string) *metrics {
 		coalescedDesc: prometheus.NewDesc("prime_client_coalesced_total",
 			"Calls that reused the answer of another call for the same record instead of asking Prime, by caller, purpose and how (in_flight: joined a call under way; recent: an answer this process had; shared: one another process had).",
 			[]string{"caller", "purpose", "how"}, labels),
+		unreachableDesc: prometheus.NewDesc("prime_client_unreachable_since_seconds",
+			"When Prime stopped answering this client's calls (a 5xx or no answer, none answered since), as a Unix time; 0 while it answers. Meanwhile the work that calls Prime waits, no attempt counted, and one call at a time tries Prime again.",
+			nil, labels),
+		unavailableDesc: prometheus.NewDesc("prime_client_unavailable_total",
+			"Calls that made their work wait because Prime did not answer, by how: failed (Prime answered 5xx or not at all, and the fault was not the record's), unsent (not sent: Prime was not answering).",
+			[]string{"how"}, labels),
 		waitingDesc: prometheus.NewDesc("prime_client_waiting",
 			"Calls waiting for their turn at Prime's budget now, by priority class.", []string{"priority"}, labels),
 		budgetWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -198,7 +209,8 @@ func (m *metrics) stats() Stats {
 
 // Describe implements prometheus.Collector.
 func (c *Client) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.m.requestsDesc, c.m.waitsDesc, c.m.waitSecondsDesc, c.m.remainingDesc, c.m.callsDesc, c.m.waitingDesc, c.m.coalescedDesc} {
+	for _, d := range []*prometheus.Desc{c.m.requestsDesc, c.m.waitsDesc, c.m.waitSecondsDesc, c.m.remainingDesc, c.m.callsDesc, c.m.waitingDesc, c.m.coalescedDesc,
+		c.m.unreachableDesc, c.m.unavailableDesc} {
 		ch <- d
 	}
 	c.m.budgetWait.Describe(ch)
@@ -238,4 +250,12 @@ func (c *Client) Collect(ch chan<- prometheus.Metric) {
 	for window, n := range remaining {
 		ch <- prometheus.MustNewConstMetric(m.remainingDesc, prometheus.GaugeValue, n, window)
 	}
+	since := 0.0
+	if t := c.out.unreachable(); !t.IsZero() {
+		since = float64(t.UnixMilli()) / 1e3
+	}
+	ch <- prometheus.MustNewConstMetric(m.unreachableDesc, prometheus.GaugeValue, since)
+	held, waited := c.out.counts()
+	ch <- prometheus.MustNewConstMetric(m.unavailableDesc, prometheus.CounterValue, float64(waited), "failed")
+	ch <- prometheus.MustNewConstMetric(m.unavailableDesc, prometheus.CounterValue, float64(held), "unsent")
 }

@@ -82,6 +82,17 @@ func (s *Sim) api(endpoint string, h http.Handler) http.Handler {
 			writeRateLimited(sw, retryAfter)
 			return
 		}
+		if fault.down {
+			// No answer: the connection is dropped, as for a Prime that
+			// is unreachable (counted as the 503 of a call unanswered).
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler) // no hijacker: abort the response all the same
+		}
 		if fault.latency > 0 {
 			t := time.NewTimer(fault.latency)
 			select {

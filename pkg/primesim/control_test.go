@@ -90,9 +90,13 @@ func TestControlAPIFaultsAndLimits(t *testing.T) {
 	is.Equal(res.status, http.StatusBadRequest) // a bad duration is refused
 	res = do(t, base, call{method: http.MethodPost, path: "/_sim/faults", body: `{"errorRate":2}`})
 	is.Equal(res.status, http.StatusBadRequest) // a rate above 1 is refused
+	res = do(t, base, call{method: http.MethodPost, path: "/_sim/faults", body: `{"down":true}`})
+	is.Equal(res.status, http.StatusOK)
+	is.True(sim.Faults().Down) // Prime unreachable, on the control API too
 	res = do(t, base, call{method: http.MethodDelete, path: "/_sim/faults"})
 	is.Equal(res.status, http.StatusNoContent)
 	is.Equal(sim.Faults().FailNext, 0) // cleared
+	is.True(!sim.Faults().Down)
 
 	res = do(t, base, call{method: http.MethodPut, path: "/_sim/ratelimit", body: `{"perMinute":60,"perDay":5000,"maxConcurrent":5}`})
 	is.Equal(res.status, http.StatusOK)                  // limits switched on

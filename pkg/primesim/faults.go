@@ -34,6 +34,9 @@ type Faults struct {
 	// RetryAfter is the Retry-After of injected 429s, whole seconds
 	// (default 1s).
 	RetryAfter time.Duration
+	// Down drops every matching call's connection without an answer, as a
+	// Prime that is unreachable does, until the faults are cleared.
+	Down bool
 }
 
 // faultState is Faults as they run: counters consumed, window fixed in time.
@@ -69,6 +72,7 @@ type faultAction struct {
 	latency    time.Duration
 	status     int           // 0: no injected answer
 	retryAfter time.Duration // with status 429
+	down       bool          // no answer at all: the connection is dropped
 }
 
 func (st *faultState) apply(path string, now time.Time) faultAction {
@@ -82,6 +86,8 @@ func (st *faultState) apply(path string, now time.Time) faultAction {
 	st.matched++
 	a := faultAction{latency: st.Latency}
 	switch {
+	case st.Down:
+		a.down = true
 	case st.RateLimitNext > 0:
 		st.RateLimitNext--
 		a.status, a.retryAfter = http.StatusTooManyRequests, st.RetryAfter
@@ -106,6 +112,7 @@ type faultsJSON struct {
 	RateLimitNext int     `json:"rateLimitNext,omitempty"`
 	RateLimitFor  string  `json:"rateLimitFor,omitempty"`
 	RetryAfter    string  `json:"retryAfter,omitempty"`
+	Down          bool    `json:"down,omitempty"`
 }
 
 func (f Faults) toJSON() faultsJSON {
@@ -116,11 +123,11 @@ func (f Faults) toJSON() faultsJSON {
 		return d.String()
 	}
 	return faultsJSON{Path: f.Path, Latency: dur(f.Latency), FailNext: f.FailNext, FailStatus: f.FailStatus,
-		ErrorRate: f.ErrorRate, RateLimitNext: f.RateLimitNext, RateLimitFor: dur(f.RateLimitFor), RetryAfter: dur(f.RetryAfter)}
+		ErrorRate: f.ErrorRate, RateLimitNext: f.RateLimitNext, RateLimitFor: dur(f.RateLimitFor), RetryAfter: dur(f.RetryAfter), Down: f.Down}
 }
 
 func (j faultsJSON) faults() (Faults, error) {
-	f := Faults{Path: j.Path, FailNext: j.FailNext, FailStatus: j.FailStatus, ErrorRate: j.ErrorRate, RateLimitNext: j.RateLimitNext}
+	f := Faults{Path: j.Path, FailNext: j.FailNext, FailStatus: j.FailStatus, ErrorRate: j.ErrorRate, RateLimitNext: j.RateLimitNext, Down: j.Down}
 	for _, d := range []struct {
 		name string
 		text string

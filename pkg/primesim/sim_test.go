@@ -412,6 +412,25 @@ func TestFaultModes(t *testing.T) {
 		is.Equal(sim.Faults().RateLimitFor, time.Duration(0)) // and the window reads as over
 	})
 
+	t.Run("down: no answer at all", func(t *testing.T) {
+		is := is.New(t)
+		sim, base := serve(t, primesim.Options{})
+		tok := getToken(t, base)
+		sim.SetFaults(primesim.Faults{Down: true})
+		req, err := http.NewRequest(http.MethodGet, base+"/jobs/"+fixtureJob, nil)
+		is.NoErr(err)
+		req.Header.Set("Accept", prime.MediaType)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		is.True(err != nil) // the connection dropped, no answer
+		if res != nil {
+			res.Body.Close()
+		}
+		is.True(sim.Faults().Down) // until the faults are cleared
+		sim.SetFaults(primesim.Faults{})
+		is.Equal(do(t, base, call{method: http.MethodGet, path: "/jobs/" + fixtureJob, token: tok}).status, 200) // then answered
+	})
+
 	t.Run("latency", func(t *testing.T) {
 		is := is.New(t)
 		sim, base := serve(t, primesim.Options{})

@@ -4,10 +4,11 @@
 //   - a failed attempt waits by a Backoff, steps indexed by attempt, the
 //     last repeating;
 //   - a fault that is not the work's own — Prime's rate limit
-//     (*prime.RateLimitedError), a service that did not answer
-//     (*pipeline.UnavailableError) — is an error with a RetryAfter method (a
-//     Waiter): the work waits that long and runs again, and no attempt is
-//     counted (§9). Delay is the one place such an error becomes a wait.
+//     (*prime.RateLimitedError), Prime not answering (*prime.UnavailableError),
+//     a service that did not answer (*pipeline.UnavailableError) — is an
+//     error with a RetryAfter method (a Waiter): the work waits that long
+//     and runs again, and no attempt is counted (§9). Delay is the one place
+//     such an error becomes a wait.
 //
 // A retrying consumer counts its attempts where the work's state lives (the
 // row it records them on), not by JetStream's delivery count, which also

@@ -68,7 +68,7 @@ func collectors() delivery.Collectors {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 		Queue: prometheus.NewDesc("primeflow_sms_queue_messages",
-			"Messages in smsQueue by state: Queued, Sending, Sent, Logged (logged or recorded, never sent: no SMS_SEND_URL, or SEND_DRY_RUN), Failed (Failed waits for a person).",
+			"Messages in smsQueue by state: Queued, Sending, Sent, Logged (logged or recorded, never sent: no SMS_SEND_URL, or SEND_DRY_RUN), Failed (Failed waits for a person: primectl sms requeue or dismiss), Dismissed (a person closed it unsent).",
 			[]string{"state"}, nil),
 		Oldest: prometheus.NewDesc("primeflow_sms_oldest_waiting_seconds",
 			"How long the oldest message not sent yet (Queued or Sending in smsQueue) has waited since it was queued; 0 when none waits.",

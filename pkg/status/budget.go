@@ -22,9 +22,22 @@ import (
 // last x-ratelimit-<window>-remaining Prime sent (pkg/prime).
 const remainingMetric = "prime_client_ratelimit_remaining"
 
-// budgetFrom reads the budget from a process's metric families.
+// unreachableMetric is when Prime stopped answering a process's Prime
+// client, 0 while it answers (pkg/prime).
+const unreachableMetric = "prime_client_unreachable_since_seconds"
+
+// budgetFrom reads the budget, and since when Prime has not answered (the
+// earliest of the process's clients), from a process's metric families.
 func budgetFrom(source string, families map[string]*dto.MetricFamily) *Budget {
 	b := &Budget{Source: source}
+	for _, m := range families[unreachableMetric].GetMetric() {
+		if v := m.GetGauge().GetValue(); v > 0 {
+			t := time.UnixMilli(int64(v * 1e3)).UTC()
+			if b.UnreachableSince == nil || t.Before(*b.UnreachableSince) {
+				b.UnreachableSince = &t
+			}
+		}
+	}
 	mf := families[remainingMetric]
 	if mf == nil {
 		return b
@@ -49,7 +62,8 @@ func budgetFrom(source string, families map[string]*dto.MetricFamily) *Budget {
 // FromBudgetBucket reads the deployment's Prime budget that every process
 // calling Prime shares, from its bucket in NATS (pkg/primebudget); while no
 // process has written it yet, or NATS cannot be read (js nil), it reads
-// other instead.
+// other instead. Whether Prime answers is each process's own and not in
+// the bucket: it is read from other, when other can be read.
 func FromBudgetBucket(js jetstream.JetStream, other func(context.Context) (*Budget, error)) func(context.Context) (*Budget, error) {
 	return func(ctx context.Context) (*Budget, error) {
 		if js == nil {
@@ -70,6 +84,9 @@ func FromBudgetBucket(js jetstream.JetStream, other func(context.Context) (*Budg
 		if s.DayLeft != nil {
 			day := float64(*s.DayLeft)
 			b.Day = &day
+		}
+		if o, err := other(ctx); err == nil {
+			b.UnreachableSince = o.UnreachableSince
 		}
 		return b, nil
 	}

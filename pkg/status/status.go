@@ -52,7 +52,10 @@ type Report struct {
 	LastErrors []StageError `json:"lastErrors"`
 	// NeedsPerson is what waits for a person, one line each: what does not
 	// clear by itself (a row at the attempt cap, an SMS, invite or email
-	// given up on, a service that never started).
+	// given up on, a service that never started). Each line says how a
+	// person clears it: a capped row replayed, an SMS or invite requeued or
+	// dismissed, an email moved back or dismissed (store.Resolutions), after
+	// which it is counted no more.
 	NeedsPerson []string `json:"needsPerson"`
 	// Unreachable names what could not be asked, and why: NATS (the
 	// consumers and the locks), ingest, or a NATS that is not the
@@ -230,6 +233,11 @@ type Budget struct {
 	// pace, and when at that pace the day's budget is down to its reserve.
 	// Only from the shared budget, once a call went out today.
 	Forecast *primebudget.Forecast `json:"forecast,omitempty"`
+	// UnreachableSince is when Prime stopped answering (a 5xx or no
+	// answer, none answered since: pkg/prime), as the Prime client of the
+	// process whose metrics were read saw it; nil while it answers, or when
+	// no such metrics were read.
+	UnreachableSince *time.Time `json:"unreachableSince,omitempty"`
 }
 
 // DefaultSyncGrace is the sync drains' SYNC_DRAIN_EMPTY_GRACE when it is
@@ -496,23 +504,38 @@ func (r Report) problems() []string {
 			plural(r.Log.Capped, "log row"), store.MaxAttempts))
 	}
 	if r.SMS.Failed > 0 {
-		out = append(out, plural(r.SMS.Failed, "SMS message")+" failed for good: they stay Failed in smsQueue")
+		out = append(out, plural(r.SMS.Failed, "SMS message")+" failed for good: primectl sms --failed; phone the on-call, then "+
+			"primectl sms requeue ID (sent again) or primectl sms dismiss ID --reason … for each")
 	}
 	if w := r.smsWaited(); w >= SMSWaitTooLong {
 		out = append(out, fmt.Sprintf("an SMS has waited %s to be sent: the on-call may not know; it goes, with no attempt used, when the SMS endpoint takes posts again (the SMS's last error says why it waits)",
 			w.Round(time.Second)))
 	}
 	if r.Invites.Failed > 0 {
-		out = append(out, plural(r.Invites.Failed, "triage invite")+" failed for good: primectl invites --failed; invite those customers another way")
+		out = append(out, plural(r.Invites.Failed, "triage invite")+" failed for good: primectl invites --failed; invite those customers another way "+
+			"and primectl invites dismiss ID --reason …, or fix the cause and primectl invites requeue ID")
 	}
 	if r.Emails.Failed > 0 {
 		out = append(out, plural(r.Emails.Failed, "new-job email")+" failed for good, in MAIL_FAILED_FOLDER (receipts Failed in "+
-			"PrimeEmailJobRegistered): fix the cause, then move each back into MAIL_FOLDER to try it again")
+			"PrimeEmailJobRegistered: primectl emails --failed): fix the cause, then move each back into MAIL_FOLDER to try it again, "+
+			"or primectl emails dismiss ID --reason … (junk, or dealt with by hand)")
 	}
 	for _, c := range r.Consumers {
 		if c.Missing {
 			out = append(out, fmt.Sprintf("consumer %s/%s of %s missing: run %s", c.Stream, c.Name, c.Stage, events.ApplyCommand))
 		}
+	}
+	return out
+}
+
+// Waits lists what the pipeline waits out now, one line each: a fault that
+// is not the work's own, which counts no attempt and needs no person while
+// it lasts — Prime not answering.
+func (r Report) Waits() []string {
+	var out []string
+	if b := r.PrimeBudget; b != nil && b.UnreachableSince != nil {
+		out = append(out, fmt.Sprintf("Prime has not answered for %s (since %s UTC): the events and queue items that need it wait, no attempt counted, and one call at a time tries it again",
+			r.At.Sub(*b.UnreachableSince).Round(time.Second), b.UnreachableSince.UTC().Format(time.DateTime)))
 	}
 	return out
 }

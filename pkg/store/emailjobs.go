@@ -15,13 +15,19 @@ const (
 	EmailProcessed = "Processed"
 	// EmailFailed: it failed its last attempt, or cannot be read (too
 	// large); the message goes to the failed folder, LastError says why.
-	// It waits for a person.
+	// It waits for a person: moved back into the folder it is tried
+	// afresh, or it is dismissed.
 	EmailFailed = "Failed"
 	// EmailRejected: refused unread, as not Prime's (not from
 	// MAIL_ALLOWED_SENDERS, or not authenticated for its sender); the
 	// message goes to the failed folder, LastError says why. Junk needs
 	// nobody: it is counted, never a person's to clear.
 	EmailRejected = "Rejected"
+	// EmailDismissed: it failed, and a person closed its receipt
+	// (Resolutions): they dealt with the message another way (moved it,
+	// made the job by hand) or it is junk. It waits for nobody; moved back
+	// into the folder it is tried afresh, as a Failed one is.
+	EmailDismissed = "Dismissed"
 )
 
 // MaxEmailErrorLen is how much of an error a receipt keeps.
@@ -46,8 +52,8 @@ type EmailReceipt struct {
 	JobNumber        string
 	// PrimeJobID is the job's GUID once the job is mirrored.
 	PrimeJobID string
-	// Outcome is EmailPending, EmailProcessed, EmailFailed or
-	// EmailRejected.
+	// Outcome is EmailPending, EmailProcessed, EmailFailed, EmailRejected
+	// or EmailDismissed.
 	Outcome string
 	// LastError is the last failure, cut to MaxEmailErrorLen.
 	LastError string

@@ -49,7 +49,9 @@ type Jobs interface {
 	// (spPrimeUpsertJob) and reports whether it inserted. Two upserts of a
 	// new job at once report created for exactly one of them. A row whose
 	// stored version is newer than the job's is left as it is: a late
-	// writer never rolls the mirror back.
+	// writer never rolls the mirror back. In the same transaction, the job's
+	// open triage invites whose change the write shows over are closed
+	// (TriageInvites.QueueTriageInvite), whichever path wrote it.
 	UpsertJob(ctx context.Context, job Job) (created bool, err error)
 	// GetJob returns the mirrored job; found is false when primeJobs has no
 	// row for it.

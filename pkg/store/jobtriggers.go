@@ -38,15 +38,25 @@ func ClientWIPSource(logID int64) string {
 	return "ethPrimeWebhookLog:" + strconv.FormatInt(logID, 10)
 }
 
+// ArrivalSlack is how far apart Prime may stamp one status change's entry
+// in the job's status history and the job's updatedAt (both Prime's clock,
+// to the second): a status-history entry more than ArrivalSlack after the
+// job as an invite saw it (TriageInvite.JobUpdatedAt) is a later change, one
+// within it the arrival the invite answers. Assumed: Prime documents
+// neither stamp (the jobs-by-date backstop relies on a status change moving
+// updatedAt, too). sql/mssql/061_triage_invites.sql writes it in seconds.
+const ArrivalSlack = time.Minute
+
 // TriageInvite is a row of ethTriageInviteQueue: an invite to the customer's
 // triage (§3.1, §5.1 step 6) and how its sending went, a send queue's row
 // (SendState) that job-mirror's invite sender claims, posts and records as
 // smsQueue's are. An invite answers one status change: the job's arrival in
-// the status, as the mirror saw it, until the mirror sees the job in
-// another status (StatusLeftUTC); a job has one such open invite at most,
-// so the same change never invites twice, and a return to the status later
-// may. The table is not given by the spec; sql/README.md writes down the
-// reading.
+// the status, keyed on its status-history entry where the mirror holds it,
+// until the mirror writes the job in another status or its status history
+// shows a later change (StatusLeftUTC). primeflow queues an invite only for
+// a job with no open one, so the same change never invites twice, and a
+// return to the status later may. The table is not given by the spec;
+// sql/README.md writes down the reading.
 type TriageInvite struct {
 	ID    int64
 	JobID string
@@ -55,7 +65,17 @@ type TriageInvite struct {
 	// JobVersion is the mirrored job's version when the invite was queued:
 	// the status change it answers was seen at that version or before.
 	JobVersion int64
-	QueuedUTC  time.Time
+	// StatusHistoryID is the job's status-history entry (Prime's record of
+	// its arrival in StatusID) the invite answers, when the mirror held it
+	// when the invite was queued; empty otherwise.
+	StatusHistoryID string
+	// JobUpdatedAt is Prime's time of the job as the invite saw it: the
+	// mirrored job's updatedAt when it was queued, or its entry's createdAt
+	// when later. The arrival it answers came no later; a status-history
+	// entry more than ArrivalSlack after it is a later change. Zero when
+	// Prime gave neither.
+	JobUpdatedAt time.Time
+	QueuedUTC    time.Time
 	// StatusLeftUTC is when the mirror first saw the job in another status
 	// than StatusID after the invite was queued: the change it answers is
 	// over. Zero while the job is still in it.
@@ -79,17 +99,19 @@ type TriageInvite struct {
 }
 
 // Pending reports whether the invite has still to be sent: Queued or
-// Sending, or Failed and waiting for a person.
-func (t TriageInvite) Pending() bool { return t.SentUTC.IsZero() }
+// Sending, or Failed and waiting for a person (not Dismissed by one).
+func (t TriageInvite) Pending() bool { return t.SentUTC.IsZero() && t.State != SendDismissed }
 
-// InviteListState selects the invites ListTriageInviteQueue returns.
+// InviteListState selects the invites ListTriageInviteQueue returns (and
+// the messages and receipts of ListSMSQueue and ListEmailReceipts).
 type InviteListState int
 
 // The invites to list.
 const (
 	// InvitesAll lists every invite.
 	InvitesAll InviteListState = iota
-	// InvitesPending lists those not sent: Queued, Sending and Failed.
+	// InvitesPending lists those not sent: Queued, Sending and Failed (not
+	// those a person dismissed).
 	InvitesPending
 	// InvitesFailed lists the Failed ones, which wait for a person.
 	InvitesFailed
@@ -105,10 +127,14 @@ type TriageInvites interface {
 	// and queues an invite when that status is initialContactMadeStatusID
 	// and the job has no open invite (one whose status change is not over:
 	// sent, pending or Failed, it answered this change), so a replayed or
-	// repeated event invites nobody twice. A job it finds in another status
-	// than its open invite's closes that invite (StatusLeftUTC): the job's
-	// next arrival in the status is a change of its own. It reports whether
-	// it queued one. An empty status id queues nothing.
+	// repeated event invites nobody twice. It first closes (StatusLeftUTC)
+	// an open invite whose change the mirror shows over, as every write of
+	// the job (UpsertJob) and of its status history (ReplaceJobStatusHistory)
+	// does: the job mirrored in another status, or an entry of its status
+	// history more than ArrivalSlack after the job as the invite saw it. The
+	// invite answers the job's latest status-history entry (StatusHistoryID)
+	// when that is its arrival in the status and no invite answers it yet.
+	// It reports whether it queued one. An empty status id queues nothing.
 	QueueTriageInvite(ctx context.Context, jobID, initialContactMadeStatusID string) (queued bool, err error)
 	// ListTriageInvites returns a job's invites, oldest first.
 	ListTriageInvites(ctx context.Context, jobID string) ([]TriageInvite, error)

@@ -20,13 +20,18 @@ const (
 	// simulator), or SEND_DRY_RUN. Done, never sent.
 	SendLogged SendState = "Logged"
 	// SendFailed gave up: it used up its attempts or was refused for good.
-	// It stays for a person to look at.
+	// It stays for a person to look at, who requeues or dismisses it
+	// (Resolutions).
 	SendFailed SendState = "Failed"
+	// SendDismissed was Failed, and a person closed it without sending it
+	// (Resolutions): they dealt with it another way. Done, never sent; it
+	// waits for nobody.
+	SendDismissed SendState = "Dismissed"
 )
 
 // SendStates lists every state, for counting.
 func SendStates() []SendState {
-	return []SendState{SendQueued, SendSending, SendSent, SendLogged, SendFailed}
+	return []SendState{SendQueued, SendSending, SendSent, SendLogged, SendFailed, SendDismissed}
 }
 
 // SendCounts is a count of a send queue's rows by state, every state in it

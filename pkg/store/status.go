@@ -25,7 +25,8 @@ type Overview struct {
 	OutboxUnpublished int
 	OutboxOldestUTC   time.Time
 	// SMS counts smsQueue by state; SMSLastError is the newest error a
-	// send recorded (with its message's UpdatedUTC), "" when none.
+	// send recorded on a message not Sent, nor Dismissed by a person (with
+	// its message's UpdatedUTC), "" when none.
 	SMS             map[SendState]int
 	SMSLastError    string
 	SMSLastErrorUTC time.Time
@@ -35,9 +36,9 @@ type Overview struct {
 	FirstSeenFailing      int
 	FirstSeenLastError    string
 	FirstSeenLastErrorJob string
-	// InvitesPending counts the triage invites queued and not sent;
-	// InvitesFailed those of them given up on (Failed), which wait for a
-	// person.
+	// InvitesPending counts the triage invites queued and not sent (nor
+	// dismissed by a person); InvitesFailed those of them given up on
+	// (Failed), which wait for a person.
 	InvitesPending, InvitesFailed int
 	// SMSOldestWaitingUTC and InvitesOldestWaitingUTC are when the oldest
 	// message, and triage invite, not sent yet (Queued or Sending) was
@@ -48,7 +49,7 @@ type Overview struct {
 	InvitesOldestWaitingUTC time.Time
 	// EmailsFailed counts the new-job emails whose receipt is Failed (§7:
 	// moved to MAIL_FAILED_FOLDER after their last attempt), which wait for
-	// a person; EmailLastFailed is the newest of them (by its receipt's
+	// a person (not those a person dismissed); EmailLastFailed is the newest of them (by its receipt's
 	// UpdatedUTC: Subject, ReceivedUTC, LastError, Attempts, MovedTo …).
 	EmailsFailed    int
 	EmailLastFailed EmailReceipt

@@ -41,6 +41,7 @@ type Store interface {
 	Sweeps
 	Status
 	Archive
+	Resolutions
 
 	// InTx runs fn in one transaction: the writes fn makes through the Store
 	// it is given commit together when fn returns nil, and not at all when it

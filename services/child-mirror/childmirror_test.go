@@ -3,8 +3,11 @@ package childmirror_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,18 +263,40 @@ func TestEnsureJobRateLimitedWaits(t *testing.T) {
 	is.Equal(e.firstSeen(job.ID), 1)               // first sight, once
 }
 
-// A Prime failure while refetching an appointment counts an attempt; the
-// retry succeeds.
-func TestPrimeFailureCountsAnAttempt(t *testing.T) {
+// A Prime 503 while refetching an appointment, with nothing else answered,
+// is Prime's outage: the event waits, no attempt (pkg/prime). A 500 for
+// the appointment alone while Prime answers other calls is the record's:
+// it counts attempts, and the retry succeeds once Prime serves it.
+func TestPrimeFailureCountsAnAttemptOnlyWhenItIsTheRecords(t *testing.T) {
 	is := is.New(t)
 	e := start(t, options{})
 	job := e.Sim.NewJob()
 	appt := e.Sim.NewAppointment(job.ID)
 	e.WaitProcessed(e.Fire(events.ActionCreateAppointment, appt.ID))
-	e.Sim.SetFaults(primesim.Faults{Path: "/appointments", FailNext: 1, FailStatus: 503})
+	e.Sim.SetFaults(primesim.Faults{Path: "/appointments", FailNext: 2, FailStatus: 503})
+	row := e.WaitProcessed(e.Fire(events.ActionCompleteAppointment, appt.ID))
+	is.Equal(row.ProcessAttempts, 0) // Prime down: waited out, no attempt
+
+	e.Sim.SetFaults(primesim.Faults{Path: "/appointments/" + appt.ID, FailNext: 1 << 20, FailStatus: 500})
+	stop := make(chan struct{})
+	var others sync.WaitGroup
+	others.Go(func() { // Prime answers other calls meanwhile
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			_, _ = e.Prime.GetJob(context.Background(), job.ID)
+		}
+	})
 	id := e.Fire(events.ActionCompleteAppointment, appt.ID)
-	row := e.WaitProcessed(id)
-	is.Equal(row.ProcessAttempts, 1) // the failure counted one attempt
+	e.WaitRow(id, "an attempt counted", func(r store.WebhookLogRow) bool { return r.ProcessAttempts >= 1 })
+	close(stop)
+	others.Wait()
+	e.Sim.SetFaults(primesim.Faults{})
+	row = e.WaitProcessed(id)
+	is.True(row.ProcessAttempts >= 1) // the record's failure counted
 }
 
 // A payload with the appointment's GUID under a renamed property still
@@ -522,6 +547,63 @@ func TestAISummaryNudgeIsBestEffort(t *testing.T) {
 			is.Equal(failures() == 1, !tc.o.noNudge) // a failed nudge is counted, an absent one is not
 		})
 	}
+}
+
+// The nudge's URL may carry a key: it goes over https only (http to a
+// loopback address alone), as a send queue's posts do (delivery.CheckURL),
+// and child-mirror refuses to start otherwise, naming the variable.
+func TestAISummaryNudgeURLMustBeHTTPS(t *testing.T) {
+	for url, ok := range map[string]bool{
+		"https://n8n.example/webhook/ai-summary?key=k3y": true,
+		"http://127.0.0.1:5678/webhook/ai-summary":       true,
+		"http://localhost:5678/webhook/ai-summary":       true,
+		"http://[::1]:5678/webhook/ai-summary":           true,
+		"http://n8n.example/webhook/ai-summary?key=k3y":  false,
+		"http://10.0.0.7:5678/webhook/ai-summary":        false,
+		"ftp://n8n.example/webhook/ai-summary":           false,
+		childmirror.NudgeOff:                             true,
+	} {
+		t.Run(url, func(t *testing.T) {
+			cfg := childmirror.DefaultConfig()
+			cfg.AISummaryNudgeURL = url
+			err := cfg.Validate()
+			if ok {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "AI_SUMMARY_NUDGE_URL") {
+				t.Errorf("got %v, want a refusal naming AI_SUMMARY_NUDGE_URL", err)
+			}
+			if strings.Contains(fmt.Sprint(err), "k3y") {
+				t.Errorf("the refusal repeats the URL's key: %v", err)
+			}
+		})
+	}
+}
+
+// A redirect is the nudge's answer, not followed: it would take the URL's
+// key to wherever it points. It counts as a failed nudge.
+func TestAISummaryNudgeFollowsNoRedirect(t *testing.T) {
+	is := is.New(t)
+	elsewhere := &nudgeServer{}
+	target := httptest.NewServer(elsewhere)
+	t.Cleanup(target.Close)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/stolen?"+r.URL.RawQuery, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	e := start(t, options{cfg: func(c *childmirror.Config) { c.AISummaryNudgeURL = redirect.URL + "/hook?key=s3cret-nudge-key" }})
+	job := e.Sim.NewJob()
+	form := e.Sim.NewSiteForm(job.ID)
+	row := e.WaitProcessed(e.Fire(events.ActionChangeCustomFormStatus, form.ID))
+	is.Equal(row.ProcessAttempts, 0) // processed at once
+	flowtest.Eventually(t, "the redirected nudge counted as failed", func() bool {
+		return flowtest.Counter(t, e.Deps.Metrics, "primeflow_childmirror_swallowed_failures_total", map[string]string{"step": "ai_summary_nudge"}) == 1
+	})
+	jobs, _ := elsewhere.received()
+	is.Equal(len(jobs), 0) // the redirect's target never saw the key
 }
 
 // §5.4: the job's estimates with categories and items, swept: an estimate

@@ -507,8 +507,8 @@ func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
 			if res.left() {
 				left = append(left, it)
 			}
-			if res.outcome == drainWaited {
-				stop = res.err // Prime's budget is spent for now: the rest waits for the next pass
+			if res.outcome == drainWaited && holdsEveryCall(res.err) {
+				stop = res.err // Prime's budget is spent, or Prime is down, for now: the rest waits for the next pass
 			}
 		}
 		if stop != nil {
@@ -519,6 +519,15 @@ func (c *ChildMirror) Pass(ctx context.Context, object string) (int, error) {
 		}
 	}
 	return worked, nil
+}
+
+// holdsEveryCall reports whether a wait holds up the other items' calls
+// too: Prime's rate limit, job-mirror not answering, Prime not answering
+// (an outage, pkg/prime). A call's first failure while Prime answers the
+// rest waits for its own item alone.
+func holdsEveryCall(err error) bool {
+	var u *prime.UnavailableError
+	return !errors.As(err, &u) || !u.Since.IsZero()
 }
 
 // giveBack releases claims no drain will work now, after ctx ends too: a

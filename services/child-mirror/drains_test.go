@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"net/http"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -217,7 +218,10 @@ func TestABackstopPassWorksEachItemOnce(t *testing.T) {
 		e.mirrorJobOf(j.ID)
 		is.NoErr(e.Env.Store.UpsertSyncQueue(ctx, store.TableAllocations, j.ID)) // queued outside primeflow: no hand-off
 	}
-	e.Sim.SetFaults(primesim.Faults{Path: "/allocations", FailNext: batch}) // the oldest batch's calls fail
+	// The oldest batch's calls fail with a 400: Prime answers, so the
+	// failures are the items' own, not an outage (which stops a pass:
+	// TestAPrimeOutageStopsABackstopPass).
+	e.Sim.SetFaults(primesim.Faults{Path: "/allocations", FailNext: batch, FailStatus: http.StatusBadRequest})
 	calls := func() int64 { return e.Sim.Stats().ByEndpoint["GET /allocations"] }
 	before := calls()
 
@@ -238,6 +242,40 @@ func TestABackstopPassWorksEachItemOnce(t *testing.T) {
 	is.Equal(len(items), 2*batch) // all of them left for a later pass
 	for _, it := range items {
 		is.True(it.ClaimedUTC.IsZero()) // and given back when the pass ended
+	}
+}
+
+// Prime not answering stops a backstop pass at once: the items wait for the
+// next pass, given back, none failed, and the pass asks Prime no more than
+// it takes to see Prime down.
+func TestAPrimeOutageStopsABackstopPass(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig()})
+	e.waitFirstPasses()
+	ctx := context.Background()
+	for range 4 {
+		j := e.Sim.NewJob()
+		e.mirrorJobOf(j.ID)
+		is.NoErr(e.Env.Store.UpsertSyncQueue(ctx, store.TableAllocations, j.ID))
+	}
+	e.Sim.SetFaults(primesim.Faults{Path: "/allocations", FailNext: 1 << 20, FailStatus: http.StatusServiceUnavailable})
+	calls := func() int64 { return e.Sim.Stats().ByEndpoint["GET /allocations"] }
+	before := calls()
+	cfg := childmirror.DefaultConfig()
+	drainConfig()(&cfg)
+	cm, err := childmirror.New(cfg, e.deps, e.Prime)
+	is.NoErr(err)
+	worked, err := cm.Pass(ctx, store.TableAllocations)
+	is.True(errors.Is(err, prime.ErrUnavailable)) // stopped by Prime's outage
+	is.Equal(worked, 2)                           // after the second failure in a row
+	is.Equal(calls()-before, int64(2))            // and asked Prime no more
+	is.Equal(e.drained(store.TableAllocations, "failed"), 0.0)
+	is.Equal(e.drained(store.TableAllocations, "waited"), 2.0)
+	items, err := e.Env.Store.ListSyncQueue(ctx, store.SyncQueueFilter{Object: store.TableAllocations})
+	is.NoErr(err)
+	is.Equal(len(items), 4) // every item left for the next pass
+	for _, it := range items {
+		is.True(it.ClaimedUTC.IsZero()) // given back
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -155,12 +156,12 @@ func (c *ChildMirror) nudge(ctx context.Context, jobID string) error {
 	return nil
 }
 
-// checkNudgeURL refuses a nudge URL that is not an absolute http(s) URL,
-// without repeating it.
+// checkNudgeURL refuses a nudge URL the request's key must not go to, as a
+// send queue's URL is refused (delivery.CheckURL: https, or http to a
+// loopback address), without repeating it.
 func checkNudgeURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return config.Refuse("AI_SUMMARY_NUDGE_URL", "must be an absolute http or https URL, or off")
+	if err := delivery.CheckURL(s); err != nil {
+		return config.Refuse("AI_SUMMARY_NUDGE_URL", "%v, or off", err)
 	}
 	return nil
 }

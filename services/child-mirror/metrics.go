@@ -27,7 +27,7 @@ func newMetrics(reg prometheus.Registerer, unanswered func() time.Duration, q sy
 	m := &collectors{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_childmirror_events_total",
-			Help: "Child events handled by child-mirror, by eventAction and outcome: ok (committed unless the commit fails), failed, payload_fault, rate_limited, unavailable (job-mirror did not answer: the event waits, no attempt counted).",
+			Help: "Child events handled by child-mirror, by eventAction and outcome: ok (committed unless the commit fails), failed, payload_fault, rate_limited, prime_unavailable (Prime answered 5xx or not at all, and not for the record alone), unavailable (job-mirror did not answer): the last three wait, no attempt counted.",
 		}, []string{"action", "outcome"}),
 		swallowed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_childmirror_swallowed_failures_total",
@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer, unanswered func() time.Duration, q sy
 	// The known label values are exported from the start, at 0: an alert
 	// on them reads 0, not "no data".
 	for _, a := range Actions() {
-		for _, o := range []string{"ok", "failed", "payload_fault", "rate_limited", "unavailable"} {
+		for _, o := range []string{"ok", "failed", "payload_fault", "rate_limited", "prime_unavailable", "unavailable"} {
 			m.events.WithLabelValues(a, o)
 		}
 	}
@@ -131,6 +131,8 @@ func outcome(err error) string {
 		return "payload_fault"
 	case errors.Is(err, prime.ErrRateLimited):
 		return "rate_limited"
+	case errors.Is(err, prime.ErrUnavailable):
+		return "prime_unavailable"
 	case errors.Is(err, pipeline.ErrUnavailable):
 		return "unavailable"
 	default:

@@ -121,14 +121,15 @@ func (c *ChildMirror) askOrderRun(ctx context.Context, r events.SweepRequest) bo
 // mirror holds it at that version or a newer one, which costs no Prime call
 // beyond the list. The rest go the handler's way (mirrorAppointment): job
 // first (§4.3), then the appointment, then the job's contacts, once a job.
-// A failed appointment is counted and the sweep goes on; Prime's rate limit
-// or the deadline stops it, so that it never hammers Prime. result labels
-// the outcome: ok, rate_limited or stopped.
+// A failed appointment is counted and the sweep goes on; Prime's rate limit,
+// Prime not answering (pkg/prime's outage: stopped) or the deadline stops
+// it, so that it never hammers Prime. result labels the outcome: ok,
+// rate_limited or stopped.
 func (c *ChildMirror) sweep(ctx context.Context, r events.SweepRequest) (reply events.SweepReply, result string) {
 	log := c.log.With("action", sweepAction, "fromUTC", r.FromUTC.UTC(), "toUTC", r.ToUTC.UTC(), "source", r.Source)
 	stop := func(err error) (events.SweepReply, string) {
 		reply.Error = err.Error()
-		if after := retry.Delay(err); after > 0 {
+		if after := retry.Delay(err); after > 0 && errors.Is(err, prime.ErrRateLimited) {
 			reply.RetryAfterMS = after.Milliseconds()
 			log.Warn("sweep stopped by Prime's rate limit", "retryAfter", after, "reply", reply)
 			return reply, "rate_limited"
@@ -163,7 +164,8 @@ func (c *ChildMirror) sweep(ctx context.Context, r events.SweepRequest) (reply e
 // failure is logged and counted, and the sweep goes on; the error it
 // returns stops the sweep: Prime's rate limit (met by the appointment, or
 // by its contact sync, which is otherwise swallowed as in the handler: the
-// next call would only meet the same limit) or the sweep's deadline.
+// next call would only meet the same limit), Prime not answering (the same
+// goes), or the sweep's deadline.
 func (c *ChildMirror) sweepOne(ctx context.Context, log *slog.Logger, a prime.Appointment, ensured, contacts map[string]bool, reply *events.SweepReply) error {
 	count := func(outcome string, n *int) {
 		*n++
@@ -171,7 +173,7 @@ func (c *ChildMirror) sweepOne(ctx context.Context, log *slog.Logger, a prime.Ap
 	}
 	fail := func(err error) error {
 		count("failed", &reply.Failed)
-		if errors.Is(err, prime.ErrRateLimited) || ctx.Err() != nil {
+		if retry.Delay(err) > 0 || ctx.Err() != nil {
 			return err
 		}
 		return nil
@@ -216,7 +218,7 @@ func (c *ChildMirror) sweepOne(ctx context.Context, log *slog.Logger, a prime.Ap
 	if err == nil {
 		reply.ContactJobs++
 	}
-	if errors.Is(err, prime.ErrRateLimited) {
+	if retry.Delay(err) > 0 {
 		return err
 	}
 	return nil

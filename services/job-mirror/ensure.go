@@ -111,6 +111,8 @@ func (m *Mirror) handleEnsure(ctx context.Context, p ensurePath, req micro.Reque
 		err = req.Error("404", "Prime has no such job", body)
 	case "rate_limited":
 		err = req.Error("429", "rate limited by Prime", body)
+	case "prime_unavailable":
+		err = req.Error("503", "Prime is not answering", body)
 	case "error":
 		err = req.Error("500", reply.Error, body)
 	default:
@@ -167,7 +169,13 @@ func (m *Mirror) ensure(ctx context.Context, p ensurePath, r events.EnsureJobReq
 			return events.EnsureJobReply{JobID: reply.JobID, Error: err.Error()}, "refused"
 		}
 		if after := retry.Delay(err); after > 0 {
-			return events.EnsureJobReply{JobID: reply.JobID, RetryAfterMS: after.Milliseconds(), Error: err.Error()}, "rate_limited"
+			// Prime's rate limit, or Prime not answering: the caller waits.
+			reply := events.EnsureJobReply{JobID: reply.JobID, RetryAfterMS: after.Milliseconds(), Error: err.Error(),
+				PrimeUnavailable: errors.Is(err, prime.ErrUnavailable)}
+			if reply.PrimeUnavailable {
+				return reply, "prime_unavailable"
+			}
+			return reply, "rate_limited"
 		}
 		if errors.Is(err, prime.ErrNotFound) {
 			return events.EnsureJobReply{JobID: reply.JobID, NotFound: true, Error: err.Error()}, "not_found"

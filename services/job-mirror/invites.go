@@ -357,7 +357,7 @@ func inviteCollectors() delivery.Collectors {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 		Queue: prometheus.NewDesc("primeflow_triage_invites_queue",
-			"Triage invites in ethTriageInviteQueue by state: Queued, Sending, Sent, Logged (logged or recorded, never sent: no TRIAGE_INVITE_SEND_URL, or SEND_DRY_RUN), Failed (Failed waits for a person: the customer was never invited).",
+			"Triage invites in ethTriageInviteQueue by state: Queued, Sending, Sent, Logged (logged or recorded, never sent: no TRIAGE_INVITE_SEND_URL, or SEND_DRY_RUN), Failed (Failed waits for a person: the customer was never invited; primectl invites requeue or dismiss), Dismissed (a person closed it unsent).",
 			[]string{"state"}, nil),
 		Oldest: prometheus.NewDesc("primeflow_triage_invites_oldest_waiting_seconds",
 			"How long the oldest triage invite not sent yet (Queued or Sending in ethTriageInviteQueue) has waited since it was queued; 0 when none waits.",

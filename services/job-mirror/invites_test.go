@@ -353,11 +353,7 @@ func TestAnInviteIsTheSameRequestOnEveryAttempt(t *testing.T) {
 // coming back is a change of its own, and is invited.
 func TestOneInviteAStatusChange(t *testing.T) {
 	is := is.New(t)
-	ep := &inviteEndpoint{}
-	e := start(t, options{invites: ep.sender(t), config: quickInvites})
-	j, _ := e.icmJob(true)
-	e.WaitProcessed(e.Fire("change-job-status", j.ID))
-	e.invite(j.ID, store.SendSent)
+	e, ep, j := invitedJob(t)
 	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // Prime delivers the same event again
 	_, err := e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.Description = "roof tiles" })
 	is.NoErr(err)
@@ -366,8 +362,7 @@ func TestOneInviteAStatusChange(t *testing.T) {
 	is.Equal(len(ep.accepted()), 1)                    // posted once
 	is.Equal(e.invites(j.ID)[0].JobVersion, j.Version) // for the change it answers
 
-	_, err = e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = "0d3c2b1a-9f8e-4d7c-8b6a-5f4e3d2c1b0a" })
-	is.NoErr(err)
+	is.NoErr(e.setStatus(j.ID, statusOther))
 	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // the job leaves the status
 	back, err := e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = statusICM })
 	is.NoErr(err)
@@ -378,6 +373,45 @@ func TestOneInviteAStatusChange(t *testing.T) {
 	is.True(!got[0].StatusLeftUTC.IsZero())               // the first change is over
 	is.Equal(got[1].JobVersion, back.Version)             // the second answers the return
 	is.True(ep.accepted()[1].key != ep.accepted()[0].key) // under a key of its own
+}
+
+// A job that leaves the status with no event job-mirror handles (the
+// webhook lost, or handled after the return), and that the jobs-by-date
+// backstop mirrors in its other status, is invited again when it comes
+// back: the backstop's write closes the invite of its first arrival.
+func TestAReturnTheBackstopSawIsInvited(t *testing.T) {
+	is := is.New(t)
+	e, ep, j := invitedJob(t)
+	is.NoErr(e.setStatus(j.ID, statusOther))
+	e.sweepJobs() // no webhook: the backstop mirrors the job in its new status
+	is.True(!e.invites(j.ID)[0].StatusLeftUTC.IsZero())
+	is.NoErr(e.setStatus(j.ID, statusICM))
+	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // the return
+	flowtest.Eventually(t, "the return's invite sent", func() bool { return len(ep.accepted()) == 2 })
+	e.WaitProcessed(e.Fire("change-job-status", j.ID)) // delivered again
+	is.Equal(len(e.invites(j.ID)), 2)                  // one invite an arrival
+	is.Equal(len(ep.accepted()), 2)
+}
+
+// statusOther is a status that is not Initial Contact Made.
+const statusOther = "0d3c2b1a-9f8e-4d7c-8b6a-5f4e3d2c1b0a"
+
+// invitedJob starts job-mirror with an invite endpoint and has it invite a
+// job in Initial Contact Made, its contact mirrored: the invite is Sent.
+func invitedJob(t *testing.T) (*env, *inviteEndpoint, prime.Job) {
+	t.Helper()
+	ep := &inviteEndpoint{}
+	e := start(t, options{invites: ep.sender(t), config: quickInvites})
+	j, _ := e.icmJob(true)
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	e.invite(j.ID, store.SendSent)
+	return e, ep, j
+}
+
+// setStatus moves the job to status in Prime, with no webhook.
+func (e *env) setStatus(jobID, status string) error {
+	_, err := e.Sim.UpdateJob(jobID, func(pj *prime.Job) { pj.StatusID = status })
+	return err
 }
 
 // A primary contact the mirror does not hold yet is a wait, however long

@@ -38,7 +38,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 		}),
 		ensure: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_jobmirror_ensure_total",
-			Help: "Ensure-job requests (§4.3, §7) by result: present, mirrored, not_found, rate_limited, error, refused (not a request of its path: a field it does not take, a log row that is no child event being handled).",
+			Help: "Ensure-job requests (§4.3, §7) by result: present, mirrored, not_found, rate_limited, prime_unavailable (Prime answered 5xx or not at all, and not for the job alone: the caller waits, no attempt), error, refused (not a request of its path: a field it does not take, a log row that is no child event being handled).",
 		}, []string{"result"}),
 	}
 	m.jobsSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -62,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 		m.firstSight.WithLabelValues(via)
 	}
 	for vec, values := range map[*prometheus.CounterVec][]string{
-		m.ensure:     {"present", "mirrored", "not_found", "rate_limited", "error", "refused"},
+		m.ensure:     {"present", "mirrored", "not_found", "rate_limited", "prime_unavailable", "error", "refused"},
 		m.jobsSweeps: {"ok", "rate_limited", "stopped"},
 		m.jobsSwept:  {"unchanged", "updated", "first_sight", "failed"},
 	} {

@@ -227,14 +227,19 @@ func (in *Intake) attempt(ctx context.Context, m graph.Message, r store.EmailRec
 		return kept
 	case errors.Is(err, prime.ErrNotFound):
 		return in.failedAttempt(ctx, m, r, fmt.Errorf("Prime has no job %s (%s JobID of the email)", job.JobID, job.Kind))
+	case errors.Is(err, prime.ErrUnavailable):
+		// Prime did not answer job-mirror (a 5xx or no answer): it says
+		// how long to wait.
+		in.hold(r, "ensure_failed", retry.Delay(err), err)
+		return kept
 	case retry.Delay(err) > 0:
 		// Prime's rate limit, or job-mirror not answering.
 		in.hold(r, "job_mirror", retry.Delay(err), err)
 		return kept
 	case err != nil:
-		// job-mirror answered that it could not: Prime's 5xx or no
-		// answer, most likely. Not the email's fault (§7: the mail
-		// stays for the next poll).
+		// job-mirror answered that it could not: a 5xx Prime gave for
+		// this job alone, most likely. Not the email's fault (§7: the
+		// mail stays for the next poll).
 		in.hold(r, "ensure_failed", 0, err)
 		return kept
 	}

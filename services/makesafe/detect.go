@@ -204,7 +204,7 @@ func (m *Makesafe) recheck(ctx context.Context, jobID string, rung int) (string,
 	// A rung is make-safe work: it goes before every other Prime call.
 	allocs, err := m.prime.ListJobAllocations(prime.WithCaller(prime.WithPriority(ctx, prime.PriorityMakesafe), Durable, "recheck"), jobID)
 	if err != nil {
-		return "", out, err // rate-limited: the rung waits and is tried again
+		return "", out, err // rate-limited, or Prime not answering: the rung waits and is tried again
 	}
 	now = time.Now().UTC()
 	detection.Now = now

@@ -254,7 +254,7 @@ func (m *Makesafe) handle(ctx context.Context, msg jetstream.Msg) error {
 		return consume.Retry(err, time.Until(early.due)) // worked at its time
 	}
 	if after := retry.Delay(err); after > 0 {
-		return consume.Retry(err, after) // Prime's rate limit: the rung waits, it is not dropped
+		return consume.Retry(err, after) // Prime's rate limit, or Prime not answering: the rung waits, it is not dropped
 	}
 	return err
 }

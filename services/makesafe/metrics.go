@@ -38,7 +38,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	m := &collectors{
 		detections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_makesafe_detections_total",
-			Help: "Make-safe detections by trigger (queue_checks, no_queue_checks, recheck) and result: raised, already_raised, waiting (no Make Safe yet), business_hours, job_missing, rate_limited, failed.",
+			Help: "Make-safe detections by trigger (queue_checks, no_queue_checks, recheck) and result: raised, already_raised, waiting (no Make Safe yet), business_hours, job_missing, rate_limited, prime_unavailable (Prime answered 5xx or not at all: it waits, like rate_limited), failed.",
 		}, []string{"trigger", "result"}),
 		raised: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "primeflow_makesafe_phone_calls_raised_total",
@@ -50,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 		}),
 		rungs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_makesafe_rungs_fired_total",
-			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), in_hours (a job created in business hours: nothing to wait for, Prime not asked), synced (allocations synced from Prime), rate_limited, failed; and re-checks not worked: fired_before (the rung's row says it fired), not_due (worked at its time), not_queued (no such rung: dropped).",
+			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), in_hours (a job created in business hours: nothing to wait for, Prime not asked), synced (allocations synced from Prime), rate_limited, prime_unavailable (Prime answered 5xx or not at all: the rung waits), failed; and re-checks not worked: fired_before (the rung's row says it fired), not_due (worked at its time), not_queued (no such rung: dropped).",
 		}, []string{"outcome"}),
 		rungLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_makesafe_rung_lateness_seconds",
@@ -70,11 +70,11 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	// on failed detections or rungs reads 0, not "no data", and sees the
 	// first one.
 	for _, trigger := range []string{triggerFirstSight, triggerAllocation, triggerRecheck} {
-		for _, result := range []string{"raised", "already_raised", "waiting", "business_hours", "job_missing", "rate_limited", "failed"} {
+		for _, result := range []string{"raised", "already_raised", "waiting", "business_hours", "job_missing", "rate_limited", "prime_unavailable", "failed"} {
 			m.detections.WithLabelValues(trigger, result)
 		}
 	}
-	for _, outcome := range []string{"called", "makesafe", "in_hours", "synced", "rate_limited", "failed", "fired_before", "not_due", "not_queued"} {
+	for _, outcome := range []string{"called", "makesafe", "in_hours", "synced", "rate_limited", "prime_unavailable", "failed", "fired_before", "not_due", "not_queued"} {
 		m.rungs.WithLabelValues(outcome)
 	}
 	return m, nil
@@ -88,6 +88,8 @@ func (m *collectors) detection(trigger string, out store.MakesafeOutcome, err er
 		result = "job_missing"
 	case errors.Is(err, prime.ErrRateLimited):
 		result = "rate_limited"
+	case errors.Is(err, prime.ErrUnavailable):
+		result = "prime_unavailable"
 	case err != nil:
 	case out.Raised:
 		result = "raised"
@@ -112,6 +114,8 @@ func rungLabel(outcome string, err error) string {
 		return "not_due"
 	case errors.Is(err, prime.ErrRateLimited):
 		return "rate_limited"
+	case errors.Is(err, prime.ErrUnavailable):
+		return "prime_unavailable"
 	case err != nil:
 		return "failed"
 	case outcome == RungFiredBefore:

@@ -182,13 +182,15 @@ type inviteRecord struct {
 	JobVersion      int64      `json:"jobVersion,omitempty"`
 	StatusLeftUTC   *time.Time `json:"statusLeftUTC,omitempty"`
 	Payload         string     `json:"payload,omitempty"`
+	StatusHistoryID string     `json:"statusHistoryId,omitempty"`
+	JobUpdatedAt    *time.Time `json:"jobUpdatedAt,omitempty"`
 }
 
 func inviteRecordOf(t store.TriageInvite) inviteRecord {
 	return inviteRecord{ID: t.ID, JobID: t.JobID, StatusID: t.StatusID, QueuedUTC: utcOrNil(t.QueuedUTC), SentUTC: utcOrNil(t.SentUTC),
 		State: string(t.State), Attempts: t.Attempts, NextAttemptUTC: utcOrNil(t.NextAttemptUTC), ClaimedUntilUTC: utcOrNil(t.ClaimedUntilUTC),
 		LastError: t.LastError, FailedUTC: utcOrNil(t.FailedUTC), UpdatedUTC: utcOrNil(t.UpdatedUTC), JobVersion: t.JobVersion,
-		StatusLeftUTC: utcOrNil(t.StatusLeftUTC), Payload: t.Payload}
+		StatusLeftUTC: utcOrNil(t.StatusLeftUTC), Payload: t.Payload, StatusHistoryID: t.StatusHistoryID, JobUpdatedAt: utcOrNil(t.JobUpdatedAt)}
 }
 
 // receiptRecord is a row of PrimeEmailJobRegistered as the file holds it.

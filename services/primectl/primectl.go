@@ -123,7 +123,14 @@ var commands = []struct{ name, usage string }{
   primectl replay --from-archive FILE [ID…] [the same filters] [--all] [--yes] [--now]`},
 	{"firstseen", "primectl firstseen [--failed | --all] [--limit N]"},
 	{"syncqueue", "primectl syncqueue [--object O] [--job GUID] [--limit N]"},
-	{"invites", "primectl invites [--failed | --all] [--limit N]"},
+	{"sms", `primectl sms [--failed | --all] [--limit N]
+  primectl sms requeue ID… [--reason R] [--by WHO]
+  primectl sms dismiss ID… --reason R [--by WHO]`},
+	{"invites", `primectl invites [--failed | --all] [--limit N]
+  primectl invites requeue ID… [--reason R] [--by WHO]
+  primectl invites dismiss ID… --reason R [--by WHO]`},
+	{"emails", `primectl emails [--failed | --all] [--limit N]
+  primectl emails dismiss ID… --reason R [--by WHO]`},
 	{"coverage", "primectl coverage [--since T] [--json]"},
 	{"archive", "primectl archive --before T [--out FILE] [--batch N] [--yes]"},
 	{"migrate", "primectl migrate [--plan] [--adopt NAME,…] [--capture DIR]"},
@@ -149,7 +156,10 @@ const explained = `status shows the pipeline at a glance: the log's rows by stat
 lag, the outbox, the locks, failed SMS, invites and emails, plan dates, Prime's budget,
 each stage's last error and what needs a person; --json gives the same as JSON. It exits
 0 when all is well, 1 when something needs a person, 2 when the database, NATS or ingest
-could not be asked, or NATS is not the database's instance's: for cron or a probe.
+could not be asked, or NATS is not the database's instance's: for cron or a probe. A
+1 clears once a person has dealt with each thing it lists: a capped row replayed
+(replay), a Failed SMS or invite requeued or dismissed, a Failed email moved back into
+MAIL_FOLDER or dismissed (below).
 
 list shows the newest rows first (--oldest: the oldest first). T is a time in UTC
 (2026-11-30, "2026-11-30 14:05:00", RFC 3339) or a duration before now (90m, 24h, 7d).
@@ -159,8 +169,15 @@ ADMIN_USER/ADMIN_PASSWORD) to publish the reset rows at once instead of at its
 relay's next tick, and makes sure first that it can. coverage compares the paths
 new jobs came by (webhook, email, backstop) over the jobs Prime created since T
 (default 7d), and prints §7.1's coverage query by action. syncqueue shows
-ethSyncQueue by object and its items (§6: the drains' work); invites lists the
-triage invites not sent yet, or only the Failed ones, which wait for a person.
+ethSyncQueue by object and its items (§6: the drains' work).
+
+sms, invites and emails list the SMS, triage invites and new-job emails not done yet
+(--failed: only those given up on, which wait for a person; --all: every one), each
+with who resolved it. requeue ID… sends a Failed SMS or invite again, due now, with
+every attempt; dismiss ID… --reason R closes a Failed one unsent (the on-call phoned,
+the customer invited, the email junk or dealt with by hand). Either is recorded with
+--reason and who (--by, or the OS user @ host), the row stays, in its new state, and
+status no longer counts it. An email is tried again by moving it back into MAIL_FOLDER.
 
 archive writes the rows finished before T — processed webhook log rows, SMS and
 triage invites sent, email receipts processed — to a gzip'd JSON-lines file, reads it
@@ -251,8 +268,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = c.archive(ctx, rest)
 	case "syncqueue":
 		err = c.syncQueue(ctx, rest)
+	case "sms":
+		err = c.sms(ctx, rest)
 	case "invites":
 		err = c.invites(ctx, rest)
+	case "emails":
+		err = c.emails(ctx, rest)
 	case "migrate":
 		err = c.migrate(ctx, rest)
 	case "streams":

@@ -79,59 +79,6 @@ func (c *cli) syncQueue(ctx context.Context, args []string) error {
 	return nil
 }
 
-// invites is `primectl invites`: the triage invites not sent (Queued,
-// Sending, Failed), only the Failed ones, or all, oldest first.
-func (c *cli) invites(ctx context.Context, args []string) error {
-	fs := c.flags("invites")
-	failed := fs.Bool("failed", false, "only the invites given up on, which wait for a person")
-	all := fs.Bool("all", false, "sent ones too")
-	limit := fs.Int("limit", 100, "at most this many invites, oldest first")
-	pos, err := c.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 || (*failed && *all) {
-		fmt.Fprintln(c.stderr, "primectl invites: takes --failed or --all, and no arguments")
-		return ErrUsage
-	}
-	want := store.InvitesPending
-	switch {
-	case *failed:
-		want = store.InvitesFailed
-	case *all:
-		want = store.InvitesAll
-	}
-	st, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rows, err := st.ListTriageInviteQueue(ctx, want, *limit)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tJOB\tSTATE\tATTEMPTS\tQUEUED (UTC)\tNEXT OR DONE (UTC)\tLAST ERROR")
-	for _, r := range rows {
-		when := r.NextAttemptUTC
-		switch r.State {
-		case store.SendSent:
-			when = r.SentUTC
-		case store.SendFailed:
-			when = r.FailedUTC
-		case store.SendSending:
-			when = r.ClaimedUntilUTC
-		}
-		writeRow(tw, strconv.FormatInt(r.ID, 10), r.JobID, string(r.State), strconv.Itoa(r.Attempts),
-			r.QueuedUTC.Format(timeLayout), utc(when), dash(cut(r.LastError, 80)))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "%d invites\n", len(rows))
-	return nil
-}
-
 // waited is how long ago since was, to the second; "-" for none.
 func waited(now, since time.Time) string {
 	if since.IsZero() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +70,59 @@ func TestInvites(t *testing.T) {
 	is.True(!strings.Contains(out, "\x1b"))                   // never raw
 	out, _, err = w.run("", "invites", "--failed")
 	is.NoErr(err)
-	is.True(strings.Contains(out, "1 invites")) // the failed one alone
+	is.True(strings.Contains(out, "1 invite\n")) // the failed one alone
 	is.True(strings.Contains(out, claimed[0].JobID))
 	_, _, err = w.run("", "invites", "--failed", "--all")
 	is.True(err != nil) // one or the other
+}
+
+// requeue and dismiss resolve the rows named that wait for a person, say
+// what became of each, and refuse what cannot be done, recording nothing
+// for it.
+func TestResolveSaysWhatItCannot(t *testing.T) {
+	is := is.New(t)
+	w := emptyWorld(t)
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Hour)
+	var ids []string
+	var rows []int64
+	for i := range 2 {
+		id, _, err := w.store.QueueSMS(ctx, store.NewSMS{Recipient: "+61400000000", Body: "make safe", Source: "test", Now: t0})
+		is.NoErr(err)
+		claimed, err := w.store.ClaimSMS(ctx, t0.Add(time.Second), time.Minute, 5, 1)
+		is.NoErr(err)
+		if i == 0 {
+			is.NoErr(w.store.SetSMSFailed(ctx, id, claimed[0].Attempts, "HTTP 400", time.Time{}, t0))
+		} else {
+			is.NoErr(w.store.SetSMSSent(ctx, id, claimed[0].Attempts, t0))
+		}
+		ids, rows = append(ids, strconv.FormatInt(id, 10)), append(rows, id)
+	}
+	failed, sent := ids[0], ids[1]
+
+	for _, args := range [][]string{
+		{"sms", "dismiss", failed},          // no reason
+		{"sms", "dismiss", "--reason", "x"}, // no id
+		{"sms", "requeue", "twelve"},        // not an id
+		{"emails", "requeue", failed},       // an email is moved back, not requeued
+		{"sms", "--failed", "--all"},        // one or the other
+	} {
+		_, _, err := w.run("", args...)
+		is.True(errors.Is(err, primectl.ErrUsage)) // refused as a usage
+	}
+	out, errOut, err := w.run("", "sms", "dismiss", sent, failed, "999", "--reason", "phoned the on-call", "--by", "alice")
+	is.True(err != nil && strings.Contains(err.Error(), "2 of 3 not resolved"))                // fails for the two it could not
+	is.True(strings.Contains(errOut, "sms "+sent+" is Sent, not Failed: waits for no person")) // each said
+	is.True(strings.Contains(errOut, "sms 999: not found"))
+	is.True(strings.Contains(out, "sms "+failed+" dismissed by alice")) // and the one it could, resolved
+	recs, err := w.store.ListResolutions(ctx, store.ResolvableSMS, append(rows, 999))
+	is.NoErr(err)
+	is.Equal(len(recs), 1) // one recorded
+	out, _, err = w.run("", "sms")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "0 messages")) // nothing left to send or to look at
+	out, _, err = w.run("", "sms", "--all")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "2 messages"))
+	is.True(regexp.MustCompile(`Dismissed\s+1\s`).MatchString(out)) // the dismissed one, its attempt kept
 }

@@ -193,6 +193,9 @@ func writeStatus(w io.Writer, r status.Report) error {
 		if f := b.Forecast; f != nil {
 			line("prime day", dayForecast(*f))
 		}
+		if b.UnreachableSince != nil {
+			line("prime", "unreachable since "+at(b.UnreachableSince)+": events wait, no attempt counted")
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -233,6 +236,12 @@ func writeStatus(w io.Writer, r status.Report) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	if p := r.Waits(); len(p) > 0 {
+		fmt.Fprintln(w, "\nwaiting, no attempt counted")
+		for _, s := range p {
+			fmt.Fprintln(w, "  "+Printable(s))
 		}
 	}
 	if len(r.NeedsPerson) > 0 {

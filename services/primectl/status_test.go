@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -63,6 +64,7 @@ func TestStatus(t *testing.T) {
 	is.NoErr(err)
 	defer held.Release(context.Background())
 
+	unreachable := time.Now().Add(-10 * time.Minute).Truncate(time.Second) // Prime down for 10 minutes
 	ingest := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/livez" {
 			return // 200 to anyone, as every primeflow process answers
@@ -73,7 +75,9 @@ func TestStatus(t *testing.T) {
 		}
 		rw.Write([]byte("# TYPE prime_client_ratelimit_remaining gauge\n" +
 			`prime_client_ratelimit_remaining{client="prime",window="minute"} 57` + "\n" +
-			`prime_client_ratelimit_remaining{client="prime",window="day"} 4890` + "\n"))
+			`prime_client_ratelimit_remaining{client="prime",window="day"} 4890` + "\n" +
+			"# TYPE prime_client_unreachable_since_seconds gauge\n" +
+			fmt.Sprintf("prime_client_unreachable_since_seconds{client=\"prime\"} %d\n", unreachable.Unix())))
 	}))
 	defer ingest.Close()
 	// NATS_URL unset: bin/primeflow's embedded server, at NATS_LISTEN.
@@ -99,6 +103,8 @@ func TestStatus(t *testing.T) {
 		"child-mirror  log row " + id(w, "capped") + " (create-appointment), attempt 5 of 5", // each stage's last error
 		`prime: 503 \x1b[2Jcleared`, // escaped, not sent to the terminal
 		"1 log row failed 5 times",  // what needs a person
+		"unreachable since " + unreachable.UTC().Format("2006-01-02 15:04:05"), // Prime down, as the process's client saw it
+		"waiting, no attempt counted\n  Prime has not answered for 10m",        // a wait, apart from what needs a person
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
@@ -134,6 +140,7 @@ func TestStatus(t *testing.T) {
 	out, _, err = w.run("", "status")
 	is.Equal(exitCode(err), 1)
 	is.True(hasLine(out, strings.Fields("prime budget 59 calls left this minute, not known yet today; 1 in flight, 1 process spending it from the deployment's budget in NATS (KV prime_budget)")...)) // the shared budget, not one process's metrics
+	is.True(strings.Contains(out, "Prime has not answered for"))                                                                                                                                       // and Prime's outage still, from the process's
 
 	// NATS and ingest out of reach: said, and the database's part printed.
 	w.env["NATS_URL"], w.env["INGEST_URL"] = "nats://"+flowtest.FreeAddr(t), "http://"+flowtest.FreeAddr(t)
@@ -289,6 +296,71 @@ func TestStatusExitStatus(t *testing.T) {
 		is.Equal(rep.Emails.LastFailed.Subject, "New Job J014370")
 		is.Equal(rep.Invites.Failed, 1)
 		is.Equal(len(rep.NeedsPerson), 2)
+	})
+
+	// Each kind of row that needs a person has a way out from primectl,
+	// recorded: before it, a Failed SMS, invite or email kept status at 1
+	// for good, and a probe's 1 never cleared.
+	t.Run("what needs a person, resolved: 0 again", func(t *testing.T) {
+		is := is.New(t)
+		w, _ := statusWorld(t)
+		t0 := time.Now().Add(-2 * time.Hour)
+		var sms []int64
+		for range 2 {
+			id, _, err := w.store.QueueSMS(ctx, store.NewSMS{Recipient: "+61400000000", Body: "MAKE SAFE after hours: job J014370", Source: store.MakesafeSMSSource, Now: t0})
+			is.NoErr(err)
+			claimed, err := w.store.ClaimSMS(ctx, t0.Add(time.Second), time.Minute, 5, 1)
+			is.NoErr(err)
+			is.NoErr(w.store.SetSMSFailed(ctx, id, claimed[0].Attempts, "HTTP 400: unknown number", time.Time{}, t0.Add(time.Minute)))
+			sms = append(sms, id)
+		}
+		_, err := w.store.UpsertJob(ctx, store.Job{JobID: jobA, StatusID: jobB, SyncedUTC: time.Now()})
+		is.NoErr(err)
+		_, err = w.store.QueueTriageInvite(ctx, jobA, jobB)
+		is.NoErr(err)
+		invites, err := w.store.ClaimTriageInvites(ctx, time.Now().Add(time.Second), time.Minute, 1, 1)
+		is.NoErr(err)
+		is.NoErr(w.store.SetTriageInviteFailed(ctx, invites[0].ID, invites[0].Attempts, "invite endpoint: 400", time.Time{}, time.Now()))
+		r, _, err := w.store.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: "<promo@supplier>", Subject: "50% off gutter guards", ReceivedUTC: t0})
+		is.NoErr(err)
+		r.Outcome, r.LastError, r.Attempts, r.MovedUTC, r.MovedTo = store.EmailFailed, "no JobID in the email", 5, time.Now(), store.EmailFailed
+		is.NoErr(w.store.UpdateEmailReceipt(ctx, r))
+
+		out, _, err := w.run("", "status")
+		is.Equal(exitCode(err), 1) // needs a person
+		for _, want := range []string{"primectl sms requeue ID", "primectl invites dismiss ID", "primectl emails dismiss ID"} {
+			is.True(strings.Contains(out, want)) // each line says how to clear it
+		}
+		for _, cmd := range [][]string{
+			{"sms", "dismiss", strconv.FormatInt(sms[0], 10), "--reason", "phoned the on-call", "--by", "alice"},
+			{"sms", "requeue", strconv.FormatInt(sms[1], 10), "--by", "alice"},
+			{"invites", "dismiss", strconv.FormatInt(invites[0].ID, 10), "--reason", "invited by phone", "--by", "bob"},
+			{"emails", "dismiss", strconv.FormatInt(r.ID, 10), "--reason", "a supplier's newsletter"},
+		} {
+			out, errOut, err := w.run("", cmd...)
+			is.NoErr(err)
+			is.Equal(errOut, "")
+			is.True(strings.Contains(out, "(resolution ")) // recorded
+		}
+		claimed, err := w.store.ClaimSMS(ctx, time.Now().Add(time.Second), time.Minute, 5, 5)
+		is.NoErr(err)
+		is.Equal(len(claimed), 1) // the requeued SMS goes again, as makesafe would send it
+		is.NoErr(w.store.SetSMSSent(ctx, claimed[0].ID, claimed[0].Attempts, time.Now()))
+
+		out, _, err = w.run("", "status")
+		is.Equal(exitCode(err), 0)                        // all well again
+		is.True(!strings.Contains(out, "needs a person")) // nothing listed
+		is.True(strings.Contains(out, "Dismissed 1"))     // the dismissed SMS counted as such
+		out, _, err = w.run("", "sms", "--all")
+		is.NoErr(err)
+		is.True(strings.Contains(out, "dismissed")) // the rows stay, with who and why
+		is.True(strings.Contains(out, "by alice: phoned the on-call"))
+		is.True(strings.Contains(out, "requeued"))
+		out, _, err = w.run("", "emails", "--all")
+		is.NoErr(err)
+		is.True(strings.Contains(out, "Dismissed"))
+		is.True(strings.Contains(out, "a supplier's newsletter"))
+		is.True(strings.Contains(out, "@")) // by the OS user at this host, --by not given
 	})
 
 	for _, down := range []struct{ name, variable, url, says string }{

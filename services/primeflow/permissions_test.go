@@ -95,6 +95,9 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 		main  main
 		extra map[string]string
 	}{
+		// Ingest first: the others bind ports of the kernel's choosing, one
+		// of which could be ingestAddr until ingest holds it.
+		{events.RoleIngest, ingest.Main, map[string]string{"HTTP_ADDR": ingestAddr, "PRIME_WEBHOOK_API_KEY": apiKey}},
 		{events.RoleJobMirror, jobmirror.Main, map[string]string{"TRIAGE_INITIAL_CONTACT_MADE_STATUS_ID": "3c1f4e2a-7b6d-4c8e-9a0f-1d2e3f4a5b6c",
 			"TRIAGE_INVITE_SEND_URL": smsSrv.URL}},
 		{events.RoleChildMirror, childmirror.Main, map[string]string{"AI_SUMMARY_NUDGE_URL": childmirror.NudgeOff}},
@@ -103,7 +106,6 @@ func TestEachServiceAsItsOwnNATSUser(t *testing.T) {
 		{events.RoleOptimoCreate, optimocreate.Main, nil},
 		{events.RoleOptimoPlan, optimoplan.Main, nil},
 		{events.RoleResolver, resolver.Main, nil},
-		{events.RoleIngest, ingest.Main, map[string]string{"HTTP_ADDR": ingestAddr, "PRIME_WEBHOOK_API_KEY": apiKey}},
 		{events.RoleMailIntake, mailintake.Main, map[string]string{"GRAPH_TENANT_ID": gc.TenantID, "GRAPH_CLIENT_ID": gc.ClientID,
 			"GRAPH_CLIENT_SECRET": gc.ClientSecret, "GRAPH_API_URL": gc.APIURL, "GRAPH_TOKEN_URL": gc.TokenURL, "MAIL_USER": mailbox.User(),
 			"MAIL_FOLDER": graphsim.DefaultFolders[0], "MAIL_PROCESSED_FOLDER": graphsim.DefaultFolders[1],

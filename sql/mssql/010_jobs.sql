@@ -29,7 +29,8 @@ GO
 -- which stays as it is. Parameters longer than their column are cut by their
 -- declared length; an amount that is not a decimal is NULL (the raw
 -- attributes keep it). A stored version newer than @Version is left alone, so
--- a late writer never rolls the mirror back.
+-- a late writer never rolls the mirror back. The job's triage invites whose
+-- arrival is over are closed (spPrimeflowCloseTriageInvites).
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowUpsertJob
     @JobId                       UNIQUEIDENTIFIER,
     @JobNumber                   NVARCHAR(50)     = NULL,
@@ -95,6 +96,12 @@ BEGIN
             attributes = @Attributes, syncedUTC = @now
         WHERE jobId = @JobId
           AND (version IS NULL OR @Version IS NULL OR version <= @Version);
+
+    -- Whichever path wrote the job: an open triage invite whose arrival the
+    -- mirror now shows over is closed, in this transaction
+    -- (061_triage_invites.sql; SQL Server resolves the procedure when this
+    -- one runs, so it may come from a later script).
+    EXEC dbo.spPrimeflowCloseTriageInvites @JobId = @JobId, @NowUTC = @now;
 
     COMMIT TRANSACTION;
 

@@ -33,9 +33,11 @@ CREATE INDEX IX_smsQueue_pending ON dbo.smsQueue (ID) INCLUDE (State, NextAttemp
 GO
 
 -- spSmsQueueInsert: queues a message and returns its ID and queued = 1; with
--- a @DedupeKey already queued it queues nothing and returns that message's
--- ID and queued = 0. UPDLOCK + HOLDLOCK hold the key from the check to the
--- insert, so two sessions queueing the same key cannot both insert.
+-- a @DedupeKey already queued — in smsQueue, or archived (081's
+-- smsArchivedDedupeKey) — it queues nothing and returns that message's ID
+-- and queued = 0. UPDLOCK + HOLDLOCK hold the key from the check to the
+-- insert, so two sessions queueing the same key cannot both insert, and an
+-- archive deleting its message waits for the insert, or the insert for it.
 CREATE OR ALTER PROCEDURE dbo.spSmsQueueInsert
     @Recipient NVARCHAR(50),
     @Body      NVARCHAR(1000),
@@ -51,7 +53,11 @@ BEGIN
 
     BEGIN TRANSACTION;
     IF @DedupeKey IS NOT NULL
+    BEGIN
         SELECT @id = ID FROM dbo.smsQueue WITH (UPDLOCK, HOLDLOCK) WHERE DedupeKey = @DedupeKey;
+        IF @id IS NULL
+            SELECT @id = SmsQueueID FROM dbo.smsArchivedDedupeKey WITH (UPDLOCK, HOLDLOCK) WHERE DedupeKey = @DedupeKey;
+    END;
     IF @id IS NULL
     BEGIN
         INSERT INTO dbo.smsQueue

@@ -136,6 +136,10 @@ BEGIN
             SELECT @smsID = ID
             FROM dbo.smsQueue WITH (UPDLOCK, HOLDLOCK)
             WHERE DedupeKey = CONCAT(N'makesafe:', LOWER(CONVERT(NVARCHAR(36), @JobId)));
+            IF @smsID IS NULL -- a key archived with its message stays used (081)
+                SELECT @smsID = SmsQueueID
+                FROM dbo.smsArchivedDedupeKey WITH (UPDLOCK, HOLDLOCK)
+                WHERE DedupeKey = CONCAT(N'makesafe:', LOWER(CONVERT(NVARCHAR(36), @JobId)));
             IF @smsID IS NULL
             BEGIN
                 INSERT INTO dbo.smsQueue

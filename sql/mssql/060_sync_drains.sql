@@ -61,7 +61,8 @@ GO
 -- spPrimeflowReplaceJobStatusHistory: makes the job's status changes exactly
 -- those in @Histories, a JSON array of {statusHistoryId, statusId,
 -- createdAt, attributes}: Prime lists a job's history as it is now, so an
--- entry it no longer lists is deleted (§10.4). One transaction.
+-- entry it no longer lists is deleted (§10.4). The job's triage invites are
+-- reviewed by it (spPrimeflowReviewTriageInvites). One transaction.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowReplaceJobStatusHistory
     @JobId     UNIQUEIDENTIFIER,
     @Histories NVARCHAR(MAX)
@@ -89,6 +90,13 @@ BEGIN
 
     BEGIN TRANSACTION;
 
+    -- The job's row first, as every write of the job takes it before its
+    -- history is read (spPrimeflowCloseTriageInvites): one order of locks,
+    -- so the job's events and this replace wait for each other, never
+    -- deadlock.
+    DECLARE @mirrored BIT = 0;
+    SELECT @mirrored = 1 FROM dbo.primeJobs WITH (UPDLOCK, HOLDLOCK) WHERE jobId = @JobId;
+
     DELETE h
     FROM dbo.primeJobStatusHistory AS h WITH (UPDLOCK, SERIALIZABLE)
     WHERE h.jobId = @JobId
@@ -104,6 +112,11 @@ BEGIN
     FROM @entries AS n
     WHERE NOT EXISTS (SELECT 1 FROM dbo.primeJobStatusHistory AS h WITH (UPDLOCK, SERIALIZABLE)
                       WHERE h.statusHistoryId = n.statusHistoryId);
+
+    -- The job's triage invites, by its history (061_triage_invites.sql,
+    -- resolved when this runs).
+    IF @mirrored = 1
+        EXEC dbo.spPrimeflowReviewTriageInvites @JobId = @JobId, @NowUTC = @now;
 
     COMMIT TRANSACTION;
 END;

@@ -2,8 +2,9 @@
 -- ethTriageInviteQueue (011) becomes a send queue like smsQueue (030), with
 -- the same claim, outcomes and states, so an invite is claimed before it is
 -- posted, retried with backoff, left Failed for a person after its last
--- attempt, and sent once; one invite a status change (spPrimeflowQueueTriageInvite,
--- redefined here). sql/README.md ("Triage invites") gives the reading.
+-- attempt, and sent once; one invite an arrival in the status
+-- (spPrimeflowQueueTriageInvite, redefined here). sql/README.md ("Triage
+-- invites") gives the reading.
 -- Every batch is safe to run again.
 
 -- The states of 030's smsQueue. A live table's rows already sent count as
@@ -73,19 +74,60 @@ IF COL_LENGTH(N'dbo.ethTriageInviteQueue', N'payload') IS NULL
     ALTER TABLE dbo.ethTriageInviteQueue ADD payload NVARCHAR(MAX) NULL;
 GO
 
--- One open invite a job, sent or not, in place of 011's one unsent invite a
--- job: a Failed invite no longer blocks the job's later return to the
--- status, and a sent one still answers its change.
+-- The arrival an invite answers, however the mirror learns of it: the job's
+-- status-history entry (Prime's record of the arrival), where the mirror
+-- held it when the invite was queued, and Prime's time of the job as the
+-- invite saw it (its updatedAt, or the entry's createdAt when later): an
+-- entry more than a minute after it is a later change. An open invite
+-- queued before takes its job's updatedAt, no earlier than its arrival.
+IF COL_LENGTH(N'dbo.ethTriageInviteQueue', N'statusHistoryId') IS NULL
+    ALTER TABLE dbo.ethTriageInviteQueue ADD statusHistoryId UNIQUEIDENTIFIER NULL;
+GO
+
+IF COL_LENGTH(N'dbo.ethTriageInviteQueue', N'jobUpdatedAt') IS NULL
+BEGIN
+    ALTER TABLE dbo.ethTriageInviteQueue ADD jobUpdatedAt DATETIME2(3) NULL;
+    EXEC sys.sp_executesql N'UPDATE q SET jobUpdatedAt = j.updatedAt
+FROM dbo.ethTriageInviteQueue AS q
+JOIN dbo.primeJobs AS j ON j.jobId = q.jobId
+WHERE q.statusLeftUTC IS NULL;';
+END;
+GO
+
+-- One pending invite a job's open arrival: 011's UX_ethTriageInviteQueue_pending
+-- (one unsent invite a job) narrowed to the invites whose arrival is open,
+-- so a Failed invite no longer blocks the job's later return to the status.
+-- Every row it holds is one the spec's own insert looks for (§5.1 step 6,
+-- "skips any job that already has an invite pending", 011's procedure,
+-- which the live processor runs through the cutover), so that insert skips
+-- where it would collide instead of failing the event; the one open invite
+-- a job is spPrimeflowOpenTriageInvite's check, under its locks. Replaces
+-- the UX_ethTriageInviteQueue_open (one open invite a job) of the first
+-- 061, which the spec's insert broke for a job whose invite was sent.
 IF EXISTS (SELECT 1 FROM sys.indexes
-           WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_pending')
+           WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_open')
+    DROP INDEX UX_ethTriageInviteQueue_open ON dbo.ethTriageInviteQueue;
+GO
+
+IF EXISTS (SELECT 1 FROM sys.indexes
+           WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_pending'
+             AND (filter_definition IS NULL OR filter_definition NOT LIKE N'%statusLeftUTC%'))
     DROP INDEX UX_ethTriageInviteQueue_pending ON dbo.ethTriageInviteQueue;
 GO
 
 IF NOT EXISTS (SELECT 1 FROM sys.indexes
-               WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_open')
-    CREATE UNIQUE NONCLUSTERED INDEX UX_ethTriageInviteQueue_open
+               WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'UX_ethTriageInviteQueue_pending')
+    CREATE UNIQUE NONCLUSTERED INDEX UX_ethTriageInviteQueue_pending
         ON dbo.ethTriageInviteQueue (jobId)
-        WHERE statusLeftUTC IS NULL;
+        WHERE sentUTC IS NULL AND statusLeftUTC IS NULL;
+GO
+
+-- A job's invites: the checks above read, and lock, the job's range of it,
+-- and every write of the job closes its invites through it.
+IF NOT EXISTS (SELECT 1 FROM sys.indexes
+               WHERE object_id = OBJECT_ID(N'dbo.ethTriageInviteQueue') AND name = N'IX_ethTriageInviteQueue_jobId')
+    CREATE NONCLUSTERED INDEX IX_ethTriageInviteQueue_jobId
+        ON dbo.ethTriageInviteQueue (jobId);
 GO
 
 -- The claim reads only the invites still to send.
@@ -140,7 +182,8 @@ BEGIN
     COMMIT TRANSACTION;
 
     SELECT q.id, q.jobId, q.statusId, q.queuedUTC, q.sentUTC, q.state, q.attempts, q.nextAttemptUTC,
-           q.claimedUntilUTC, q.lastError, q.failedUTC, q.updatedUTC, q.jobVersion, q.statusLeftUTC, q.payload
+           q.claimedUntilUTC, q.lastError, q.failedUTC, q.updatedUTC, q.jobVersion, q.statusLeftUTC, q.payload,
+           q.statusHistoryId, q.jobUpdatedAt
     FROM dbo.ethTriageInviteQueue AS q
     JOIN @claimed AS c ON c.id = q.id
     ORDER BY q.id;
@@ -241,11 +284,104 @@ BEGIN
 END;
 GO
 
--- spPrimeflowQueueTriageInvite (011's, keyed by the status change): reads
--- the job from the mirror; an open invite whose status the job is no longer
--- in is closed (statusLeftUTC), and an invite is queued when the job is in
--- @InitialContactMadeStatusId and has no open invite; returns queued. The
--- call shape stays the spec's (sql/README.md, "Integration points").
+-- The triage invite rule (sql/README.md, "Triage invites"): an invite
+-- answers one arrival of the job in a status. The three procedures below
+-- run in their caller's transaction; only procedures call them.
+
+-- spPrimeflowCloseTriageInvites: closes (statusLeftUTC = @NowUTC) the job's
+-- open invites whose arrival is over as the mirror shows it: the job
+-- mirrored in another status, or an entry of its status history more than
+-- a minute (store.ArrivalSlack) after the job as the invite saw it. Every
+-- write of the job (spPrimeflowUpsertJob, 010) and of its status history
+-- (spPrimeflowReplaceJobStatusHistory, 060) runs it, as
+-- spPrimeflowQueueTriageInvite does before it looks.
+CREATE OR ALTER PROCEDURE dbo.spPrimeflowCloseTriageInvites
+    @JobId  UNIQUEIDENTIFIER,
+    @NowUTC DATETIME2(3)
+AS
+BEGIN
+    SET NOCOUNT ON;
+
+    UPDATE q
+    SET statusLeftUTC = @NowUTC
+    FROM dbo.ethTriageInviteQueue AS q WITH (UPDLOCK, HOLDLOCK)
+    WHERE q.jobId = @JobId AND q.statusLeftUTC IS NULL
+      AND (EXISTS (SELECT 1 FROM dbo.primeJobs AS j
+                   WHERE j.jobId = q.jobId AND j.statusId IS NOT NULL
+                     AND (q.statusId IS NULL OR j.statusId <> q.statusId))
+        OR EXISTS (SELECT 1 FROM dbo.primeJobStatusHistory AS h
+                   WHERE h.jobId = q.jobId AND h.createdAt > DATEADD(SECOND, 60, q.jobUpdatedAt)));
+END;
+GO
+
+-- spPrimeflowOpenTriageInvite: queues an invite, due at once, when the job
+-- is mirrored in @StatusId and has no open invite; @Queued says whether it
+-- did. The invite answers the latest entry of the job's status history when
+-- that entry is an arrival in @StatusId no invite answers yet (none is keyed
+-- on it, and it is more than the minute after the job as each earlier
+-- invite saw it); with @OnHistory = 1 it is queued only then. UPDLOCK and
+-- HOLDLOCK hold the job's range of IX_ethTriageInviteQueue_jobId from the
+-- check to the insert.
+CREATE OR ALTER PROCEDURE dbo.spPrimeflowOpenTriageInvite
+    @JobId     UNIQUEIDENTIFIER,
+    @StatusId  UNIQUEIDENTIFIER,
+    @NowUTC    DATETIME2(3),
+    @OnHistory BIT = 0,
+    @Queued    BIT = 0 OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON;
+
+    DECLARE @entry UNIQUEIDENTIFIER, @entryAt DATETIME2(3);
+    SELECT @entry = l.statusHistoryId, @entryAt = l.createdAt
+    FROM (SELECT TOP (1) h.statusHistoryId, h.statusId, h.createdAt
+          FROM dbo.primeJobStatusHistory AS h
+          WHERE h.jobId = @JobId
+          ORDER BY h.createdAt DESC, h.statusHistoryId DESC) AS l
+    WHERE l.statusId = @StatusId
+      AND NOT EXISTS (SELECT 1 FROM dbo.ethTriageInviteQueue AS p WITH (UPDLOCK, HOLDLOCK)
+                      WHERE p.jobId = @JobId
+                        AND (p.statusHistoryId = l.statusHistoryId OR l.createdAt <= DATEADD(SECOND, 60, p.jobUpdatedAt)));
+
+    INSERT INTO dbo.ethTriageInviteQueue (jobId, statusId, jobVersion, jobUpdatedAt, statusHistoryId, queuedUTC)
+    SELECT j.jobId, j.statusId, j.version,
+           CASE WHEN j.updatedAt IS NULL OR @entryAt > j.updatedAt THEN @entryAt ELSE j.updatedAt END,
+           @entry, @NowUTC
+    FROM dbo.primeJobs AS j
+    WHERE j.jobId = @JobId
+      AND j.statusId = @StatusId
+      AND (@OnHistory = 0 OR @entry IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM dbo.ethTriageInviteQueue AS q WITH (UPDLOCK, HOLDLOCK)
+                      WHERE q.jobId = @JobId AND q.statusLeftUTC IS NULL);
+    SET @Queued = CAST(@@ROWCOUNT AS BIT);
+END;
+GO
+
+-- spPrimeflowReviewTriageInvites: follows a write of the job's status
+-- history (060): the invites it shows over are closed, and a job an event
+-- invited before, mirrored in the status of its last invite, is invited for
+-- an arrival in it that the history alone shows (both events of a leave
+-- and a return handled after the return found the job in the status).
+CREATE OR ALTER PROCEDURE dbo.spPrimeflowReviewTriageInvites
+    @JobId  UNIQUEIDENTIFIER,
+    @NowUTC DATETIME2(3)
+AS
+BEGIN
+    SET NOCOUNT ON;
+
+    DECLARE @status UNIQUEIDENTIFIER = (SELECT TOP (1) statusId FROM dbo.ethTriageInviteQueue
+                                        WHERE jobId = @JobId ORDER BY id DESC);
+    EXEC dbo.spPrimeflowCloseTriageInvites @JobId = @JobId, @NowUTC = @NowUTC;
+    IF @status IS NOT NULL
+        EXEC dbo.spPrimeflowOpenTriageInvite @JobId = @JobId, @StatusId = @status, @NowUTC = @NowUTC, @OnHistory = 1;
+END;
+GO
+
+-- spPrimeflowQueueTriageInvite (011's, keyed by the arrival): closes the
+-- job's invites whose arrival is over, then queues one when the job is
+-- mirrored in @InitialContactMadeStatusId and has no open invite; returns
+-- queued. The call shape stays the spec's (sql/README.md, "Integration
+-- points").
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowQueueTriageInvite
     @JobId                      UNIQUEIDENTIFIER,
     @InitialContactMadeStatusId UNIQUEIDENTIFIER
@@ -254,24 +390,12 @@ BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
 
-    DECLARE @now DATETIME2(3) = SYSUTCDATETIME();
+    DECLARE @now DATETIME2(3) = SYSUTCDATETIME(), @queued BIT = 0;
 
     BEGIN TRANSACTION;
-    UPDATE q
-    SET statusLeftUTC = @now
-    FROM dbo.ethTriageInviteQueue AS q WITH (UPDLOCK, HOLDLOCK)
-    JOIN dbo.primeJobs AS j ON j.jobId = q.jobId
-    WHERE q.jobId = @JobId AND q.statusLeftUTC IS NULL
-      AND (j.statusId IS NULL OR q.statusId IS NULL OR j.statusId <> q.statusId);
-
-    INSERT INTO dbo.ethTriageInviteQueue (jobId, statusId, jobVersion, queuedUTC)
-    SELECT j.jobId, j.statusId, j.version, @now
-    FROM dbo.primeJobs AS j
-    WHERE j.jobId = @JobId
-      AND j.statusId = @InitialContactMadeStatusId
-      AND NOT EXISTS (SELECT 1 FROM dbo.ethTriageInviteQueue AS q WITH (UPDLOCK, HOLDLOCK)
-                      WHERE q.jobId = @JobId AND q.statusLeftUTC IS NULL);
-    DECLARE @queued BIT = CAST(@@ROWCOUNT AS BIT);
+    EXEC dbo.spPrimeflowCloseTriageInvites @JobId = @JobId, @NowUTC = @now;
+    EXEC dbo.spPrimeflowOpenTriageInvite @JobId = @JobId, @StatusId = @InitialContactMadeStatusId, @NowUTC = @now,
+        @Queued = @queued OUTPUT;
     COMMIT TRANSACTION;
 
     SELECT @queued AS queued;
@@ -286,7 +410,8 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload,
+           statusHistoryId, jobUpdatedAt
     FROM dbo.ethTriageInviteQueue
     WHERE id = @ID;
 END;
@@ -301,7 +426,8 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload,
+           statusHistoryId, jobUpdatedAt
     FROM dbo.ethTriageInviteQueue
     WHERE jobId = @JobId
     ORDER BY id;
@@ -309,7 +435,8 @@ END;
 GO
 
 -- spPrimeflowListTriageInviteQueue: up to @Top invites, oldest first;
--- @State 0 any, 1 pending (not sent: Queued, Sending, Failed), 2 Failed.
+-- @State 0 any, 1 pending (not sent: Queued, Sending, Failed; not one a
+-- person dismissed, 082), 2 Failed.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowListTriageInviteQueue
     @State INT = 0,
     @Top   INT = 100
@@ -318,10 +445,11 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT TOP (@Top) id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload,
+           statusHistoryId, jobUpdatedAt
     FROM dbo.ethTriageInviteQueue
     WHERE @State = 0
-       OR (@State = 1 AND sentUTC IS NULL)
+       OR (@State = 1 AND sentUTC IS NULL AND state <> N'Dismissed')
        OR (@State = 2 AND state = N'Failed')
     ORDER BY id
     OPTION (RECOMPILE);

@@ -6,8 +6,8 @@
 --   1. one row: the webhook log's rows queued under @MaxAttempts, capped and
 --      processed, those still to publish; the outbox's unpublished messages
 --      and when the oldest was written; jobs whose new-job pipeline failed
---      and has not completed; triage invites not sent; orders whose last
---      write OptimoRoute refused; triage invites Failed; new-job emails whose
+--      and has not completed; triage invites not sent (nor dismissed by a
+--      person: 082); orders whose last write OptimoRoute refused; triage invites Failed; new-job emails whose
 --      receipt is Failed; jobs with an ethSyncQueue item queued at or after
 --      @SyncQueuedSince (0 when it is NULL); when the oldest SMS, and the
 --      oldest triage invite, not sent yet (Queued or Sending) was queued;
@@ -16,7 +16,8 @@
 --   2. the oldest queued log row (0 or 1 row).
 --   3. each eventAction's newest unprocessed row with a failed attempt.
 --   4. smsQueue's messages by State.
---   5. the newest error an SMS not Sent holds (0 or 1 row).
+--   5. the newest error an SMS not Sent, nor Dismissed by a person, holds
+--      (0 or 1 row).
 --   6. the newest failing first sight (0 or 1 row).
 --   7. optimoRoutePlan's dates by PlanStatus, with the earliest.
 --   8. the newest refused order (0 or 1 row).
@@ -38,7 +39,7 @@ BEGIN
         (SELECT COUNT_BIG(*) FROM dbo.primeflowOutbox WHERE publishedUTC IS NULL) AS outboxUnpublished,
         (SELECT MIN(createdUTC) FROM dbo.primeflowOutbox WHERE publishedUTC IS NULL) AS outboxOldestUTC,
         (SELECT COUNT_BIG(*) FROM dbo.primeflowJobFirstSeen WHERE pipelineCompletedUTC IS NULL AND pipelineAttempts > 0) AS firstSeenFailing,
-        (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue WHERE sentUTC IS NULL) AS invitesPending,
+        (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue WHERE sentUTC IS NULL AND state <> N'Dismissed') AS invitesPending,
         (SELECT COUNT_BIG(*) FROM dbo.optimoRouteOrder WHERE errorText IS NOT NULL) AS ordersFailing,
         (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue WHERE sentUTC IS NULL AND state = N'Failed') AS invitesFailed,
         (SELECT COUNT_BIG(*) FROM dbo.PrimeEmailJobRegistered WHERE outcome = N'Failed') AS emailsFailed,
@@ -66,7 +67,7 @@ BEGIN
 
     SELECT TOP (1) LastError, UpdatedUTC
     FROM dbo.smsQueue
-    WHERE LastError IS NOT NULL AND State <> N'Sent'
+    WHERE LastError IS NOT NULL AND State NOT IN (N'Sent', N'Dismissed')
     ORDER BY UpdatedUTC DESC, ID DESC;
 
     SELECT TOP (1) jobId, pipelineStatus

@@ -7,7 +7,9 @@
 --
 -- "Finished before @Before", table by table (store.ArchiveTable):
 --   ethPrimeWebhookLog       processed, received and processed before it;
---   smsQueue                 Sent or Logged before it (Failed stays);
+--   smsQueue                 Sent or Logged before it (Failed stays); its
+--                            dedupe key is kept (081's smsArchivedDedupeKey),
+--                            so it is never queued again;
 --   ethTriageInviteQueue     Sent or Logged before it, its status change over
 --                            (statusLeftUTC: an open invite is what stops a
 --                            replayed event inviting twice; Failed stays);
@@ -81,7 +83,8 @@ BEGIN
     SET NOCOUNT ON;
 
     SELECT TOP (@Top) id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload
+           claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload,
+           statusHistoryId, jobUpdatedAt
     FROM dbo.ethTriageInviteQueue
     WHERE id > @AfterID AND state IN (N'Sent', N'Logged') AND sentUTC < @Before AND statusLeftUTC IS NOT NULL
     ORDER BY id;
@@ -110,7 +113,9 @@ GO
 -- spPrimeflowArchiveDelete: deletes the rows of @Table (one of the four)
 -- with an id in @IDs that are still finished before @Before — a row changed
 -- since it was archived stays — and returns how many. One statement, in
--- the caller's transaction or its own: a batch holds its locks that long.
+-- the caller's transaction or its own: a batch holds its locks that long;
+-- for smsQueue, two in one transaction: the delete, and the deleted
+-- messages' dedupe keys into smsArchivedDedupeKey.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowArchiveDelete
     @Table  NVARCHAR(128),
     @IDs    dbo.primeflowIdList READONLY,
@@ -130,10 +135,21 @@ BEGIN
     END
     ELSE IF @Table = N'smsQueue'
     BEGIN
-        DELETE m FROM dbo.smsQueue AS m
+        DECLARE @gone TABLE (ID BIGINT NOT NULL PRIMARY KEY, DedupeKey NVARCHAR(200) NULL);
+        BEGIN TRANSACTION;
+        DELETE m
+        OUTPUT deleted.ID, deleted.DedupeKey INTO @gone (ID, DedupeKey)
+        FROM dbo.smsQueue AS m
         WHERE m.ID IN (SELECT i.id FROM @IDs AS i)
           AND m.State IN (N'Sent', N'Logged') AND m.SentUTC < @Before;
         SET @deleted = @@ROWCOUNT;
+        INSERT INTO dbo.smsArchivedDedupeKey (DedupeKey, SmsQueueID, ArchivedUTC)
+        SELECT g.DedupeKey, g.ID, SYSUTCDATETIME()
+        FROM @gone AS g
+        WHERE g.DedupeKey IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM dbo.smsArchivedDedupeKey AS k WITH (UPDLOCK, HOLDLOCK)
+                          WHERE k.DedupeKey = g.DedupeKey);
+        COMMIT TRANSACTION;
     END
     ELSE IF @Table = N'ethTriageInviteQueue'
     BEGIN

@@ -294,3 +294,16 @@ func TestParseModuleReadsPastProcedureOptions(t *testing.T) {
 		})
 	}
 }
+
+// An OUTPUT parameter, with a default or without, is read as one.
+func TestParseModuleReadsOutputParameters(t *testing.T) {
+	is := is.New(t)
+	m, ok, err := ParseModule("CREATE OR ALTER PROCEDURE dbo.p\n    @ID BIGINT,\n    @Done BIT = 0 OUTPUT,\n    @Count INT OUT\nAS\nBEGIN SELECT 1; END;")
+	is.NoErr(err)
+	is.True(ok)
+	is.Equal(len(m.Params), 3)
+	is.True(!m.Params[0].Output)                               // an input
+	is.True(m.Params[1].Output && m.Params[1].Default == "0")  // OUTPUT with its default
+	is.True(m.Params[2].Output && m.Params[2].Type == "INT")   // OUT, the short form
+	is.True(m.Params[1].Optional() && !m.Params[2].Optional()) // a default makes it optional, as any
+}

@@ -13,6 +13,7 @@ type Param struct {
 	Type     string // upper case, no spaces: NVARCHAR(MAX), DBO.PRIMEFLOWIDLIST
 	Default  string // as written; "" when none
 	ReadOnly bool   // a table-valued parameter
+	Output   bool   // OUTPUT (or OUT): the procedure writes it back
 }
 
 // Optional reports whether a caller may leave p out.
@@ -29,7 +30,7 @@ var (
 	moduleHead = regexp.MustCompile(`(?is)^\s*(?:CREATE\s+OR\s+ALTER|CREATE|ALTER)\s+(PROCEDURE|PROC|FUNCTION|VIEW|TRIGGER)\s+([\w.\[\]"]+)`)
 	procEnd    = regexp.MustCompile(`(?is)\bAS\b`)
 	funcEnd    = regexp.MustCompile(`(?is)\bRETURNS\b`)
-	paramRE    = regexp.MustCompile(`(?is)^@(\w+)\s+([\w.]+(?:\s*\([\w\s,]*\))?)\s*(?:=\s*(\S+?))?\s*(READONLY)?$`)
+	paramRE    = regexp.MustCompile(`(?is)^@(\w+)\s+([\w.]+(?:\s*\([\w\s,]*\))?)\s*(?:=\s*(\S+?))?\s*(OUTPUT|OUT)?\s*(READONLY)?$`)
 	// procOptions are a procedure's WITH options before its AS
 	// (EXECUTE AS OWNER holds an AS of its own).
 	procOptions = regexp.MustCompile(`(?is)\bWITH\s+(?:EXECUTE\s+AS\s+(?:CALLER|SELF|OWNER|'[^']*')|RECOMPILE|ENCRYPTION)` +
@@ -70,7 +71,8 @@ func ParseModule(batch string) (m Module, ok bool, err error) {
 			return m, true, fmt.Errorf("%s %s: cannot read parameter %q", m.Kind, m.Name, strings.TrimSpace(p))
 		}
 		m.Params = append(m.Params, Param{
-			Name: pm[1], Type: strings.ToUpper(strings.Join(strings.Fields(pm[2]), "")), Default: pm[3], ReadOnly: pm[4] != "",
+			Name: pm[1], Type: strings.ToUpper(strings.Join(strings.Fields(pm[2]), "")), Default: pm[3],
+			Output: pm[4] != "", ReadOnly: pm[5] != "",
 		})
 	}
 	return m, true, nil

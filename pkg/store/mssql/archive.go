@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
-	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
 // The procedures behind the Archive methods (sql/mssql/080_archive.sql).
@@ -58,10 +57,7 @@ func (s *Store) ListArchivableTriageInvites(ctx context.Context, before time.Tim
 // ListArchivableEmailReceipts returns a page of PrimeEmailJobRegistered's
 // finished rows (spPrimeflowArchiveListEmailReceipts).
 func (s *Store) ListArchivableEmailReceipts(ctx context.Context, before time.Time, afterID int64, limit int) ([]store.EmailReceipt, error) {
-	return queryAll(ctx, s.q(), "list archivable email receipts", procArchiveListEmailReceipts, func(sc sqlrows.Scanner) (store.EmailReceipt, error) {
-		r, _, err := scanEmail(sc)
-		return r, err
-	}, pageArgs(before, afterID, limit)...)
+	return queryAll(ctx, s.q(), "list archivable email receipts", procArchiveListEmailReceipts, scanReceipt, pageArgs(before, afterID, limit)...)
 }
 
 // DeleteArchived deletes the rows still finished before before (spPrimeflowArchiveDelete).

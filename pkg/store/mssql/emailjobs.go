@@ -17,6 +17,12 @@ const (
 	procGetEmail      = "dbo.spPrimeflowEmailJobRegisteredGet"
 )
 
+// scanReceipt reads a receipt as scanEmail does, without the flag.
+func scanReceipt(sc sqlrows.Scanner) (store.EmailReceipt, error) {
+	r, _, err := scanEmail(sc)
+	return r, err
+}
+
 // scanEmail reads a receipt, and the inserted flag both procedures end with.
 func scanEmail(sc sqlrows.Scanner) (store.EmailReceipt, bool, error) {
 	var r store.EmailReceipt

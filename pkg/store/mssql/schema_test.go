@@ -296,3 +296,39 @@ func TestMaxParametersFitTheirColumns(t *testing.T) {
 		t.Fatal("no NVARCHAR(MAX) parameter was found written to a column: the check reads nothing")
 	}
 }
+
+// A procedure a module of the scripts calls exists, and the call names each
+// argument as one of its parameters (exactly: a case-sensitive instance
+// compares them so), passes an OUTPUT parameter OUTPUT and nothing else so,
+// and leaves out no required one: SQL Server resolves such a call only when
+// it runs, so a wrong one would fail an event, not the migration.
+func TestProcedureCallsInTheScriptsFit(t *testing.T) {
+	mods := modules(t, loaded(t))
+	cs := scriptCalls(t, loaded(t))
+	if len(cs) == 0 {
+		t.Fatal("no calls read")
+	}
+	for _, c := range cs {
+		t.Run(c.caller+"→"+c.proc, func(t *testing.T) {
+			is := is.New(t)
+			m, ok := mods[c.proc]
+			is.True(ok && m.kind == "PROCEDURE") // a procedure of the scripts
+			params := map[string]procParam{}
+			for _, p := range m.params {
+				params[p.name] = p
+			}
+			for name, output := range c.args {
+				p, ok := params[name]
+				if !ok {
+					t.Logf("@%s is not a parameter of %s", name, c.proc)
+				}
+				is.True(ok)                // a parameter, spelled as declared
+				is.Equal(output, p.output) // OUTPUT where, and only where, it is one
+			}
+			for _, p := range m.params {
+				_, given := c.args[p.name]
+				is.True(given || p.optional()) // no required parameter left out
+			}
+		})
+	}
+}

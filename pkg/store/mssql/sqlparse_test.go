@@ -29,6 +29,7 @@ type procParam struct {
 	typ      string // upper case, e.g. NVARCHAR(MAX), DBO.PRIMEFLOWIDLIST
 	def      string // the default as written; "" when none
 	readonly bool   // a table-valued parameter
+	output   bool   // an OUTPUT parameter
 }
 
 // module is a procedure or function of the scripts.
@@ -56,9 +57,47 @@ func modules(t *testing.T, scripts []script) map[string]module {
 		}
 		m := module{kind: strings.ToUpper(string(o.Kind)), name: o.Name}
 		for _, p := range o.Module.Params {
-			m.params = append(m.params, procParam{name: p.Name, typ: p.Type, def: p.Default, readonly: p.ReadOnly})
+			m.params = append(m.params, procParam{name: p.Name, typ: p.Type, def: p.Default, readonly: p.ReadOnly, output: p.Output})
 		}
 		out[o.Name] = m
+	}
+	return out
+}
+
+// scriptCall is a procedure one of the scripts' modules calls (EXEC
+// dbo.name @Param = value [OUTPUT], …).
+type scriptCall struct {
+	caller, proc string
+	args         map[string]bool // by parameter name as written; true when passed OUTPUT
+}
+
+// scriptCalls reads the procedure calls in the modules of the scripts.
+func scriptCalls(t *testing.T, scripts []script) []scriptCall {
+	t.Helper()
+	exec := regexp.MustCompile(`(?is)\bEXEC(?:UTE)?\s+dbo\.(\w+)\b([^;]*);`)
+	arg := regexp.MustCompile(`(?is)^@(\w+)\s*=\s*(.+?)(\s+OUT(?:PUT)?)?$`)
+	var out []scriptCall
+	for _, sc := range scripts {
+		for _, b := range sc.batches {
+			m, ok, err := migration.ParseModule(b.sql)
+			if err != nil || !ok {
+				continue
+			}
+			for _, e := range exec.FindAllStringSubmatch(code(b.sql), -1) {
+				c := scriptCall{caller: m.Name, proc: e[1], args: map[string]bool{}}
+				for _, a := range splitTop(e[2]) {
+					if strings.TrimSpace(a) == "" {
+						continue
+					}
+					am := arg.FindStringSubmatch(strings.TrimSpace(a))
+					if am == nil {
+						t.Fatalf("%s calls %s with %q, not @Param = value", m.Name, e[1], strings.TrimSpace(a))
+					}
+					c.args[am[1]] = am[3] != ""
+				}
+				out = append(out, c)
+			}
+		}
 	}
 	return out
 }

@@ -16,18 +16,14 @@ func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 	err := r.Scan(&t.ID, scanGUID{&t.JobID}, scanGUID{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC},
 		scanString{&state}, &t.Attempts, scanTime{&t.NextAttemptUTC}, scanTime{&t.ClaimedUntilUTC},
 		scanString{&t.LastError}, scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC}, scanInt64{&t.JobVersion},
-		scanTime{&t.StatusLeftUTC}, scanString{&t.Payload})
+		scanTime{&t.StatusLeftUTC}, scanString{&t.Payload}, scanGUID{&t.StatusHistoryID}, scanTime{&t.JobUpdatedAt})
 	t.State = store.SendState(state)
 	return t, err
 }
 
 // ListTriageInviteQueue lists invites in a state (spPrimeflowListTriageInviteQueue).
 func (s *Store) ListTriageInviteQueue(ctx context.Context, state store.InviteListState, limit int) ([]store.TriageInvite, error) {
-	if limit <= 0 {
-		limit = 100
-	}
-	return queryAll(ctx, s.q(), "list triage invite queue", procListTriageInviteQueue, scanInvite,
-		sql.Named("State", int(state)), sql.Named("Top", limit))
+	return queryAll(ctx, s.q(), "list triage invite queue", procListTriageInviteQueue, scanInvite, listArgs(state, limit)...)
 }
 
 // ClaimTriageInvites claims the invites due at now (spPrimeflowClaimTriageInvites).

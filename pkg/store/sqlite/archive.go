@@ -13,19 +13,23 @@ import (
 
 // archived is what an ArchiveTable's rows are in SQLite: their id column,
 // the columns its scan reads, and the condition of a row finished before a
-// time, every ? of it that time.
+// time, every ? of it that time; keep, when set, is what the table keeps of
+// the rows a delete takes, written in the delete's transaction: an INSERT …
+// SELECT … FROM the table WHERE …, which the delete's condition completes.
 type archived struct {
-	id, columns, finished string
+	id, columns, finished, keep string
 }
 
 var archiveTables = map[store.ArchiveTable]archived{
-	store.ArchiveWebhookLog: {"id", logColumns, `processedUTC IS NOT NULL AND processedUTC < ? AND receivedUTC < ?`},
+	store.ArchiveWebhookLog: {"id", logColumns, `processedUTC IS NOT NULL AND processedUTC < ? AND receivedUTC < ?`, ""},
+	// An archived message's dedupe key stays used (QueueSMS).
 	store.ArchiveSMS: {"ID", smsColumns, `State IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
-		AND SentUTC < ?`},
+		AND SentUTC < ?`, `INSERT INTO smsArchivedDedupeKey (DedupeKey, SmsQueueID, ArchivedUTC)
+		SELECT DedupeKey, ID, strftime('%Y-%m-%d %H:%M:%f', 'now') FROM smsQueue WHERE DedupeKey IS NOT NULL`},
 	store.ArchiveTriageInvites: {"id", inviteColumns, `state IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
-		AND sentUTC < ? AND statusLeftUTC IS NOT NULL`},
+		AND sentUTC < ? AND statusLeftUTC IS NOT NULL`, ""},
 	store.ArchiveEmailReceipts: {"id", emailColumns, `outcome = '` + store.EmailProcessed + `' AND movedTo = '` + store.EmailProcessed + `'
-		AND movedUTC < ?`},
+		AND movedUTC < ?`, ""},
 }
 
 // before is the condition's arguments: before, once a ?.
@@ -102,13 +106,22 @@ func (s *Store) DeleteArchived(ctx context.Context, table store.ArchiveTable, be
 	if err != nil {
 		return 0, err
 	}
-	res, err := s.w().ExecContext(ctx, `DELETE FROM `+string(table)+` WHERE `+a.id+` IN (SELECT value FROM json_each(?)) AND `+a.finished,
-		append([]any{string(list)}, a.before(before)...)...)
+	where, args := a.id+` IN (SELECT value FROM json_each(?)) AND `+a.finished, append([]any{string(list)}, a.before(before)...)
+	var n int64
+	err = s.inTx(ctx, func(tx *Store) error {
+		if a.keep != "" {
+			if _, err := tx.w().ExecContext(ctx, a.keep+` AND `+where+` ON CONFLICT DO NOTHING`, args...); err != nil {
+				return err
+			}
+		}
+		var err error
+		n, err = tx.execCount(ctx, `DELETE FROM `+string(table)+` WHERE `+where, args...)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: delete archived %s: %w", table, err)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return int(n), nil
 }
 
 // RestoreWebhookLog inserts each row under its id unless the log holds it,

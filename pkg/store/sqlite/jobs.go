@@ -56,7 +56,8 @@ func jobArgs(j store.Job) []any {
 // nullGUID stores a GUID lower-case, and the empty string as NULL.
 func nullGUID(s string) any { return nullString(strings.ToLower(s)) }
 
-// UpsertJob inserts or updates a primeJobs row (spPrimeflowUpsertJob). The
+// UpsertJob inserts or updates a primeJobs row (spPrimeflowUpsertJob), and
+// closes the job's triage invites whose arrival the write shows over. The
 // one write connection makes the check and the write atomic.
 func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 	if j.JobID == "" {
@@ -71,14 +72,19 @@ func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 		case errors.Is(err, sql.ErrNoRows):
 			_, err = tx.w().ExecContext(ctx, insertJobSQL, jobArgs(j)...)
 			created = err == nil
-			return err
 		case err != nil:
 			return err
 		case stored.Valid && j.Version != 0 && stored.Int64 > j.Version:
 			return nil // the mirror holds a newer version
+		default:
+			_, err = tx.w().ExecContext(ctx, updateJobSQL, append(jobArgs(j)[1:], strings.ToLower(j.JobID))...)
 		}
-		_, err = tx.w().ExecContext(ctx, updateJobSQL, append(jobArgs(j)[1:], strings.ToLower(j.JobID))...)
-		return err
+		if err != nil {
+			return err
+		}
+		// Whichever path wrote it: an open triage invite of another
+		// status answered an arrival that is over.
+		return closeTriageInvites(ctx, tx, strings.ToLower(j.JobID), formatTime(j.SyncedUTC))
 	})
 	if err != nil {
 		return false, fmt.Errorf("sqlite: upsert job %s: %w", j.JobID, err)

@@ -46,7 +46,9 @@ func (s *Store) QueueSMS(ctx context.Context, m store.NewSMS) (int64, bool, erro
 	return id, queued, nil
 }
 
-// queueSMS runs inside a transaction.
+// queueSMS runs inside a transaction. A dedupe key whose message was
+// archived (smsArchivedDedupeKey) stays used: nothing is queued, and the
+// archived message's id is returned.
 func (s *Store) queueSMS(ctx context.Context, m store.NewSMS) (int64, bool, error) {
 	now := m.Now
 	if now.IsZero() {
@@ -54,6 +56,15 @@ func (s *Store) queueSMS(ctx context.Context, m store.NewSMS) (int64, bool, erro
 	}
 	at := formatTime(now)
 	var id int64
+	if m.DedupeKey != "" {
+		err := s.tx.QueryRowContext(ctx, `SELECT SmsQueueID FROM smsArchivedDedupeKey WHERE DedupeKey = ?`, m.DedupeKey).Scan(&id)
+		if err == nil {
+			return id, false, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return 0, false, err
+		}
+	}
 	err := s.tx.QueryRowContext(ctx, `INSERT INTO smsQueue
 		(Recipient, Body, Source, DedupeKey, State, Attempts, NextAttemptUTC, QueuedUTC, UpdatedUTC)
 		VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)

@@ -293,18 +293,13 @@ func TestTheFilesAreTheOwnersOnly(t *testing.T) {
 	is.Equal(perm(path), fs.FileMode(0o600)) // narrowed at the next open
 }
 
-// A database whose triage invites were queued under 011's rule (one unsent
-// invite a job) takes 062 on opening: an invite a later one followed, or
-// whose job has left its status, answered a change that is over; the newest
-// of a job still in the status stays open, so no event invites it again,
-// and a job that has left and comes back is invited.
-// before is a database file with the scripts named before script applied,
-// as a database made before that script has them, and a connection to it.
-func before(t *testing.T, script string) (file string, db *sql.DB) {
+// migratedBefore makes a database file as one that had applied the scripts
+// named before before, and a connection to it alone.
+func migratedBefore(t *testing.T, before string) (string, *sql.DB) {
 	t.Helper()
 	is := is.New(t)
 	ctx := context.Background()
-	file = filepath.Join(t.TempDir(), "primeflow.db")
+	file := filepath.Join(t.TempDir(), "primeflow.db")
 	db, err := sql.Open("sqlite", file)
 	is.NoErr(err)
 	t.Cleanup(func() { db.Close() })
@@ -314,32 +309,36 @@ func before(t *testing.T, script string) (file string, db *sql.DB) {
 	_, err = db.ExecContext(ctx, `CREATE TABLE primeflowSchemaMigrations (name TEXT PRIMARY KEY, appliedUTC TEXT NOT NULL, checksum TEXT)`)
 	is.NoErr(err)
 	for _, n := range names {
-		if path.Base(n) >= script {
+		if path.Base(n) >= before {
 			break
 		}
 		text, err := fs.ReadFile(schema.SQLite, n)
 		is.NoErr(err)
 		_, err = db.ExecContext(ctx, string(text))
-		is.NoErr(err) // the scripts as a database before script had them
+		is.NoErr(err) // the scripts as a database before them had them
 		_, err = db.ExecContext(ctx, `INSERT INTO primeflowSchemaMigrations (name, appliedUTC) VALUES (?, '2026-10-01 00:00:00.000')`, path.Base(n))
 		is.NoErr(err)
 	}
 	return file, db
 }
 
+// A database whose triage invites were queued under 011's rule (one unsent
+// invite a job) takes 062 on opening: an invite a later one followed, or
+// whose job has left its status, answered a change that is over; the newest
+// of a job still in the status stays open, so no event invites it again,
+// and a job that has left and comes back is invited.
 func TestTriageInvitesQueuedBeforeStatusChanges(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	file, db := before(t, "062")
-	var err error
+	file, db := migratedBefore(t, "062")
 	const icm, other = "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6", "3c1e9a2b-6f0d-4c8e-9b7a-1d2e3f4a5b6c"
 	const stays, left, again = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b11", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b12", "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b13"
 	for _, j := range []struct{ id, status string }{{stays, icm}, {left, other}, {again, icm}} {
-		_, err = db.ExecContext(ctx, `INSERT INTO primeJobs (jobId, statusId, version, syncedUTC) VALUES (?, ?, 1, '2026-10-01 00:00:00.000')`, j.id, j.status)
+		_, err := db.ExecContext(ctx, `INSERT INTO primeJobs (jobId, statusId, version, syncedUTC) VALUES (?, ?, 1, '2026-10-01 00:00:00.000')`, j.id, j.status)
 		is.NoErr(err)
 	}
 	for _, inv := range []struct{ job, sent string }{{stays, "2026-10-02 00:00:00.000"}, {stays, ""}, {left, "2026-10-02 00:00:00.000"}, {again, "2026-10-02 00:00:00.000"}} {
-		_, err = db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC, updatedUTC)
+		_, err := db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC, updatedUTC)
 			VALUES (?, ?, '2026-10-01 00:00:00.000', NULLIF(?, ''), CASE WHEN ? = '' THEN 'Queued' ELSE 'Sent' END, 0, '2026-10-01 00:00:00.000', '2026-10-01 00:00:00.000')`,
 			inv.job, icm, inv.sent, inv.sent)
 		is.NoErr(err)
@@ -373,13 +372,101 @@ func TestTriageInvitesQueuedBeforeStatusChanges(t *testing.T) {
 	is.True(queued) // back in the status: a new change
 }
 
+// The spec's own insert (§5.1 step 6: "skips any job that already has an
+// invite pending"), as the live processor queues an invite through the
+// cutover, runs against the migrated schema: for a job whose invite was sent
+// and still answers its change, it queues one and breaks no index, and it
+// still queues no second pending one. primeflow's own rule keeps to one
+// invite an arrival beside it.
+func TestTheSpecInviteInsertRunsOnTheMigratedSchema(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, db := openWithSQL(t)
+	const job, icm, other = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6", "3c1e9a2b-6f0d-4c8e-9b7a-1d2e3f4a5b6c"
+	_, err := s.UpsertJob(ctx, store.Job{JobID: job, StatusID: icm, Version: 1})
+	is.NoErr(err)
+	queued, err := s.QueueTriageInvite(ctx, job, icm)
+	is.NoErr(err)
+	is.True(queued)
+	claimed, err := s.ClaimTriageInvites(ctx, time.Now(), time.Minute, 5, 10)
+	is.NoErr(err)
+	is.NoErr(s.SetTriageInviteSent(ctx, claimed[0].ID, claimed[0].Attempts, time.Now()))
+
+	specInsert := func() int64 {
+		t.Helper()
+		res, err := db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC)
+			SELECT j.jobId, j.statusId, strftime('%Y-%m-%d %H:%M:%f', 'now') FROM primeJobs AS j
+			WHERE j.jobId = ? AND j.statusId = ?
+			  AND NOT EXISTS (SELECT 1 FROM ethTriageInviteQueue AS q WHERE q.jobId = ? AND q.sentUTC IS NULL)`, job, icm, job)
+		if err != nil {
+			t.Fatalf("the spec's insert: %v", err)
+		}
+		n, err := res.RowsAffected()
+		is.NoErr(err)
+		return n
+	}
+	is.Equal(specInsert(), int64(1)) // the live processor's invite, beside the sent one that is still open
+	is.Equal(specInsert(), int64(0)) // one pending, as the spec reads it
+	queued, err = s.QueueTriageInvite(ctx, job, icm)
+	is.NoErr(err)
+	is.True(!queued) // primeflow's rule: the arrival is answered
+	// The job leaves the status and comes back, an event each.
+	for i, status := range []string{other, icm} {
+		_, err = s.UpsertJob(ctx, store.Job{JobID: job, StatusID: status, Version: int64(2 + i)})
+		is.NoErr(err)
+		queued, err = s.QueueTriageInvite(ctx, job, icm)
+		is.NoErr(err)
+	}
+	is.True(queued) // the return, beside the live processor's invite not sent yet
+	got, err := s.ListTriageInvites(ctx, job)
+	is.NoErr(err)
+	is.Equal(len(got), 3)
+}
+
+// A database whose triage invites were queued under 062's rule (one open
+// invite a job) takes 063 on opening: an open invite takes its job's
+// updatedAt as the time it saw the job, so its job's status history tells
+// a later arrival from its own; and the spec's insert runs beside it.
+func TestTriageInvitesQueuedBeforeArrivals(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	file, db := migratedBefore(t, "063")
+	const job, icm = "0b6a3c52-3e0f-4a57-9a39-2f1d7c1e4b10", "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6"
+	_, err := db.ExecContext(ctx, `INSERT INTO primeJobs (jobId, statusId, version, updatedAt, syncedUTC) VALUES (?, ?, 1, '2026-10-01 09:00:00.000', '2026-10-01 09:00:05.000')`, job, icm)
+	is.NoErr(err)
+	_, err = db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, jobVersion, queuedUTC, sentUTC, state, attempts, nextAttemptUTC, updatedUTC)
+		VALUES (?, ?, 1, '2026-10-01 09:00:05.000', '2026-10-01 09:00:06.000', 'Sent', 1, '2026-10-01 09:00:05.000', '2026-10-01 09:00:06.000')`, job, icm)
+	is.NoErr(err)
+
+	s, err := sqlite.Open(ctx, file)
+	is.NoErr(err) // 063 applies to the rows there
+	defer s.Close()
+	got, err := s.ListTriageInvites(ctx, job)
+	is.NoErr(err)
+	is.True(got[0].JobUpdatedAt.Equal(time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC))) // its job's updatedAt
+	is.Equal(got[0].StatusHistoryID, "")                                             // no entry known for it
+	res, err := db.ExecContext(ctx, `INSERT INTO ethTriageInviteQueue (jobId, statusId, queuedUTC)
+		SELECT jobId, statusId, '2026-10-01 10:00:00.000' FROM primeJobs WHERE jobId = ?
+		  AND NOT EXISTS (SELECT 1 FROM ethTriageInviteQueue WHERE jobId = ? AND sentUTC IS NULL)`, job, job)
+	is.NoErr(err) // the spec's insert, beside the open invite that was sent
+	n, err := res.RowsAffected()
+	is.NoErr(err)
+	is.Equal(n, int64(1))
+	is.NoErr(s.ReplaceJobStatusHistory(ctx, job, []store.JobStatusHistory{
+		{StatusHistoryID: "2a2b3c4d-0000-4000-8000-000000000001", StatusID: icm, CreatedAt: time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)},
+	}))
+	got, err = s.ListTriageInvites(ctx, job)
+	is.NoErr(err)
+	is.True(got[0].StatusLeftUTC.IsZero()) // its own arrival closes nothing
+}
+
 // A database whose intake recorded mail refused unread as Failed takes 063
 // on opening: those receipts are Rejected, needing nobody, and the others
 // Failed stay Failed.
 func TestRefusedMailRecordedFailedBefore(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	file, db := before(t, "063")
+	file, db := migratedBefore(t, "063")
 	for _, r := range []struct{ id, outcome, err string }{
 		{"<junk@elsewhere.example>", store.EmailFailed, `refused unread: the sender "jobs@elsewhere.example" is not in MAIL_ALLOWED_SENDERS`},
 		{"<spoofed@primeeco.tech>", store.EmailFailed, `refused unread: mail from "noreply@primeeco.tech" passed neither DMARC nor DKIM for primeeco.tech`},

@@ -56,8 +56,9 @@ func (s *Store) StatusOverview(ctx context.Context, oq store.OverviewQuery) (sto
 	if o.SMS, err = s.CountSMS(ctx); err != nil {
 		return o, err
 	}
-	if err := row("sms last error", `SELECT LastError, UpdatedUTC FROM smsQueue WHERE LastError IS NOT NULL AND State <> ?
-		ORDER BY UpdatedUTC DESC, ID DESC LIMIT 1`, []any{string(store.SendSent)}, scanString{&o.SMSLastError}, scanTime{&o.SMSLastErrorUTC}); err != nil {
+	if err := row("sms last error", `SELECT LastError, UpdatedUTC FROM smsQueue WHERE LastError IS NOT NULL AND State NOT IN (?, ?)
+		ORDER BY UpdatedUTC DESC, ID DESC LIMIT 1`, []any{string(store.SendSent), string(store.SendDismissed)},
+		scanString{&o.SMSLastError}, scanTime{&o.SMSLastErrorUTC}); err != nil {
 		return o, err
 	}
 	if err := row("first sight", `SELECT COUNT(*) FROM primeflowJobFirstSeen WHERE pipelineCompletedUTC IS NULL AND pipelineAttempts > 0`, nil,
@@ -69,8 +70,9 @@ func (s *Store) StatusOverview(ctx context.Context, oq store.OverviewQuery) (sto
 		&o.FirstSeenLastErrorJob, scanString{&o.FirstSeenLastError}); err != nil {
 		return o, err
 	}
-	if err := row("triage invites", `SELECT COUNT(*), COUNT(CASE WHEN state = ? THEN 1 END) FROM ethTriageInviteQueue WHERE sentUTC IS NULL`,
-		[]any{string(store.SendFailed)}, &o.InvitesPending, &o.InvitesFailed); err != nil {
+	if err := row("triage invites", `SELECT COUNT(*), COUNT(CASE WHEN state = ? THEN 1 END) FROM ethTriageInviteQueue
+		WHERE sentUTC IS NULL AND state <> ?`, []any{string(store.SendFailed), string(store.SendDismissed)},
+		&o.InvitesPending, &o.InvitesFailed); err != nil {
 		return o, err
 	}
 	if o.SMSOldestWaitingUTC, _, err = s.OldestSMSWaiting(ctx); err != nil {

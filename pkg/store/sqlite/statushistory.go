@@ -3,16 +3,33 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/ethosbuilding/primeflow/pkg/store/sqlrows"
 )
 
-// ReplaceJobStatusHistory makes the job's status changes exactly hs.
+// ReplaceJobStatusHistory makes the job's status changes exactly hs and,
+// in the same transaction, reviews the job's triage invites by them.
 func (s *Store) ReplaceJobStatusHistory(ctx context.Context, jobID string, hs []store.JobStatusHistory) error {
 	if jobID == "" {
 		return errors.New("sqlite: replace job status history: no job id")
 	}
+	return s.inTx(ctx, func(tx *Store) error {
+		if err := replaceJobStatusHistory(ctx, tx, jobID, hs); err != nil {
+			return err
+		}
+		if err := reviewTriageInvites(ctx, tx, strings.ToLower(jobID), formatTime(time.Now())); err != nil {
+			return fmt.Errorf("sqlite: replace job status history: %w", err)
+		}
+		return nil
+	})
+}
+
+// replaceJobStatusHistory is the replace itself.
+func replaceJobStatusHistory(ctx context.Context, s *Store, jobID string, hs []store.JobStatusHistory) error {
 	return replaceRows(ctx, s, "replace job status history", `DELETE FROM primeJobStatusHistory WHERE jobId = ?`,
 		[]any{mirrorGUID(jobID)}, `INSERT INTO primeJobStatusHistory
 			(statusHistoryId, jobId, statusId, createdAt, attributes, syncedUTC)

@@ -14,7 +14,7 @@ import (
 // inviteColumns are the ethTriageInviteQueue columns scanInvite reads, in
 // its order.
 const inviteColumns = `id, jobId, statusId, queuedUTC, sentUTC, state, attempts, nextAttemptUTC,
-	claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload`
+	claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload, statusHistoryId, jobUpdatedAt`
 
 func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 	var t store.TriageInvite
@@ -22,25 +22,16 @@ func scanInvite(r sqlrows.Scanner) (store.TriageInvite, error) {
 	err := r.Scan(&t.ID, &t.JobID, scanString{&t.StatusID}, scanTime{&t.QueuedUTC}, scanTime{&t.SentUTC}, &state,
 		&t.Attempts, scanTime{&t.NextAttemptUTC}, scanTime{&t.ClaimedUntilUTC}, scanString{&t.LastError},
 		scanTime{&t.FailedUTC}, scanTime{&t.UpdatedUTC}, scanNullInt64{&t.JobVersion}, scanTime{&t.StatusLeftUTC},
-		scanString{&t.Payload})
+		scanString{&t.Payload}, scanString{&t.StatusHistoryID}, scanTime{&t.JobUpdatedAt})
 	t.State = store.SendState(state)
 	return t, err
 }
 
 // ListTriageInviteQueue lists invites in a state, oldest first.
 func (s *Store) ListTriageInviteQueue(ctx context.Context, state store.InviteListState, limit int) ([]store.TriageInvite, error) {
-	if limit <= 0 {
-		limit = 100
-	}
-	where := ""
-	switch state {
-	case store.InvitesPending:
-		where = ` WHERE sentUTC IS NULL`
-	case store.InvitesFailed:
-		where = ` WHERE state = '` + string(store.SendFailed) + `'`
-	}
+	where := listWhere(state, `sentUTC IS NULL AND state <> '`+string(store.SendDismissed)+`'`, `state = '`+string(store.SendFailed)+`'`)
 	return queryAll(ctx, s.r(), "list triage invite queue", `SELECT `+inviteColumns+` FROM ethTriageInviteQueue`+where+
-		` ORDER BY id LIMIT ?`, scanInvite, limit)
+		` ORDER BY id LIMIT ?`, scanInvite, listLimit(limit))
 }
 
 // ClaimTriageInvites claims the invites due at now, as ClaimSMS claims

@@ -171,6 +171,45 @@ func testArchive(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("an archived message's dedupe key still queues nothing", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		t0 := now.Add(-30 * 24 * time.Hour)
+		before := now.Add(-24 * time.Hour)
+		key := store.MakesafeSMSKey(jobA)
+		sent, queued, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "make safe", Source: store.MakesafeSMSSource, DedupeKey: key, Now: t0})
+		is.NoErr(err)
+		is.True(queued)
+		keyless, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "no key", Source: "test", Now: t0})
+		is.NoErr(err)
+		for range 2 {
+			claimed, err := s.ClaimSMS(ctx, t0.Add(time.Second), time.Minute, 1, 1)
+			is.NoErr(err)
+			is.Equal(len(claimed), 1)
+			is.NoErr(s.SetSMSSent(ctx, claimed[0].ID, claimed[0].Attempts, t0.Add(time.Minute)))
+		}
+		deleted, err := s.DeleteArchived(ctx, store.ArchiveSMS, before, []int64{sent, keyless})
+		is.NoErr(err)
+		is.Equal(deleted, 2) // both archived
+		_, err = s.GetSMS(ctx, sent)
+		is.True(errors.Is(err, store.ErrNotFound)) // gone from smsQueue
+
+		// sql/README.md: a message with a dedupe key is queued once, archived or not.
+		id, queued, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "make safe again", Source: store.MakesafeSMSSource, DedupeKey: key})
+		is.NoErr(err)
+		is.True(!queued)   // not queued again
+		is.Equal(id, sent) // the archived message's id
+		counts, err := s.CountSMS(ctx)
+		is.NoErr(err)
+		is.Equal(counts[store.SendQueued], 0) // nothing to send
+		again, err := s.DeleteArchived(ctx, store.ArchiveSMS, before, []int64{sent, keyless})
+		is.NoErr(err)
+		is.Equal(again, 0) // a delete run again changes nothing
+		id, queued, err = s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "another", Source: "test", DedupeKey: "other-key"})
+		is.NoErr(err)
+		is.True(queued && id > keyless) // another key is queued as ever
+	})
+
 	t.Run("queues: only what is done, and done before T", func(t *testing.T) {
 		is := is.New(t)
 		s := open(t)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,7 +194,7 @@ func testTriageInviteQueue(t *testing.T, open Opener) {
 		is.Equal(len(got), 0) // never claimed again
 		counts, err := s.CountTriageInvites(ctx)
 		is.NoErr(err)
-		is.Equal(counts, map[store.SendState]int{store.SendQueued: 0, store.SendSending: 0, store.SendSent: 1, store.SendLogged: 0, store.SendFailed: 0})
+		is.Equal(counts, map[store.SendState]int{store.SendQueued: 0, store.SendSending: 0, store.SendSent: 1, store.SendLogged: 0, store.SendFailed: 0, store.SendDismissed: 0})
 
 		_, err = s.GetTriageInvite(ctx, inv.ID+100)
 		is.True(errors.Is(err, store.ErrNotFound)) // an unknown id
@@ -381,5 +382,162 @@ func testTriageInviteQueue(t *testing.T, open Opener) {
 		is.NoErr(err)
 		is.Equal(m.State, store.SendFailed) // it failed
 		is.True(m.LastError != "")          // saying why
+	})
+}
+
+// A return to the triage status is a change of its own however the mirror
+// learns of it (§10.4): a write of the job in another status, by any path
+// (an event, the backstop, an ensure, a child's event), closes the invite
+// that answered the arrival before; Prime's status history, where the mirror
+// holds it, tells one arrival from the next when the mirror never held the
+// job in another status; and neither invites twice for one arrival.
+func testTriageInviteArrivals(t *testing.T, open Opener) {
+	ctx := context.Background()
+	updated := sampleJob(jobA, statusICM, 1).UpdatedAt // Prime's updatedAt of the sample job
+	at := func(j store.Job, version int64, d time.Duration) store.Job {
+		j.Version, j.UpdatedAt = version, updated.Add(d)
+		return j
+	}
+	mirror := func(t *testing.T, s store.Store, j store.Job) {
+		t.Helper()
+		if _, err := s.UpsertJob(ctx, j); err != nil {
+			t.Fatalf("upsert job: %v", err)
+		}
+	}
+	queued := func(t *testing.T, s store.Store, job string) bool {
+		t.Helper()
+		q, err := s.QueueTriageInvite(ctx, job, statusICM)
+		if err != nil {
+			t.Fatalf("queue triage invite: %v", err)
+		}
+		return q
+	}
+	invites := func(t *testing.T, s store.Store, job string) []store.TriageInvite {
+		t.Helper()
+		got, err := s.ListTriageInvites(ctx, job)
+		if err != nil {
+			t.Fatalf("list triage invites: %v", err)
+		}
+		return got
+	}
+	send := func(t *testing.T, s store.Store) {
+		t.Helper()
+		claimed, err := s.ClaimTriageInvites(ctx, time.Now(), time.Minute, 5, 10)
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claim: %d claimed, %v", len(claimed), err)
+		}
+		if err := s.SetTriageInviteSent(ctx, claimed[0].ID, claimed[0].Attempts, time.Now()); err != nil {
+			t.Fatalf("sent: %v", err)
+		}
+	}
+	const (
+		hNew   = "2a2b3c4d-0000-4000-8000-000000000001"
+		hICM   = "2a2b3c4d-0000-4000-8000-000000000002"
+		hOther = "2a2b3c4d-0000-4000-8000-000000000003"
+		hBack  = "2a2b3c4d-0000-4000-8000-000000000004"
+	)
+	entry := func(id, status string, d time.Duration) store.JobStatusHistory {
+		return store.JobStatusHistory{StatusHistoryID: id, StatusID: status, CreatedAt: updated.Add(d)}
+	}
+	first := []store.JobStatusHistory{entry(hNew, statusNew, -time.Hour), entry(hICM, statusICM, 0)}
+	returned := append(slices.Clone(first), entry(hOther, statusNew, 2*time.Hour), entry(hBack, statusICM, 3*time.Hour))
+
+	t.Run("a return the mirror saw only as writes of the job is invited", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		mirror(t, s, sampleJob(jobA, statusICM, 1))
+		is.True(queued(t, s, jobA))
+		send(t, s)
+		mirror(t, s, sampleJob(jobA, statusNew, 2))             // the backstop or an ensure wrote it: no event saw it
+		is.True(!invites(t, s, jobA)[0].StatusLeftUTC.IsZero()) // the write closes the change the invite answered
+		mirror(t, s, sampleJob(jobA, statusICM, 3))
+		is.True(queued(t, s, jobA))  // and the return is invited
+		is.True(!queued(t, s, jobA)) // once
+		is.Equal(len(invites(t, s, jobA)), 2)
+	})
+
+	t.Run("an older write closes nothing", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		mirror(t, s, sampleJob(jobA, statusICM, 5))
+		is.True(queued(t, s, jobA))
+		mirror(t, s, sampleJob(jobA, statusNew, 4))            // a late answer from before the arrival
+		is.True(invites(t, s, jobA)[0].StatusLeftUTC.IsZero()) // the mirror kept the newer job, and the invite its change
+		is.True(!queued(t, s, jobA))
+	})
+
+	t.Run("an invite answers the status-history entry of its arrival", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		mirror(t, s, sampleJob(jobA, statusICM, 1))
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, first))
+		is.Equal(len(invites(t, s, jobA)), 0) // the history alone starts no invite
+		is.True(queued(t, s, jobA))
+		got := invites(t, s, jobA)
+		is.Equal(got[0].StatusHistoryID, hICM) // keyed on the arrival's entry
+		send(t, s)
+		is.True(!queued(t, s, jobA))                          // a duplicate or a replay of the change, after the send
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, first)) // the history drained again
+		is.True(!queued(t, s, jobA))
+		is.Equal(len(invites(t, s, jobA)), 1) // one invite for the arrival
+	})
+
+	t.Run("a return only Prime's status history shows is invited, once", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		mirror(t, s, sampleJob(jobA, statusICM, 1))
+		is.True(queued(t, s, jobA)) // no history mirrored yet: the version rule
+		send(t, s)
+		// Prime stamps one change's entry a moment apart from the job's
+		// updatedAt: the same arrival.
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, []store.JobStatusHistory{entry(hNew, statusNew, -time.Hour), entry(hICM, statusICM, 30*time.Second)}))
+		is.True(!queued(t, s, jobA))
+		is.Equal(len(invites(t, s, jobA)), 1)
+		is.True(invites(t, s, jobA)[0].StatusLeftUTC.IsZero())
+
+		// Both events of a leave and a return were handled after the return
+		// (an outage, a backlog): each found the job in the status, and the
+		// mirror never held it elsewhere. Its history, drained after, shows
+		// the return.
+		mirror(t, s, at(sampleJob(jobA, statusICM, 1), 3, 3*time.Hour))
+		is.True(!queued(t, s, jobA))
+		is.True(!queued(t, s, jobA))
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, returned))
+		got := invites(t, s, jobA)
+		is.Equal(len(got), 2)                   // the return is invited
+		is.True(!got[0].StatusLeftUTC.IsZero()) // the first arrival's change is over
+		is.Equal(got[1].StatusHistoryID, hBack) // the new invite answers the return's entry
+		is.True(got[1].Pending() && got[1].StatusLeftUTC.IsZero())
+		is.True(!queued(t, s, jobA))                             // a replay of the return's event
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, returned)) // the history drained again
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, first))    // a late answer from before the return
+		is.True(!queued(t, s, jobA))
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, returned))
+		is.True(!queued(t, s, jobA))
+		got = invites(t, s, jobA)
+		is.Equal(len(got), 2)                  // still one invite an arrival
+		is.True(got[1].StatusLeftUTC.IsZero()) // the return's still open
+	})
+
+	t.Run("an event after the history keys its invite on the return's entry", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		mirror(t, s, sampleJob(jobA, statusICM, 1))
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, first))
+		is.True(queued(t, s, jobA))
+		send(t, s)
+		mirror(t, s, at(sampleJob(jobA, statusNew, 2), 2, 2*time.Hour))
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobA, returned)) // drained while the mirror held the job elsewhere
+		is.Equal(len(invites(t, s, jobA)), 1)                    // nothing queued for a job the mirror holds in another status
+		mirror(t, s, at(sampleJob(jobA, statusICM, 3), 3, 3*time.Hour))
+		is.True(queued(t, s, jobA)) // the return's event
+		is.True(!queued(t, s, jobA))
+		got := invites(t, s, jobA)
+		is.Equal(len(got), 2)
+		is.Equal(got[1].StatusHistoryID, hBack) // keyed on the return's entry
+
+		mirror(t, s, sampleJob(jobB, statusICM, 1))
+		is.NoErr(s.ReplaceJobStatusHistory(ctx, jobB, returned))
+		is.Equal(len(invites(t, s, jobB)), 0) // a job no event invited gets none from its history
 	})
 }

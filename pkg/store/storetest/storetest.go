@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("JobObjectsQueued", func(t *testing.T) { testJobObjectsQueued(t, open) })
 	t.Run("StatusHistories", func(t *testing.T) { testStatusHistories(t, open) })
 	t.Run("TriageInviteQueue", func(t *testing.T) { testTriageInviteQueue(t, open) })
+	t.Run("TriageInviteArrivals", func(t *testing.T) { testTriageInviteArrivals(t, open) })
 	t.Run("Makesafe", func(t *testing.T) { testMakesafe(t, open) })
 	t.Run("SMSQueue", func(t *testing.T) { testSMSQueue(t, open) })
 	t.Run("Optimo", func(t *testing.T) { testOptimo(t, open) })
@@ -42,4 +43,5 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Coverage", func(t *testing.T) { testCoverage(t, open) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, open) })
 	t.Run("Archive", func(t *testing.T) { testArchive(t, open) })
+	t.Run("Resolutions", func(t *testing.T) { testResolutions(t, open) })
 }
