@@ -62,7 +62,7 @@ import (
 // call of the day by purpose (the events', ensure-job, the drains with
 // their grace re-asks, the ladder, the sweeps, the mail intake); the day's
 // calls per event all-in; the calls of each new job all-in — its job, its
-// drains with their re-asks, its ladder — by the path that first saw it;
+// drains with their re-asks, its ladder, its contact syncs — by the path that first saw it;
 // and the wait of make-safe calls for their turn, p95 and p99, while the
 // webhooks drain with the sweep running. With -benchtime Nx it runs the day
 // N times and gives the spread of the make-safe waits. It builds the
@@ -438,8 +438,8 @@ type budgetRun struct {
 
 // newJob is a job first seen in the day, and the calls of its first sight
 // and of what that set off: the GET of the job (none when the backstop's
-// list brought it), its drains (their re-asks included) and its re-check
-// ladder.
+// list brought it), its drains (their re-asks included), its re-check
+// ladder, and the contact syncs of its appointments.
 type newJob struct {
 	id, via string
 	calls   int
@@ -497,7 +497,7 @@ func (r budgetRun) report(b *testing.B) {
 	b.Logf("%s: the day's calls by caller/purpose/class: %s", r.name, purposes(r.byPurpose))
 	b.Logf("%s: ALL-IN %.3f calls an event (%d calls over the day's %d webhooks: every call above; target ≤ 0.8: %s)",
 		r.name, allIn, r.calls, r.events, met(allIn <= 0.8))
-	b.Logf("%s: ALL-IN %.2f calls a new job, at most %d (%d new jobs, one contact each: its job, its drains with %d grace re-asks in all, its ladder; target ≤ 6: %s); by the path that saw it first: %s",
+	b.Logf("%s: ALL-IN %.2f calls a new job, at most %d (%d new jobs, one contact each: its job, its drains with %d grace re-asks in all, its ladder, its contact syncs; target ≤ 6: %s); by the path that saw it first: %s",
 		r.name, perNewJob, mostNewJob, len(r.newJobs), r.reasks, met(perNewJob <= 6 && mostNewJob <= 6), byVia(r.newJobs))
 	b.Logf("%s: make-safe calls' wait for their turn while the webhooks drained, the sweep running: p95 %.2fs, p99 %.2fs over %.0f calls, %.1f%% within 1s, %.1f%% within 2s (targets p95 ≤ 1s: %s, p99 ≤ 2s: %s); over the whole day p95 %.2fs, p99 %.2fs over %.0f",
 		r.name, r.makesafe.p95, r.makesafe.p99, r.makesafe.count, 100*r.makesafe.within1s, 100*r.makesafe.within2s,
@@ -755,9 +755,11 @@ func (d *day) done(st store.Store) bool {
 
 // newJobs puts each call Prime served down to its job and sums, for every
 // job first seen in the day, the calls of its first sight and of what it
-// set off: the first GET of the job, and every call of its drains and of
-// its ladder (by the caller and purpose the User-Agent names). reasks
-// counts the drains' asks of an object of a job after its first.
+// set off: the first GET of the job, and every call of its drains, of its
+// ladder and of the contact syncs that fetched its contacts again (an
+// appointment's, the appointment sweep's; by the caller and purpose the
+// User-Agent names). reasks counts the drains' asks of an object of a job
+// after its first.
 func (d *day) newJobs(b *testing.B, st store.Store, calls []arrival) ([]newJob, int) {
 	seen, err := st.ListFirstSeen(context.Background(), store.FirstSeenAny, 1000)
 	if err != nil {
@@ -781,7 +783,7 @@ func (d *day) newJobs(b *testing.B, st store.Store, calls []arrival) ([]newJob, 
 		case collection == "jobs" && !gotJob[job]:
 			gotJob[job] = true
 			nj.calls++
-		case purpose == "child-mirror; sync-drain" || purpose == "makesafe; recheck":
+		case purpose == "child-mirror; sync-drain" || purpose == "makesafe; recheck" || purpose == "child-mirror; contact-sync":
 			nj.calls++
 			if purpose == "child-mirror; sync-drain" {
 				key := job + " " + collection
