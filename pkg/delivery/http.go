@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptrace"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 )
 
 // HTTPConfig is where a kind's rows are posted as JSON, read with
@@ -52,7 +52,7 @@ type HTTPConfig struct {
 func (c HTTPConfig) Validate(prefix string) error {
 	var errs []error
 	if c.URL != "" {
-		if err := CheckURL(c.URL); err != nil {
+		if err := secureurl.Check(c.URL); err != nil {
 			errs = append(errs, config.Refuse(prefix+"SEND_URL", "%v", err))
 		}
 	}
@@ -63,34 +63,6 @@ func (c HTTPConfig) Validate(prefix string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// CheckURL refuses a URL that is not https, or http to a loopback address,
-// without repeating it: the rule for any URL primeflow sends a secret to (a
-// send queue's SEND_URL, child-mirror's AI_SUMMARY_NUDGE_URL, which may
-// carry a key). The caller names its variable (config.Refuse).
-func CheckURL(raw string) error {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || u.Host == "":
-		return errors.New("is not an http(s) URL")
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme != "http":
-		return errors.New("is not an http(s) URL")
-	case !loopback(u.Hostname()):
-		return errors.New("must be https: plain http is allowed only to a loopback address (localhost, 127.0.0.0/8, ::1)")
-	}
-	return nil
-}
-
-// loopback reports whether host names this machine.
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // SendTimeout is how long a Poster gives one post: Timeout, or 15s when it
@@ -179,20 +151,13 @@ func NewPoster(cfg HTTPConfig, prefix string, hc *http.Client) (*Poster, error) 
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.SendTimeout()}
 	}
-	c := *hc
-	c.CheckRedirect = NoRedirects
 	header := cfg.AuthHeader
 	if header == "" {
 		header = "Authorization"
 	}
 	return &Poster{url: cfg.URL, redacted: redactURL(cfg.URL), authHeader: header, authValue: cfg.AuthValue,
-		alreadyDone: slices.Clone(cfg.AlreadyDone), hc: &c}, nil
+		alreadyDone: slices.Clone(cfg.AlreadyDone), hc: secureurl.NoRedirectClient(hc)}, nil
 }
-
-// NoRedirects is an http.Client's CheckRedirect that follows no redirect:
-// the 3xx is the answer. A redirect would carry a request's secret (its
-// auth header, a key in its URL) to wherever the answer points.
-func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // AnswerError is an answer the endpoint gave that is not a send: its status,
 // and the wait its Retry-After asked for (0 when none).

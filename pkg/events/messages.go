@@ -2,6 +2,8 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -131,6 +133,29 @@ type Done struct {
 	Attempts     int     `json:"attempts,omitempty"`
 	RetryAfterMS int64   `json:"retryAfterMs,omitempty"`
 	Error        string  `json:"error,omitempty"`
+	// Wait says, for OutcomeWait, what the event waits for: rate_limited
+	// (Prime's 429), prime_unavailable (Prime answered 5xx or not at all),
+	// unavailable (a service the stage needs did not answer); the
+	// resolver's metrics label the wait by it (pipeline.WaitLabel). Empty
+	// from a stage of an earlier release: labelled by Outcome.
+	Wait string `json:"wait,omitempty"`
+}
+
+// DecodeDone reads an announcement on DoneSubject(logID): a stage's Done
+// for that row, of an outcome a stage announces. Anything else is not one
+// (ok false): a pub-ack or another JetStream answer a user had the server
+// publish on the subject, setting it as a request's reply subject, which
+// nats-server checks against no permission, would release the job's lane
+// with no outcome, and the row would be handed to its stage again.
+func DecodeDone(data []byte, logID int64) (d Done, ok bool) {
+	if json.Unmarshal(data, &d) != nil || d.LogID != logID {
+		return Done{}, false
+	}
+	switch d.Outcome {
+	case OutcomeProcessed, OutcomeFailed, OutcomeWait:
+		return d, true
+	}
+	return Done{}, false
 }
 
 // JobFirstSeen, on SubjectJobFirstSeen, asks the new-job pipeline (§6) to
@@ -204,6 +229,23 @@ type CreateRequested struct {
 // be sent now.
 type SMSSendRequested struct {
 	Source string `json:"source"`
+}
+
+// DecodeRunRequest reads a request for a run (PlanRequested,
+// CreateRequested, SMSSendRequested): JSON that names its source, as every
+// publisher's does. Anything else is an error, for the stage to drop: a
+// pub-ack or another JetStream answer a user had the server publish on the
+// subject, setting it as a request's reply subject (nats-server checks no
+// reply subject against permissions), is not a request.
+func DecodeRunRequest(data []byte) (source, reason string, err error) {
+	var r CreateRequested
+	if err := json.Unmarshal(data, &r); err != nil {
+		return "", "", fmt.Errorf("not a run request: %w", err)
+	}
+	if r.Source == "" {
+		return "", "", errors.New("not a run request: no source")
+	}
+	return r.Source, r.Reason, nil
 }
 
 // The ensure-job endpoints of job-mirror (a NATS micro service, see `nats
@@ -326,7 +368,7 @@ const SubjectSweepJobs = "primeflow.jobmirror.sweepjobs"
 
 // JobsSweepRequest asks job-mirror for a jobs-by-date sweep.
 type JobsSweepRequest struct {
-	// Source says who asked, for the logs.
+	// Source says who asked, for the logs ("request" when empty).
 	Source string `json:"source,omitempty"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -122,9 +123,38 @@ type Role struct {
 	// Locks are the keys of BucketLocks it takes.
 	Locks []string
 	// CallsPrime: it calls Prime, so it spends the deployment's budget in
-	// BucketPrimeBudget (its one key, PrimeBudgetKey) and shares Prime's
-	// answers in BucketPrimeAnswers.
+	// BucketPrimeBudget (its one key, PrimeBudgetKey) and reads the answers
+	// the others share in BucketPrimeAnswers.
 	CallsPrime bool
+	// SharesAnswers are the calls (pkg/prime's endpoints) whose answers it
+	// shares in BucketPrimeAnswers, under its own name (PrimeAnswerKey):
+	// those for the records it is already the authority for — the records
+	// it mirrors, or hands the next stage as fetched (Resolved.Fetched) —
+	// and no others. A process believes a shared answer only from a role
+	// that shares that call (PrimeAnswerWriters), and NATS lets a role
+	// write those keys alone (pkg/natsauth): a leaked user can pass off as
+	// Prime's no record its role does not already write.
+	SharesAnswers []string
+}
+
+// PrimeAnswerWriters are the roles whose shared answers to a call of
+// endpoint (pkg/prime's) a process believes: those that share it.
+func PrimeAnswerWriters(endpoint string) []Role {
+	var out []Role
+	for _, r := range ServiceRoles {
+		if slices.Contains(r.SharesAnswers, endpoint) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// PrimeAnswerKey is the key of BucketPrimeAnswers under which the role
+// called writer keeps its answer to a call of endpoint whose request hashes
+// to hash: its writer's name first, so that each role's user may write its
+// own keys and no other's (a hash of "*" is the subject of them all).
+func PrimeAnswerKey(writer, endpoint, hash string) string {
+	return writer + "." + endpoint + "." + hash
 }
 
 // InboxPrefix is the prefix of the role's inboxes, where the replies to its
@@ -145,24 +175,37 @@ var (
 	RoleIngest = Role{Name: "ingest", Publishes: []string{SubjectWebhookAll}}
 	// The resolver finishes the rows no stage takes (no handler, payload
 	// faults) itself, so it announces their Done as the stages do.
+	// It shares its answers for the records it identifies, which it hands
+	// on in Resolved.Fetched.
 	RoleResolver = Role{Name: "resolver", Consumes: []Consumer{ConsumerResolver},
-		Publishes: []string{SubjectResolvedAll, SubjectDoneAll}, Subscribes: []string{SubjectDoneAll}, CallsPrime: true}
+		Publishes: []string{SubjectResolvedAll, SubjectDoneAll}, Subscribes: []string{SubjectDoneAll}, CallsPrime: true,
+		SharesAnswers: []string{prime.EndpointJob, prime.EndpointAppointment, prime.EndpointAllocation}}
+	// It shares its answers for the jobs, which it mirrors.
 	RoleJobMirror = Role{Name: "job-mirror", Consumes: []Consumer{ConsumerJobMirror},
 		Publishes: []string{SubjectDoneAll, SubjectJobFirstSeen, SubjectSyncQueued},
 		Serves: []Endpoint{{"job-mirror", SubjectEnsureJobEvent}, {"job-mirror", SubjectEnsureJobSweep},
 			{"job-mirror", SubjectEnsureJobDrain}, {"job-mirror", SubjectEnsureJobEmail}, {"job-mirror", SubjectSweepJobs}},
-		CallsPrime: true}
+		CallsPrime: true, SharesAnswers: []string{prime.EndpointJob, prime.EndpointJobs}}
+	// It shares its answers for the child records, which it mirrors; not
+	// for a job, which is job-mirror's to mirror (§4.3), though it reads
+	// one for its contacts.
 	RoleChildMirror = Role{Name: "child-mirror", Consumes: []Consumer{ConsumerChildMirror, ConsumerSyncDrain},
 		Publishes:  []string{SubjectDoneAll, SubjectOptimoCreate, SubjectMakesafeDetect},
 		Serves:     []Endpoint{{"child-mirror", SubjectSweepAppointments}},
 		Requests:   []string{SubjectEnsureJobEvent, SubjectEnsureJobSweep, SubjectEnsureJobDrain},
-		CallsPrime: true}
+		CallsPrime: true,
+		SharesAnswers: []string{prime.EndpointAppointment, prime.EndpointAppointments, prime.EndpointAllocation,
+			prime.EndpointJobAllocations, prime.EndpointSiteForms, prime.EndpointEstimates, prime.EndpointContact,
+			prime.EndpointContactRelationships, prime.EndpointStatusHistories}}
 	RoleNewJobPipeline = Role{Name: "newjob-pipeline", Consumes: []Consumer{ConsumerNewJobPipeline},
 		Publishes: []string{SubjectMakesafeDetect, SubjectSyncQueued}}
 	// Only makesafe writes to MAKESAFE, the stream that takes schedules:
 	// its rungs' schedules, and the re-checks its sweep fires (rungs.go).
+	// It shares its answers for a job's allocations, in which it looks for
+	// a Make Safe.
 	RoleMakesafe = Role{Name: "makesafe", Consumes: []Consumer{ConsumerMakesafeDetect, ConsumerMakesafe, ConsumerMakesafeSMS},
-		Publishes: []string{SubjectMakesafeScheduleAll, SubjectMakesafeRecheck}, CallsPrime: true}
+		Publishes: []string{SubjectMakesafeScheduleAll, SubjectMakesafeRecheck}, CallsPrime: true,
+		SharesAnswers: []string{prime.EndpointJobAllocations}}
 	RoleOptimoCreate = Role{Name: "optimo-create", Consumes: []Consumer{ConsumerOptimoCreate},
 		Publishes: []string{SubjectOptimoPlan}, Requests: []string{SubjectSweepAppointments},
 		Locks: []string{LockOptimoCreate}}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/matryer/is"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -113,4 +114,20 @@ func TestEachRequestSubjectIsOneRoles(t *testing.T) {
 	is.Equal(events.RoleMailIntake.Requests, []string{events.SubjectEnsureJobEmail})     // and mail-intake asks nothing else
 	is.True(events.ConsumerChildMirror.Takes(events.ActionCreateAllocation))             // child-mirror's events
 	is.True(!events.ConsumerChildMirror.Takes(events.ActionChangeJobStatus))             // not job-mirror's
+}
+
+// A role shares the answers of calls it makes: it calls Prime. And a job is
+// believed from the roles that mirror it or hand it on, and no other.
+func TestTheRolesThatShareAnswersCallPrime(t *testing.T) {
+	is := is.New(t)
+	for _, r := range events.ServiceRoles {
+		if len(r.SharesAnswers) > 0 && !r.CallsPrime {
+			t.Errorf("%s shares Prime's answers but does not call Prime", r.Name)
+		}
+	}
+	var names []string
+	for _, r := range events.PrimeAnswerWriters(prime.EndpointJob) {
+		names = append(names, r.Name)
+	}
+	is.Equal(names, []string{events.RoleResolver.Name, events.RoleJobMirror.Name})
 }

@@ -103,6 +103,42 @@ func TestApplyUpdatesOnlyWhatDiffers(t *testing.T) {
 	is.NoErr(events.CheckRole(ctx, js, events.RoleResolver, 0))
 }
 
+// TestApplyTurnsOffDirectGetsAndRollups: a NATS whose streams were made
+// from the earlier files (direct gets allowed on every stream, rollups on
+// the Prime answers' and budget's buckets: issue 27's review) is not as
+// defined; the role's check says so, and the operators' step turns both
+// off on the live streams.
+func TestApplyTurnsOffDirectGetsAndRollups(t *testing.T) {
+	is := is.New(t)
+	js := emptyJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfgs, err := events.StreamConfigs(0)
+	is.NoErr(err)
+	rollups := []string{events.StreamPrimeAnswers, events.StreamPrimeBudget}
+	for _, cfg := range cfgs {
+		cfg.AllowDirect = true
+		cfg.AllowRollup = cfg.AllowRollup || slices.Contains(rollups, cfg.Name)
+		_, err := js.CreateStream(ctx, cfg)
+		is.NoErr(err)
+	}
+	var notApplied *events.NotAppliedError
+	err = events.CheckRole(ctx, js, events.RoleResolver, 0)
+	is.True(errors.As(err, &notApplied))
+	is.True(slices.Contains(notApplied.Problems, "stream KV_prime_answers differs from streams/KV_prime_answers.json in allow_direct, allow_rollup_hdrs")) // the role waits for the step
+	_, err = events.Apply(ctx, js, 0)
+	is.NoErr(err)
+	is.NoErr(events.CheckAll(ctx, js, 0))
+	for _, cfg := range cfgs {
+		s, err := js.Stream(ctx, cfg.Name)
+		is.NoErr(err)
+		is.True(!s.CachedInfo().Config.AllowDirect) // no stream answers a direct get
+		if slices.Contains(rollups, cfg.Name) {
+			is.True(!s.CachedInfo().Config.AllowRollup) // nor takes a rollup where nothing needs one
+		}
+	}
+}
+
 // emptyJetStream is a server where nothing is applied yet.
 func emptyJetStream(t *testing.T) jetstream.JetStream {
 	t.Helper()
@@ -186,7 +222,7 @@ func TestApplyMovesMakesafeDetectOffALiveMakesafe(t *testing.T) {
 
 	did, err := events.Apply(ctx, js, 0)
 	is.NoErr(err)
-	is.True(slices.Contains(did, "stream MAKESAFE updated: description, subjects"))
+	is.True(slices.Contains(did, "stream MAKESAFE updated: allow_direct, description, subjects"))
 	is.True(slices.Contains(did, "stream MAKESAFE_DETECT created"))
 	is.True(slices.Contains(did, "makesafe.detect moved from MAKESAFE to MAKESAFE_DETECT: 2 messages not acked yet published again there, the rest purged; 1 schedules on it dropped (MAKESAFE_DETECT takes none)"))
 	is.True(slices.Contains(did, "consumer MAKESAFE/makesafe updated: filter_subjects"))

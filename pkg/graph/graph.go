@@ -31,6 +31,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 )
 
 // Defaults of the configuration.
@@ -51,7 +52,9 @@ type Config struct {
 	ClientID     string `env:"GRAPH_CLIENT_ID"`
 	ClientSecret string `env:"GRAPH_CLIENT_SECRET" secret:"true"`
 	// APIURL is Graph's base; TokenURL the token endpoint, where {tenant}
-	// stands for TenantID. Both can point at a simulator.
+	// stands for TenantID. Both can point at a simulator. The token
+	// endpoint is given the client secret, and Graph the token: https
+	// only, http to a loopback address alone (secureurl.Check).
 	APIURL   string `env:"GRAPH_API_URL" envDefault:"https://graph.microsoft.com/v1.0"`
 	TokenURL string `env:"GRAPH_TOKEN_URL" envDefault:"https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"`
 	// Timeout bounds each request.
@@ -86,14 +89,17 @@ func (c Config) Check() error {
 	return errors.Join(append(errs, config.Positive("GRAPH_TIMEOUT", c.Timeout))...)
 }
 
+// checkURL refuses a URL the client secret or a token must not go to
+// (secureurl.Check: https, or http to a loopback address), and one that
+// carries credentials or a query of its own.
 func checkURL(s string) error {
-	u, err := url.Parse(s)
-	switch {
-	case s == "":
+	if s == "" {
 		return errors.New("is not set")
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return errors.New("is not an http(s) URL")
-	case u.User != nil || u.RawQuery != "":
+	}
+	if err := secureurl.Check(s); err != nil {
+		return err
+	}
+	if u, _ := url.Parse(s); u.User != nil || u.RawQuery != "" {
 		return errors.New("must not carry credentials or a query")
 	}
 	return nil
@@ -199,16 +205,15 @@ type Client struct {
 	tokM sync.Mutex // one token request at a time
 }
 
-// New checks cfg and returns a client; it makes no request.
+// New checks cfg and returns a client; it makes no request. It sends
+// through a copy of hc (nil: a client of its own) that follows no
+// redirect: a 3xx is an *APIError.
 func New(cfg Config, hc *http.Client) (*Client, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	api, _ := url.Parse(strings.TrimRight(cfg.APIURL, "/")) // checked above
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	return &Client{cfg: cfg, api: api, hc: hc}, nil
+	return &Client{cfg: cfg, api: api, hc: secureurl.NoRedirectClient(hc)}, nil
 }
 
 // Folder is a mail folder.

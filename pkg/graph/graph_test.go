@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,6 +263,57 @@ func TestConfig(t *testing.T) {
 	_, err = graph.New(graph.Config{TenantID: "t", ClientID: "c", ClientSecret: "s", APIURL: "ftp://x", TokenURL: graph.DefaultTokenURL, Timeout: time.Second}, nil)
 	is.True(err != nil && strings.Contains(err.Error(), "GRAPH_API_URL"))
 	is.True(!strings.Contains(graph.Config{ClientSecret: "hush"}.String(), "hush")) // %v never shows the secret
+}
+
+// The token endpoint is given the client secret, and Graph every call's
+// bearer token: both go over https only (http to this machine alone, a
+// simulator), as every URL a secret is sent to (secureurl.Check).
+func TestConfigWantsHTTPS(t *testing.T) {
+	for _, tc := range []struct {
+		api, token string
+		refused    []string
+	}{
+		{graph.DefaultAPIURL, graph.DefaultTokenURL, nil},
+		{"http://127.0.0.1:8081/graph/v1.0", "http://localhost:8081/graph/{tenant}/oauth2/v2.0/token", nil},
+		{"http://graph.example.com/v1.0", graph.DefaultTokenURL, []string{"GRAPH_API_URL"}},
+		{graph.DefaultAPIURL, "http://login.example.com/{tenant}/oauth2/v2.0/token", []string{"GRAPH_TOKEN_URL"}},
+		{"http://10.0.0.8/v1.0", "http://10.0.0.8/{tenant}/token", []string{"GRAPH_API_URL", "GRAPH_TOKEN_URL"}},
+	} {
+		t.Run(tc.api+" "+tc.token, func(t *testing.T) {
+			is := is.New(t)
+			err := graph.Config{TenantID: "t", ClientID: "c", ClientSecret: "s", APIURL: tc.api, TokenURL: tc.token, Timeout: time.Second}.Check()
+			is.Equal(err != nil, tc.refused != nil) // https, or http to a loopback address
+			for _, name := range tc.refused {
+				is.True(strings.Contains(err.Error(), name+": must be https")) // naming the variable
+			}
+		})
+	}
+}
+
+// A redirect is never followed: a 307 from the token endpoint would post
+// the client secret to wherever it points, and one from Graph would carry
+// the bearer token (to a host of the same domain). The 3xx is the answer,
+// a refusal.
+func TestFollowsNoRedirect(t *testing.T) {
+	is := is.New(t)
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		fmt.Fprint(w, `{"access_token":"t","expires_in":3600}`)
+	}))
+	defer elsewhere.Close()
+	redirecting := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/token", http.StatusTemporaryRedirect))
+	defer redirecting.Close()
+	for _, hc := range []*http.Client{nil, redirecting.Client()} {
+		c, err := graph.New(graph.Config{TenantID: "t", ClientID: "c", ClientSecret: "s3cret", APIURL: redirecting.URL + "/v1.0",
+			TokenURL: redirecting.URL + "/token", Timeout: 5 * time.Second}, hc)
+		is.NoErr(err)
+		_, err = c.ListPage(context.Background(), "u", "f", 10, "")
+		var api *graph.APIError
+		is.True(errors.As(err, &api))                      // refused
+		is.Equal(api.Status, http.StatusTemporaryRedirect) // by the redirect itself
+		is.Equal(reached.Load(), int32(0))                 // whose target got nothing, the secret least of all
+	}
 }
 
 func TestNextLinkElsewhereIsRefused(t *testing.T) {

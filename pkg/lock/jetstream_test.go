@@ -117,7 +117,7 @@ func TestJetStreamBucketSettingsTheLockNeeds(t *testing.T) {
 		_, js := natstest.Connect(t, natstest.Server(t))
 		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 			Name: "KV_silent", Subjects: []string{"$KV.silent.>"}, MaxMsgsPerSubject: 1,
-			AllowMsgTTL: true, AllowRollup: true, AllowDirect: true, Discard: jetstream.DiscardNew,
+			AllowMsgTTL: true, AllowRollup: true, Discard: jetstream.DiscardNew,
 		})
 		is.NoErr(err)
 		kv, err := js.KeyValue(ctx, "silent")

@@ -1,6 +1,7 @@
 // Package lock provides task locks in the JetStream KV bucket "locks": one
 // key a task, taken by create-if-absent with a per-key TTL, released by a
-// revision-checked purge, waited for by watching the key (spec §8.3, §10.10).
+// revision-checked purge, waited for by watching the key with a
+// subscription to its subject, no consumer (spec §8.3, §10.10).
 //
 // It replaces the spec's ethTask locks (spEthTaskLockInsert): a run that
 // finds the lock taken waits for it instead of being dropped, a run that gave
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -234,7 +236,9 @@ func bind(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (jetstr
 var natsRetry = events.JetStreamRetry
 
 // Take takes the lock for key, waiting up to the configured budget while
-// someone else holds it. Waiting watches the key; it does not poll. A NATS
+// someone else holds it. Waiting watches the key (wait): it reads the key
+// when it is written and when the holder's TTL runs out, and otherwise
+// every rereadEvery, and tries to take it only when it is free. A NATS
 // failure (a JetStream failover) is tried again with backoff until NATS
 // answers, and logged: it delays the run, it does not fail it.
 //
@@ -318,9 +322,24 @@ func (l *Locker) create(ctx context.Context, t *taking) (*Lock, error) {
 	return l.hold(ctx, t.key, h, rev, sent), nil
 }
 
-// wait watches key until it is deleted, purged or expires, then tries again,
-// until the budget, counted from when the Take first found the lock taken,
-// runs out.
+// How a waiter watches the lock (wait). It reads who holds the key again
+// when a write to it is seen (a renewal, a release, another taker's
+// attempt: events.WatchKey), when the holder's TTL runs out (the server
+// publishes no expiry marker), and at least every rereadEvery, which bounds
+// how late it learns of a release published while its connection was down.
+// Past the holder's expiry it reads again after expirySlack, doubled each
+// time the lock is still there (the server expires a key a little after
+// its TTL, and the hosts' clocks differ).
+const (
+	rereadEvery = 10 * time.Second
+	expirySlack = 100 * time.Millisecond
+	// readAttempt bounds one read of the key while waiting.
+	readAttempt = 5 * time.Second
+)
+
+// wait waits for key to be free and takes it, until the budget, counted
+// from when the Take first found the lock taken, runs out. It tries to take
+// the lock only when a read finds it free (deleted, purged or expired).
 func (l *Locker) wait(ctx context.Context, t *taking) (*Lock, error) {
 	if t.busySince.IsZero() {
 		t.busySince = time.Now()
@@ -337,47 +356,62 @@ func (l *Locker) wait(ctx context.Context, t *taking) (*Lock, error) {
 		l.log.Warn("gave up waiting for lock", "key", key, "holder", holder.String(), "waited", err.Waited)
 		return nil, err
 	}
-	w, err := l.kv.Watch(wctx, key)
+	// Watched before the first read, so that no write after it goes unseen.
+	w, err := events.WatchKey(l.js.Conn(), events.BucketLocks, key)
 	if err != nil {
-		if wctx.Err() != nil {
-			return giveUp()
-		}
 		return nil, fmt.Errorf("wait for lock %s: watch: %w", key, err)
 	}
 	defer w.Stop()
-	seen, logged := false, false
+	var seen keyState
+	logged, overdue := false, 0
 	for {
+		rctx, rcancel := context.WithTimeout(wctx, readAttempt)
+		k, err := l.read(rctx, key)
+		rcancel()
+		switch {
+		case wctx.Err() != nil:
+			return giveUp()
+		case err != nil:
+			return nil, fmt.Errorf("wait for lock %s: %w", key, err)
+		case k.holder.ID == "":
+			lk, err := l.create(ctx, t)
+			switch {
+			case err == nil:
+				l.log.Info("took lock after waiting", "key", key, "waited", time.Since(start))
+				return lk, nil
+			case !errors.Is(err, errTaken):
+				return nil, err
+			}
+			continue // lost the race: read who won
+		}
+		if k.rev == seen.rev {
+			w.Unchanged()
+		} else {
+			overdue = 0
+		}
+		seen, holder = k, k.holder
+		if !logged {
+			logged = true
+			l.log.Info("waiting for lock", "key", key, "holder", holder.String(), "budget", l.cfg.Wait)
+		}
+		next := rereadEvery
+		if !k.expires.IsZero() {
+			if d := time.Until(k.expires); d > 0 {
+				next = min(next, d)
+			} else {
+				next = min(next, expirySlack<<min(overdue, 10))
+				overdue++
+			}
+		}
+		timer := time.NewTimer(next)
 		select {
 		case <-wctx.Done():
+			timer.Stop()
 			return giveUp()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, fmt.Errorf("wait for lock %s: watcher closed", key)
-			}
-			switch {
-			case e == nil && seen: // initial state delivered
-				continue
-			case e == nil: // the key has no entry at all: its marker is gone too
-			case e.Operation() == jetstream.KeyValuePut:
-				seen, holder = true, decodeHolder(e.Value())
-				if !logged {
-					logged = true
-					l.log.Info("waiting for lock", "key", key, "holder", holder.String(), "budget", l.cfg.Wait)
-				}
-				continue
-			default: // released (delete, purge) or expired (a MaxAge marker, seen as a purge)
-				seen = true
-			}
+		case <-w.C():
+		case <-timer.C:
 		}
-		lk, err := l.create(ctx, t)
-		switch {
-		case err == nil:
-			l.log.Info("took lock after waiting", "key", key, "waited", time.Since(start))
-			return lk, nil
-		case !errors.Is(err, errTaken):
-			return nil, err
-		}
-		// Lost the race: the winner's entry is on its way to the watcher.
+		timer.Stop()
 	}
 }
 
@@ -524,48 +558,83 @@ func (lk *Lock) setRevision(rev uint64) {
 }
 
 // current reads who holds key now, and the key's revision; a zero Holder
-// means nobody does. It asks the stream's leader: kv.Get is a direct get,
-// which any replica may answer, and one still catching up after a failover
-// says that nobody holds a lock the leader has just refused to create.
+// means nobody does (read).
 func (l *Locker) current(ctx context.Context, key string) (Holder, uint64, error) {
+	k, err := l.read(ctx, key)
+	return k.holder, k.rev, err
+}
+
+// keyState is a lock's key as read: who holds it (a zero Holder: nobody),
+// the key's revision, and when the server expires it unless it is renewed
+// (zero when nobody holds it, or it has no TTL).
+type keyState struct {
+	holder  Holder
+	rev     uint64
+	expires time.Time
+}
+
+// read reads the lock's key, with its headers (the TTL's, the markers'),
+// from the stream's leader, as kv.Get does on a bucket that allows no
+// direct get (streams/KV_locks.json): a replica still catching up after a
+// failover would say that nobody holds a lock the leader has just refused
+// to create.
+func (l *Locker) read(ctx context.Context, key string) (keyState, error) {
 	req, err := json.Marshal(struct {
 		LastBySubject string `json:"last_by_subj"`
 	}{l.subject + key})
 	if err != nil {
-		return Holder{}, 0, err
+		return keyState{}, err
 	}
 	msg, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.stream, req)
 	if err != nil {
-		return Holder{}, 0, err
+		return keyState{}, err
 	}
 	var resp struct {
 		Message *struct {
-			Seq     uint64 `json:"seq"`
-			Headers []byte `json:"hdrs"`
-			Data    []byte `json:"data"`
+			Seq     uint64    `json:"seq"`
+			Headers []byte    `json:"hdrs"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
 		} `json:"message"`
 		Error *jetstream.APIError `json:"error"`
 	}
 	switch err := json.Unmarshal(msg.Data, &resp); {
 	case err != nil:
-		return Holder{}, 0, fmt.Errorf("read lock %s: %w", key, err)
+		return keyState{}, fmt.Errorf("read lock %s: %w", key, err)
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return Holder{}, 0, nil
+		return keyState{}, nil
 	case resp.Error != nil:
-		return Holder{}, 0, fmt.Errorf("read lock %s: %w", key, resp.Error)
+		return keyState{}, fmt.Errorf("read lock %s: %w", key, resp.Error)
 	case resp.Message == nil:
-		return Holder{}, 0, fmt.Errorf("read lock %s: %w", key, jetstream.ErrInvalidJetStreamResponse)
+		return keyState{}, fmt.Errorf("read lock %s: %w", key, jetstream.ErrInvalidJetStreamResponse)
 	}
+	k := keyState{rev: resp.Message.Seq}
 	if len(resp.Message.Headers) > 0 {
 		h, err := nats.DecodeHeadersMsg(resp.Message.Headers)
 		if err != nil {
-			return Holder{}, 0, fmt.Errorf("read lock %s: %w", key, err)
+			return keyState{}, fmt.Errorf("read lock %s: %w", key, err)
 		}
 		if op := h.Get(kvOperationHeader); op == "DEL" || op == "PURGE" || h.Get(jetstream.MarkerReasonHeader) != "" {
-			return Holder{}, resp.Message.Seq, nil // released, or expired
+			return k, nil // released, or expired
+		}
+		if ttl, ok := messageTTL(h.Get(jetstream.MsgTTLHeader)); ok {
+			k.expires = resp.Message.Time.Add(ttl)
 		}
 	}
-	return decodeHolder(resp.Message.Data), resp.Message.Seq, nil
+	k.holder = decodeHolder(resp.Message.Data)
+	return k, nil
+}
+
+// messageTTL reads a Nats-TTL header: a duration ("12m0s", as the lock
+// writes it) or whole seconds ("720", as the server may).
+func messageTTL(v string) (time.Duration, bool) {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, true
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	return 0, false
 }
 
 // Held reads who holds the lock of key now, as `nats kv get locks <key>`

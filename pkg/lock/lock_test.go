@@ -467,7 +467,7 @@ func TestNewChecksBucket(t *testing.T) {
 				jsc = rawJS(t, srv)
 				sc := *tc.stream
 				sc.Name, sc.Subjects = "KV_"+events.BucketLocks, []string{"$KV." + events.BucketLocks + ".>"}
-				sc.AllowRollup, sc.AllowDirect = true, true
+				sc.AllowRollup = true
 				_, err := jsc.CreateStream(ctx, sc)
 				is.NoErr(err)
 			}
@@ -627,3 +627,28 @@ func (r *logRecorder) waitFor(t *testing.T, msg string) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestAnAnswerReflectedOntoTheKeyMakesNoSecondHolder is the review's
+// attack on the locks (issue 27): a user that may publish to any stream
+// (the portals', on optimo.plan.requested) set a lock's key as its
+// publish's reply subject, which nats-server checks against no permission,
+// and JetStream stored its pub-ack there. A value no taker wrote is someone
+// else's hold: the holder learns at its next renewal that it lost the lock,
+// and no one else takes it over the value.
+func TestAnAnswerReflectedOntoTheKeyMakesNoSecondHolder(t *testing.T) {
+	is := is.New(t)
+	ctx := testContext(t)
+	srv := natstest.Server(t)
+	cfg := lock.Config{TTL: 2 * time.Second, Wait: time.Second, Renew: 100 * time.Millisecond}
+	a, nc, _ := newLocker(t, srv, cfg)
+	b, _, _ := newLocker(t, srv, cfg)
+	la, err := a.Take(ctx, lock.KeyOptimoPlan)
+	is.NoErr(err)
+	is.NoErr(nc.PublishMsg(&nats.Msg{Subject: events.SubjectOptimoPlan, Reply: "$KV." + events.BucketLocks + "." + lock.KeyOptimoPlan, Data: []byte(`{}`)}))
+	waitDone(t, ctx, la)
+	is.True(errors.Is(context.Cause(la.Context()), lock.ErrLost)) // a knows it lost the lock
+	_, err = b.Take(ctx, lock.KeyOptimoPlan)
+	is.True(errors.Is(err, lock.ErrBusy)) // and b does not take it over the pub-ack
+	var busy *lock.BusyError
+	is.True(errors.As(err, &busy) && strings.Contains(busy.Holder.String(), `"stream"`)) // saying what holds it
+}

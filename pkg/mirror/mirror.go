@@ -8,6 +8,7 @@ package mirror
 
 import (
 	"strings"
+	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -60,5 +61,15 @@ func Job(j prime.Job) store.Job {
 		Postcode:                    j.Address.Postcode,
 		PrimaryContactID:            strings.ToLower(j.PrimaryContactID),
 		Attributes:                  string(j.Raw),
+		AskedUTC:                    asked(j.Asked),
 	}
+}
+
+// asked is when a job's call went out, less the hosts' clock skew: the
+// mirror's row is stamped by another clock (store.Job.AskedUTC).
+func asked(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(-prime.AnswerSkew)
 }

@@ -56,19 +56,20 @@ type Permissions struct {
 // The JetStream API subjects (nats-io/nats.go jetstream/api.go) a process
 // uses.
 const (
-	jsAPI     = "$JS.API."
-	jsAck     = "$JS.ACK."
-	jsFlowCtl = "$JS.FC."
-	srv       = "$SRV."
+	jsAPI = "$JS.API."
+	jsAck = "$JS.ACK."
+	srv   = "$SRV."
 )
 
 // For is the permissions of r. A service's: its subjects; its streams'
 // info, which it checks at start (never create, update, purge or delete:
 // the operators' step makes them, events.Apply); its consumers' info,
 // next and acks (never create: a consumer's maker chooses where a push
-// consumer delivers); its requests; its locks' key and the bucket reads
-// and watches that take it, and the Prime budget's key alike if it calls
-// Prime; its micro services' endpoints and the $SRV discovery subjects;
+// consumer delivers); its requests; its locks' keys, read, written and
+// watched (a subscription to the key: no consumer), and the Prime budget's
+// key alike if it calls Prime, with the answers the others share, and its
+// own to write for the calls it shares (events.Role.SharesAnswers); its
+// micro services' endpoints and the $SRV discovery subjects;
 // replies on its own inbox prefix. The portals', which are not a service:
 // their subject, and their replies.
 func For(r events.Role) (Permissions, error) {
@@ -94,12 +95,22 @@ func For(r events.Role) (Permissions, error) {
 	}
 	pub(r.Requests...)
 	for _, k := range r.Locks {
-		pub(kvKey(events.BucketLocks, events.StreamLocks, k)...)
+		key := kvKey(events.BucketLocks, k)
+		pub(key)
+		pub(kvRead(events.StreamLocks))
+		sub(key)
 	}
 	if r.CallsPrime {
-		pub(kvKey(events.BucketPrimeBudget, events.StreamPrimeBudget, events.PrimeBudgetKey)...)
-		answers := "$KV." + events.BucketPrimeAnswers + ".>" // a key a request: read and written, never watched
-		pub(answers, jsAPI+"DIRECT.GET."+events.StreamPrimeAnswers+"."+answers, jsAPI+"STREAM.MSG.GET."+events.StreamPrimeAnswers)
+		key := kvKey(events.BucketPrimeBudget, events.PrimeBudgetKey)
+		pub(key)
+		pub(kvRead(events.StreamPrimeBudget))
+		sub(key)
+		// A key a request, read and never watched: any role's answers read,
+		// its own written, for the calls it shares alone.
+		pub(kvRead(events.StreamPrimeAnswers))
+		for _, endpoint := range r.SharesAnswers {
+			pub(kvKey(events.BucketPrimeAnswers, events.PrimeAnswerKey(r.Name, endpoint, "*")))
+		}
 	}
 	sub(r.InboxPrefix() + ".>")
 	sub(r.Subscribes...)
@@ -133,7 +144,7 @@ func ForOperatorsReadOnly() Permissions {
 	p.Publish = []string{jsAPI + "INFO", jsAPI + "STREAM.NAMES", jsAPI + "STREAM.LIST", jsAPI + "STREAM.INFO.*",
 		jsAPI + "CONSUMER.NAMES.*", jsAPI + "CONSUMER.LIST.*", jsAPI + "CONSUMER.INFO.*.*"}
 	for _, stream := range []string{events.StreamLocks, events.StreamPrimeBudget} {
-		p.Publish = append(p.Publish, jsAPI+"DIRECT.GET."+stream+".>", jsAPI+"STREAM.MSG.GET."+stream)
+		p.Publish = append(p.Publish, jsAPI+"STREAM.MSG.GET."+stream)
 	}
 	for _, verb := range []string{"PING", "INFO", "STATS"} {
 		p.Publish = append(p.Publish, srv+verb, srv+verb+".>")
@@ -142,17 +153,25 @@ func ForOperatorsReadOnly() Permissions {
 	return p
 }
 
-// kvKey is what reading, writing and watching one key of a bucket (in its
-// stream) takes.
-func kvKey(bucket, stream, k string) []string {
-	key := "$KV." + bucket + "." + k
-	return []string{key,
-		jsAPI + "DIRECT.GET." + stream + "." + key,
-		jsAPI + "STREAM.MSG.GET." + stream,
-		jsAPI + "CONSUMER.CREATE." + stream + ".*." + key, // a watch's ordered consumer
-		jsAPI + "CONSUMER.DELETE." + stream + ".*",
-		jsFlowCtl + stream + ".>"}
-}
+// kvKey is the subject of key k of a bucket: written by a publish to it,
+// and watched by a subscription to it (pkg/events.WatchKey), which takes no
+// consumer. No role may create a consumer on a bucket: nats-server does not
+// check where a push consumer delivers against its maker's permissions, so
+// a user that may make one on its key could have the server deliver the
+// key's value, which it writes, to any subject.
+func kvKey(bucket, k string) string { return "$KV." + bucket + "." + k }
+
+// kvRead is what reading a key of stream's bucket takes: the leader's
+// message get (a KV Get on a bucket without allow_direct), which names no
+// key, so a role that may read one key may read any of the bucket. Never a
+// direct get: its answer is the stored message itself, body and headers,
+// published to the request's reply subject, which nats-server checks
+// against no permission, so a role that may write a key and direct-get it
+// writes any body onto any subject (issue 27's review: a forged Prime
+// answer under job-mirror's key); no stream allows them (streams/). A
+// message get's answer is JSON wrapping the message, with none of its
+// headers: what it reflects, its readers refuse as not their own.
+func kvRead(stream string) string { return jsAPI + "STREAM.MSG.GET." + stream }
 
 func dedupe(s []string) []string {
 	var out []string

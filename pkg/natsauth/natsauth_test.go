@@ -376,7 +376,7 @@ func TestOperatorsReadOnly(t *testing.T) {
 	is.NoErr(err)
 	_, err = s.GetMsg(short(t), 1)
 	is.True(err != nil) // but no message
-	ro.refused(t, "a webhook", "$JS.API.DIRECT.GET."+events.StreamWebhook)
+	ro.refused(t, "a webhook", "$JS.API.STREAM.MSG.GET."+events.StreamWebhook)
 	is.True(s.Purge(short(t)) != nil)
 	ro.refused(t, "purge", "$JS.API.STREAM.PURGE."+events.StreamWebhook)
 	cfg := s.CachedInfo().Config

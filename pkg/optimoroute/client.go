@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -48,7 +49,9 @@ const maxBody = 64 << 20
 
 // Config is the client's configuration, read from the environment.
 type Config struct {
-	// APIURL is the base URL that operations are appended to.
+	// APIURL is the base URL that operations are appended to. Every
+	// request carries the key: https only, http to a loopback address
+	// alone (secureurl.Check).
 	APIURL string `env:"OPTIMOROUTE_API_URL" envDefault:"https://api.optimoroute.com/v1"`
 	// APIKey is the account's Web Service API key. A secret: it is sent
 	// only in the query string and never logged or put in an error.
@@ -67,9 +70,11 @@ type Config struct {
 // environment, every number has a default of its own.
 func (c Config) Validate() error {
 	var bad error
-	switch base, err := url.Parse(c.APIURL); {
-	case err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "":
-		bad = config.Refuse("OPTIMOROUTE_API_URL", "want an absolute http(s) URL")
+	base, _ := url.Parse(c.APIURL)
+	switch insecure := secureurl.Check(c.APIURL); {
+	case insecure != nil:
+		// Every request carries the key in its query.
+		bad = config.Refuse("OPTIMOROUTE_API_URL", "%v", insecure)
 	case base.RawQuery != "":
 		bad = config.Refuse("OPTIMOROUTE_API_URL", "must not carry a query; the key goes in OPTIMOROUTE_API_KEY")
 	}
@@ -87,7 +92,9 @@ func (c Config) CheckKey() error {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient makes the Client send its requests through hc.
+// WithHTTPClient makes the Client send its requests through a copy of hc
+// that follows no redirect (a 3xx is an *APIError): one that kept the
+// query would take the key to wherever it points.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.http = hc }
 }
@@ -108,8 +115,8 @@ type Client struct {
 	inFlight prometheus.Gauge
 }
 
-// New returns a Client for cfg. It fails when the URL is not absolute http(s)
-// or the key is empty.
+// New returns a Client for cfg. It fails when Validate or CheckKey does: a
+// URL that is not https (or http to a loopback address), an empty key.
 func New(cfg Config, opts ...Option) (*Client, error) {
 	if cfg.MaxConcurrent == 0 {
 		cfg.MaxConcurrent = 5
@@ -145,6 +152,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	c.http = secureurl.NoRedirectClient(c.http)
 	return c, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +95,42 @@ func TestConfigFromEnvironment(t *testing.T) {
 			})
 		}
 	})
+	// Every request carries the key in its query.
+	t.Run("plain http elsewhere", func(t *testing.T) {
+		is := is.New(t)
+		_, err := optimoroute.New(optimoroute.Config{APIURL: "http://api.optimoroute.com/v1", APIKey: "k"})
+		is.True(err != nil && strings.Contains(err.Error(), "OPTIMOROUTE_API_URL: must be https")) // refused, naming the variable
+		_, err = optimoroute.New(optimoroute.Config{APIURL: "http://127.0.0.1:8081/optimoroute", APIKey: "k"})
+		is.NoErr(err) // but for this machine (make run's simulator)
+	})
+}
+
+// A redirect is never followed: one that keeps the request's query (a
+// move to another host, http to https) would carry the key to its target,
+// and a 307 the orders too. The 3xx is the answer, an error.
+func TestFollowsNoRedirect(t *testing.T) {
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		fmt.Fprint(w, `{"success":true,"routes":[]}`)
+	}))
+	defer elsewhere.Close()
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	for name, opts := range map[string][]optimoroute.Option{"own client": nil, "client given": {optimoroute.WithHTTPClient(&http.Client{})}} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			c, err := optimoroute.New(optimoroute.Config{APIURL: redirecting.URL + "/v1", APIKey: testKey}, opts...)
+			is.NoErr(err)
+			_, err = c.GetRoutes(ctx(t), "2026-03-02")
+			is.Equal(reached.Load(), int32(0)) // the redirect's target got nothing, the key least of all
+			var api *optimoroute.APIError
+			is.True(errors.As(err, &api))                          // refused
+			is.Equal(api.HTTPStatus, http.StatusTemporaryRedirect) // by the redirect itself
+		})
+	}
 }
 
 func TestCreateOrUpdateOrdersChunksAndMapsResults(t *testing.T) {

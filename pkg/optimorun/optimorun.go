@@ -211,17 +211,17 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // request acks a request and owes it a run that starts after it. The run
-// needs nothing from the body, which is read only to log who asked.
+// needs nothing from the body but that it is a request
+// (events.DecodeRunRequest): what is not one is dropped, logged and
+// counted (primeflow_consumer_messages_total{result="drop"}), and runs
+// nothing.
 func (r *Runner) request(_ context.Context, msg jetstream.Msg) error {
-	var req struct {
-		Source string `json:"source"`
-		Reason string `json:"reason"`
-	}
-	if err := json.Unmarshal(msg.Data(), &req); err != nil {
-		r.log.Warn("request is not JSON; running anyway", "err", err)
+	source, reason, err := events.DecodeRunRequest(msg.Data())
+	if err != nil {
+		return consume.Drop(fmt.Errorf("%s: %w", msg.Subject(), err))
 	}
 	r.metrics.Requests.Inc()
-	r.log.Debug("run requested", "source", req.Source, "reason", req.Reason)
+	r.log.Debug("run requested", "source", source, "reason", reason)
 	r.asked.Add(1)
 	r.loop.Request()
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/optimorun"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -170,11 +172,8 @@ func TestAFailedRunRunsAgain(t *testing.T) {
 	is := is.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nc, js := natstest.Connect(t, natstest.Server(t))
-	reg := prometheus.NewRegistry()
-	m, err := testMetrics().Register(reg)
-	is.NoErr(err)
-	d := service.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), NC: nc, JS: js, Metrics: reg}
+	d, m, _ := testDeps(t)
+	js := d.JS
 	outcomes := []error{errors.New("optimoroute: ERR_INTERNAL"), errors.New("optimoroute: HTTP 502"), nil}
 	ran := make(chan int, 10)
 	n := 0
@@ -210,6 +209,19 @@ func TestAFailedRunRunsAgain(t *testing.T) {
 	is.NoErr(<-done)
 }
 
+// testDeps is a runner's dependencies on a server of its own, with the
+// runner's metrics registered.
+func testDeps(t *testing.T) (service.Deps, optimorun.Metrics, *prometheus.Registry) {
+	t.Helper()
+	nc, js := natstest.Connect(t, natstest.Server(t))
+	reg := prometheus.NewRegistry()
+	m, err := testMetrics().Register(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return service.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), NC: nc, JS: js, Metrics: reg}, m, reg
+}
+
 // testConsumer makes the runner's consumer, as the operators' step makes
 // the services'.
 func testConsumer(t *testing.T, js jetstream.JetStream) events.Consumer {
@@ -219,4 +231,52 @@ func testConsumer(t *testing.T, js jetstream.JetStream) events.Consumer {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestAnAnswerReflectedOntoTheSubjectRunsNothing is the review's attack on
+// the run requests (issue 27): a user that may publish to a stream set the
+// request subject as its publish's reply subject, which nats-server checks
+// against no permission, and JetStream stored its pub-ack there as a
+// request. What is not a request names no source: it is dropped and
+// counted, and runs nothing; a request after it runs as before.
+func TestAnAnswerReflectedOntoTheSubjectRunsNothing(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, m, reg := testDeps(t)
+	nc, js := d.NC, d.JS
+	ran := make(chan struct{}, 10)
+	r, err := optimorun.New(ctx, optimorun.Spec{Name: "test", Consumer: testConsumer(t, js),
+		LockKey: lock.KeyOptimoCreate, Lock: lock.Config{TTL: time.Minute, Wait: time.Second}, Metrics: m}, d, func(context.Context) error {
+		ran <- struct{}{}
+		return nil
+	})
+	is.NoErr(err)
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+
+	is.NoErr(nc.PublishMsg(&nats.Msg{Subject: events.SubjectOptimoPlan, Reply: events.SubjectOptimoCreate, Data: []byte(`{}`)}))
+	dropped := func() float64 {
+		mfs, err := reg.Gather()
+		is.NoErr(err)
+		for _, mf := range mfs {
+			for _, mm := range mf.GetMetric() {
+				if mf.GetName() == "primeflow_consumer_messages_total" && slices.ContainsFunc(mm.GetLabel(), func(l *dto.LabelPair) bool { return l.GetValue() == "drop" }) {
+					return mm.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	flowtest.Eventually(t, "the pub-ack dropped", func() bool { return dropped() == 1 })
+	is.Equal(testutil.ToFloat64(m.Requests), 0.0) // not taken for a request
+	data, err := json.Marshal(events.CreateRequested{Source: "test"})
+	is.NoErr(err)
+	_, err = js.Publish(ctx, events.SubjectOptimoCreate, data)
+	is.NoErr(err)
+	<-ran                                         // a request runs
+	is.Equal(testutil.ToFloat64(m.Requests), 1.0) // the one request
+	stop()
+	is.NoErr(<-done)
 }

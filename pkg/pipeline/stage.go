@@ -13,6 +13,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/logging"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
+	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
@@ -84,6 +85,31 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrUnavailable) true.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
+// The labels of what an event waits for, as events.Done.Wait and the
+// metrics name them (WaitLabel).
+const (
+	// WaitRateLimited: Prime answered 429, or the client holds its calls
+	// (prime.ErrRateLimited).
+	WaitRateLimited = "rate_limited"
+	// WaitPrimeUnavailable: Prime answered 5xx or not at all
+	// (prime.ErrUnavailable: pkg/prime/outage.go).
+	WaitPrimeUnavailable = "prime_unavailable"
+	// WaitUnavailable: a service the stage asks did not answer
+	// (ErrUnavailable: job-mirror's ensure-job), or any other wait.
+	WaitUnavailable = "unavailable"
+)
+
+// WaitLabel is the label of what err, a retry.Waiter, makes an event wait for.
+func WaitLabel(err error) string {
+	switch {
+	case errors.Is(err, prime.ErrRateLimited):
+		return WaitRateLimited
+	case errors.Is(err, prime.ErrUnavailable):
+		return WaitPrimeUnavailable
+	}
+	return WaitUnavailable
+}
+
 // Stage finishes log rows for the handlers of one service. Handler needs
 // all four; Fail and Announce need no Outbox.
 type Stage struct {
@@ -150,7 +176,7 @@ func (s *Stage) Handler(work Work) consume.Handler {
 			// The lane waits and hands the event over again; the row is
 			// left as it was.
 			log.Info("the event waits, no attempt counted", "retryAfter", after, "err", err)
-			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeWait, RetryAfterMS: after.Milliseconds()})
+			s.Announce(events.Done{LogID: ev.LogID, Outcome: events.OutcomeWait, RetryAfterMS: after.Milliseconds(), Wait: WaitLabel(err)})
 			return nil
 		}
 		_, err = s.Fail(ctx, ev.LogID, fin.JobID, err)

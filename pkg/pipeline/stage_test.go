@@ -373,7 +373,7 @@ func TestAnUnavailableServiceMakesTheEventWait(t *testing.T) {
 			Err: fmt.Errorf("ensure job: %w", nats.ErrNoResponders)}
 	})
 	e.dispatch(id, 1)
-	is.Equal(e.announced(), events.Done{LogID: id, Outcome: events.OutcomeWait, RetryAfterMS: 1500}) // the lane waits, as for a rate limit
+	is.Equal(e.announced(), events.Done{LogID: id, Outcome: events.OutcomeWait, RetryAfterMS: 1500, Wait: pipeline.WaitUnavailable}) // the lane waits, as for a rate limit, for job-mirror
 	flowtest.Eventually(t, "the message acked", func() bool { return e.ackPending() == 0 })
 	row := e.Row(id)
 	is.Equal(row.ProcessAttempts, 0) // no attempt recorded

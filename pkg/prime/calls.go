@@ -22,20 +22,22 @@ const (
 	pathStatusHistories      = "/status-histories"      // assumed
 )
 
-// Endpoint names, as counted in Stats and the metrics.
+// Endpoint names, as counted in Stats and the metrics. The records' are
+// exported: a role of pkg/events names the calls whose answers it shares
+// (events.Role.SharesAnswers).
 const (
 	endpointToken                = "token"
-	endpointJob                  = "jobs.get"
-	endpointJobs                 = "jobs.list"
-	endpointAppointment          = "appointments.get"
-	endpointAppointments         = "appointments.list"
-	endpointAllocation           = "allocations.get"
-	endpointJobAllocations       = "allocations.list"
-	endpointSiteForms            = "site-forms.list"
-	endpointEstimates            = "estimates.list"
-	endpointContact              = "contacts.get"
-	endpointContactRelationships = "contact-relationships.list"
-	endpointStatusHistories      = "status-histories.list"
+	EndpointJob                  = "jobs.get"
+	EndpointJobs                 = "jobs.list"
+	EndpointAppointment          = "appointments.get"
+	EndpointAppointments         = "appointments.list"
+	EndpointAllocation           = "allocations.get"
+	EndpointJobAllocations       = "allocations.list"
+	EndpointSiteForms            = "site-forms.list"
+	EndpointEstimates            = "estimates.list"
+	EndpointContact              = "contacts.get"
+	EndpointContactRelationships = "contact-relationships.list"
+	EndpointStatusHistories      = "status-histories.list"
 )
 
 // GetJob fetches a job by its GUID or by the numeric reference Prime's
@@ -45,7 +47,9 @@ func (c *Client) GetJob(ctx context.Context, identifier string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	return getOne[Job](ctx, c, endpointJob, p)
+	j, asked, err := getOneAsked[Job](ctx, c, EndpointJob, p)
+	j.Asked = asked
+	return j, err
 }
 
 // ListJobsUpdatedSince fetches one page, from 1, of the jobs updated at
@@ -57,7 +61,7 @@ func (c *Client) GetJob(ctx context.Context, identifier string) (Job, error) {
 // pushing a job already listed onto the page that follows.
 func (c *Client) ListJobsUpdatedSince(ctx context.Context, since time.Time, page int) (Page[Job], error) {
 	q := url.Values{"q": {filter("updatedAt", "gte", since.UTC().Format(TimeLayout))}, "order": {"updatedAt|DESC"}}
-	return getPage[Job](ctx, c, endpointJobs, pathJobs, q, page)
+	return getPage[Job](ctx, c, EndpointJobs, pathJobs, q, page)
 }
 
 // GetAppointment fetches an appointment (assumed GET /appointments/{id}).
@@ -66,7 +70,7 @@ func (c *Client) GetAppointment(ctx context.Context, id string) (Appointment, er
 	if err != nil {
 		return Appointment{}, err
 	}
-	return getOne[Appointment](ctx, c, endpointAppointment, p)
+	return getOne[Appointment](ctx, c, EndpointAppointment, p)
 }
 
 // ListAppointmentsByStartDate fetches, all pages, the appointments whose
@@ -80,7 +84,7 @@ func (c *Client) ListAppointmentsByStartDate(ctx context.Context, from, to time.
 	}
 	q := url.Values{"q": {filter("startDate", "gte", from.UTC().Format(TimeLayout)) + "," +
 		filter("startDate", "lt", to.UTC().Format(TimeLayout))}}
-	return getAll[Appointment](ctx, c, endpointAppointments, pathAppointments, q)
+	return getAll[Appointment](ctx, c, EndpointAppointments, pathAppointments, q)
 }
 
 // GetAllocation fetches an allocation.
@@ -89,7 +93,7 @@ func (c *Client) GetAllocation(ctx context.Context, id string) (Allocation, erro
 	if err != nil {
 		return Allocation{}, err
 	}
-	return getOne[Allocation](ctx, c, endpointAllocation, p)
+	return getOne[Allocation](ctx, c, EndpointAllocation, p)
 }
 
 // ListJobAllocations fetches every allocation of a job, all pages.
@@ -98,7 +102,7 @@ func (c *Client) ListJobAllocations(ctx context.Context, jobID string) ([]Alloca
 	if err != nil {
 		return nil, err
 	}
-	return getAll[Allocation](ctx, c, endpointJobAllocations, pathAllocations, q)
+	return getAll[Allocation](ctx, c, EndpointJobAllocations, pathAllocations, q)
 }
 
 // GetSiteFormsByJob fetches the site forms that hang off a job: objectType
@@ -108,7 +112,7 @@ func (c *Client) GetSiteFormsByJob(ctx context.Context, jobID string) ([]SiteFor
 	if err != nil {
 		return nil, err
 	}
-	return getAll[SiteForm](ctx, c, endpointSiteForms, pathSiteForms, q)
+	return getAll[SiteForm](ctx, c, EndpointSiteForms, pathSiteForms, q)
 }
 
 // GetEstimatesByJob fetches a job's estimates with their categories and line
@@ -118,7 +122,7 @@ func (c *Client) GetEstimatesByJob(ctx context.Context, jobID string) ([]Estimat
 	if err != nil {
 		return nil, err
 	}
-	return getAll[Estimate](ctx, c, endpointEstimates, pathEstimates, q)
+	return getAll[Estimate](ctx, c, EndpointEstimates, pathEstimates, q)
 }
 
 // GetContact fetches a contact.
@@ -127,7 +131,7 @@ func (c *Client) GetContact(ctx context.Context, id string) (Contact, error) {
 	if err != nil {
 		return Contact{}, err
 	}
-	return getOne[Contact](ctx, c, endpointContact, p)
+	return getOne[Contact](ctx, c, EndpointContact, p)
 }
 
 // GetJobContactRelationships fetches the contacts linked to a job (§5.2).
@@ -136,7 +140,7 @@ func (c *Client) GetJobContactRelationships(ctx context.Context, jobID string) (
 	if err != nil {
 		return nil, err
 	}
-	return getAll[ContactRelationship](ctx, c, endpointContactRelationships, pathContactRelationships, q)
+	return getAll[ContactRelationship](ctx, c, EndpointContactRelationships, pathContactRelationships, q)
 }
 
 // GetJobStatusHistories fetches a job's status changes.
@@ -145,7 +149,7 @@ func (c *Client) GetJobStatusHistories(ctx context.Context, jobID string) ([]Sta
 	if err != nil {
 		return nil, err
 	}
-	return getAll[StatusHistory](ctx, c, endpointStatusHistories, pathStatusHistories, q)
+	return getAll[StatusHistory](ctx, c, EndpointStatusHistories, pathStatusHistories, q)
 }
 
 func itemPath(collection, id string) (string, error) {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 )
 
 // MediaType is the Accept header Prime requires on every request, the token
@@ -76,7 +77,10 @@ type options struct {
 }
 
 // WithHTTPClient sets the HTTP client (default: a new one). Its Timeout
-// should be zero or above Config.Timeout, which bounds each request.
+// should be zero or above Config.Timeout, which bounds each request. The
+// client sends through a copy of it that follows no redirect (a 3xx is an
+// *APIError): a redirect would take the token call's credentials, or a
+// call's bearer token, to wherever it points.
 func WithHTTPClient(hc *http.Client) Option { return func(o *options) { o.hc = hc } }
 
 // WithLogger sets the logger (default: discard).
@@ -109,7 +113,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	c := &Client{
 		cfg:   cfg,
 		base:  strings.TrimRight(cfg.URL, "/"),
-		hc:    o.hc,
+		hc:    secureurl.NoRedirectClient(o.hc),
 		log:   o.log,
 		clock: o.clock,
 		m:     newMetrics(o.name),

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -454,6 +455,37 @@ func TestServerErrorCarriesStatusAndDetail(t *testing.T) {
 	is.True(strings.Contains(err.Error(), "jobs.get: 503"))        // named in the message
 	is.True(!errors.Is(err, prime.ErrNotFound))                    // not a not-found
 	is.Equal(e.sim.Stats().ByEndpoint["GET /jobs/{id}"], int64(1)) // not retried
+}
+
+// A redirect is never followed: a 307 from the token endpoint would post
+// the client secret and the password to wherever it points. The 3xx is the
+// answer, a refusal, whatever client the caller gives.
+func TestFollowsNoRedirect(t *testing.T) {
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		fmt.Fprint(w, `{"access_token":"t","expires_in":3600}`)
+	}))
+	defer elsewhere.Close()
+	e := newWrappedEnv(t, primesim.Options{}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/oauth/token") {
+				http.Redirect(w, r, elsewhere.URL+"/oauth/token", http.StatusTemporaryRedirect)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	for name, opts := range map[string][]prime.Option{"own client": nil, "client given": {prime.WithHTTPClient(&http.Client{})}} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			_, err := e.client(t, nil, opts...).GetJob(context.Background(), fixtureJob)
+			var apiErr *prime.APIError
+			is.True(errors.As(err, &apiErr))                          // refused
+			is.Equal(apiErr.StatusCode, http.StatusTemporaryRedirect) // by the redirect itself
+			is.Equal(reached.Load(), int32(0))                        // whose target got nothing, the secrets least of all
+		})
+	}
 }
 
 func TestRateLimitedCallHoldsFurtherCalls(t *testing.T) {

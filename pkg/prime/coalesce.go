@@ -46,12 +46,20 @@ type Answer struct {
 }
 
 // AnswerStore shares answers between the processes of a deployment
-// (pkg/primebudget.Answers). Get returns the answer stored for key, Put
-// stores one; both are best effort, and a store out of reach has none.
+// (pkg/primebudget.Answers). Get returns the answer stored for key, a call
+// of endpoint (EndpointJob …), by a writer the store believes for that
+// call; Put stores one; both are best effort, and a store out of reach has
+// none.
 type AnswerStore interface {
-	Get(ctx context.Context, key string) (Answer, bool)
-	Put(ctx context.Context, key string, a Answer)
+	Get(ctx context.Context, endpoint, key string) (Answer, bool)
+	Put(ctx context.Context, endpoint, key string, a Answer)
 }
+
+// AnswerSkew is how far after now an answer may say it was sent and still
+// be believed: the hosts' clocks differ by a little. An answer from further
+// on is no answer Prime gave: believed, it would serve every call for its
+// record, and never give way to a newer one, until its time came.
+const AnswerSkew = 2 * time.Second
 
 // WithSharedAnswers has the client reuse the answers other processes got
 // from Prime, and share its own, through s.
@@ -119,7 +127,10 @@ func (f *flight) raise(p Priority) bool {
 func (c *Client) fetch(ctx context.Context, endpoint, key string, call func(context.Context) (Answer, error)) (Answer, error) {
 	co := c.co
 	if co == nil {
-		return call(ctx)
+		// Nothing to reuse, but when the call went out (Job.Asked).
+		f := &flight{}
+		f.boost.Store(int32(PriorityOf(ctx)))
+		return ask(ctx, f, call)
 	}
 	notBefore := EventTimeOf(ctx)
 	if notBefore.IsZero() {
@@ -165,31 +176,39 @@ func (c *Client) fetch(ctx context.Context, endpoint, key string, call func(cont
 		co.mu.Unlock()
 
 		if co.shared != nil {
-			if a, ok := co.shared.Get(ctx, key); ok && co.serves(a, notBefore, co.clock.Now()) {
+			if a, ok := co.shared.Get(ctx, endpoint, key); ok && co.serves(a, notBefore, co.clock.Now()) {
 				co.finish(key, f, lead, a, nil)
 				c.m.coalesced(callerOf(ctx), coalescedShared)
 				return a, nil
 			}
 		}
-		a, err := call(context.WithValue(ctx, flightKey{}, f))
-		if sent := f.sent.Load(); sent != 0 {
-			a.Sent = time.Unix(0, sent)
-		}
+		a, err := ask(ctx, f, call)
 		if errors.Is(err, ErrNotFound) {
 			a = Answer{Sent: a.Sent, NotFound: true}
 		}
 		co.finish(key, f, lead, a, err)
 		if (err == nil || a.NotFound) && co.shared != nil && !a.Sent.IsZero() {
-			co.shared.Put(ctx, key, a)
+			co.shared.Put(ctx, endpoint, key, a)
 		}
 		return a, err
 	}
 }
 
+// ask makes call as flight f: its answer says when its first request went
+// out.
+func ask(ctx context.Context, f *flight, call func(context.Context) (Answer, error)) (Answer, error) {
+	a, err := call(context.WithValue(ctx, flightKey{}, f))
+	if sent := f.sent.Load(); sent != 0 {
+		a.Sent = time.Unix(0, sent)
+	}
+	return a, err
+}
+
 // serves reports whether a, kept at now, may answer a call that needs an
-// answer sent no earlier than notBefore.
+// answer sent no earlier than notBefore: and not one sent after now
+// (AnswerSkew), which no call has had yet.
 func (co *coalescer) serves(a Answer, notBefore, now time.Time) bool {
-	return !a.Sent.Before(notBefore) && now.Sub(a.Sent) <= co.keep
+	return !a.Sent.Before(notBefore) && now.Sub(a.Sent) <= co.keep && !a.Sent.After(now.Add(AnswerSkew))
 }
 
 // finish ends a flight: those waiting on it get its answer, and an answer

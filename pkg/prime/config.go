@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 )
 
 // Config is the client's configuration, read from the environment with
@@ -22,6 +23,8 @@ import (
 // (pkg/primebudget), so each is given the whole account's.
 type Config struct {
 	// URL is Prime's API base, e.g. https://www.primeeco.tech/api.prime/v2.
+	// The token call posts the credentials there: https only, http to a
+	// loopback address alone (secureurl.Check).
 	URL string `env:"PRIME_API_URL"`
 	// ClientID, ClientSecret, Username and Password are the OAuth2
 	// password-grant credentials. Never log them.
@@ -66,9 +69,33 @@ type Config struct {
 	OutageBackoff retry.Backoff `env:"PRIME_OUTAGE_BACKOFF" envDefault:"1s,2s,4s,8s,15s,30s,1m" envSeparator:","`
 }
 
-// Enabled reports whether a Prime URL is configured. Without one the
-// all-in-one process runs primesim instead.
-func (c Config) Enabled() bool { return c.URL != "" }
+// Enabled reports whether Prime is real: its URL or any of its
+// credentials given (Given). Without them the all-in-one process runs
+// primesim instead; with a credential and no URL, Validate refuses to
+// start rather than run the simulator beside a real Prime's secrets.
+func (c Config) Enabled() bool { return c.Given() != "" }
+
+// Given names the first of Prime's address and credentials that is set,
+// "" when none is.
+func (c Config) Given() string {
+	if c.URL != "" {
+		return "PRIME_API_URL"
+	}
+	for _, f := range c.credentials() {
+		if f.value != "" {
+			return f.name
+		}
+	}
+	return ""
+}
+
+// credentials are Prime's credentials by their variables.
+func (c Config) credentials() []struct{ name, value string } {
+	return []struct{ name, value string }{
+		{"PRIME_CLIENT_ID", c.ClientID}, {"PRIME_CLIENT_SECRET", c.ClientSecret},
+		{"PRIME_USERNAME", c.Username}, {"PRIME_PASSWORD", c.Password},
+	}
+}
 
 // LogValue logs the configuration without its secrets.
 func (c Config) LogValue() slog.Value {
@@ -127,19 +154,19 @@ func (c Config) withDefaults() (Config, error) {
 // default, a 0 is refused as any value out of range is.
 func (c Config) Validate() error {
 	var errs []error
-	u, err := url.Parse(c.URL)
-	switch {
+	u, _ := url.Parse(c.URL)
+	switch insecure := secureurl.Check(c.URL); {
+	case c.URL == "" && c.Given() != "":
+		errs = append(errs, config.Refuse("PRIME_API_URL", "is required: %s is set, so Prime is real", c.Given()))
 	case c.URL == "":
 		errs = append(errs, config.Refuse("PRIME_API_URL", "is required"))
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		errs = append(errs, config.Refuse("PRIME_API_URL", "is not an http(s) URL"))
+	case insecure != nil:
+		// The token call posts the client secret and the password there.
+		errs = append(errs, config.Refuse("PRIME_API_URL", "%v", insecure))
 	case u.User != nil || u.RawQuery != "":
 		errs = append(errs, config.Refuse("PRIME_API_URL", "must not carry credentials or a query"))
 	}
-	for _, f := range []struct{ name, value string }{
-		{"PRIME_CLIENT_ID", c.ClientID}, {"PRIME_CLIENT_SECRET", c.ClientSecret},
-		{"PRIME_USERNAME", c.Username}, {"PRIME_PASSWORD", c.Password},
-	} {
+	for _, f := range c.credentials() {
 		if f.value == "" {
 			errs = append(errs, config.Refuse(f.name, "is required with PRIME_API_URL"))
 		}

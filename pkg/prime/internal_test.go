@@ -154,6 +154,8 @@ func TestConfig(t *testing.T) {
 		is.True(cfg.Enabled())                // a URL is set
 		_, err := New(cfg)
 		is.NoErr(err) // a complete configuration is accepted
+		cfg.URL = "http://127.0.0.1:8081/prime"
+		is.NoErr(cfg.Validate()) // and plain http to this machine (make run's simulator)
 		printed := cfg.String() + cfg.LogValue().String()
 		is.True(!strings.Contains(printed, "secret-value") && !strings.Contains(printed, "password-value")) // secrets not printed
 	})
@@ -165,6 +167,8 @@ func TestConfig(t *testing.T) {
 		{"no URL", func(c *Config) { c.URL = "" }, "PRIME_API_URL: is required"},
 		{"not http", func(c *Config) { c.URL = "ftp://x" }, "not an http(s) URL"},
 		{"credentials in the URL", func(c *Config) { c.URL = "https://u:p@x/api" }, "must not carry credentials"},
+		// The token call posts the client secret and the password there.
+		{"plain http elsewhere", func(c *Config) { c.URL = "http://www.primeeco.tech/api.prime/v2" }, "PRIME_API_URL: must be https"},
 		{"no password", func(c *Config) { c.Password = "" }, "PRIME_PASSWORD: is required with PRIME_API_URL"},
 		{"negative rate", func(c *Config) { c.RatePerMinute = -1 }, "PRIME_RATE_PER_MINUTE: must be above zero"},
 		{"page too big", func(c *Config) { c.PageSize = 501 }, "PRIME_PAGE_SIZE: must be from 1 to 500"},

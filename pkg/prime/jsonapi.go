@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // resource is a JSON:API resource object; relationships and links are not
@@ -63,6 +64,12 @@ func decode[T any, PT recordPtr[T]](endpoint string, r resource) (T, error) {
 // getOne fetches a single-resource document, or reuses the answer of a
 // call for the same record (coalesce.go).
 func getOne[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string) (T, error) {
+	v, _, err := getOneAsked[T, PT](ctx, c, endpoint, path)
+	return v, err
+}
+
+// getOneAsked is getOne, and when the call that Prime answered went out.
+func getOneAsked[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, path string) (T, time.Time, error) {
 	var zero T
 	a, err := c.fetch(ctx, endpoint, endpoint+" "+path, func(ctx context.Context) (Answer, error) {
 		body, err := c.get(ctx, endpoint, path)
@@ -70,13 +77,14 @@ func getOne[T any, PT recordPtr[T]](ctx context.Context, c *Client, endpoint, pa
 	})
 	switch {
 	case err != nil:
-		return zero, err
+		return zero, time.Time{}, err
 	case a.NotFound:
-		return zero, &APIError{StatusCode: http.StatusNotFound, Endpoint: endpoint}
+		return zero, time.Time{}, &APIError{StatusCode: http.StatusNotFound, Endpoint: endpoint}
 	case len(a.Pages) != 1:
-		return zero, fmt.Errorf("prime: %s: an answer of %d pages for one record", endpoint, len(a.Pages))
+		return zero, time.Time{}, fmt.Errorf("prime: %s: an answer of %d pages for one record", endpoint, len(a.Pages))
 	}
-	return decodeOne[T, PT](endpoint, a.Pages[0])
+	v, err := decodeOne[T, PT](endpoint, a.Pages[0])
+	return v, a.Sent, err
 }
 
 // decodeOne reads a single-resource document.

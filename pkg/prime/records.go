@@ -40,6 +40,12 @@ type Job struct {
 	PrimaryContactID string `json:"primaryContactId"`
 	// Raw is the record's attributes object exactly as Prime sent it.
 	Raw json.RawMessage `json:"-"`
+	// Asked is when the call Prime answered went out (GetJob's, or the
+	// call whose answer it reused: coalesce.go); zero for a job that came
+	// otherwise (a list's, FromResource's). An answer to a call sent after
+	// the mirror's row was written says what Prime held since (§8.4:
+	// pkg/store's UpsertJob).
+	Asked time.Time `json:"-"`
 }
 
 // Address is a job's site address.

@@ -271,7 +271,7 @@ func orDefault(n, def int) int {
 func (b *Budget) Run(ctx context.Context) error {
 	tick := time.NewTicker(b.cfg.Lease / 3)
 	defer tick.Stop()
-	var w jetstream.KeyWatcher
+	var w *events.KeyWatch
 	defer func() {
 		if w != nil {
 			w.Stop()
@@ -279,24 +279,21 @@ func (b *Budget) Run(ctx context.Context) error {
 	}()
 	for {
 		if w == nil {
-			w = b.watch(ctx)
+			w = b.watch()
 		}
-		var updates <-chan jetstream.KeyValueEntry
+		var changed <-chan struct{}
 		if w != nil {
-			updates = w.Updates()
+			changed = w.C()
 		}
 		select {
 		case <-ctx.Done():
 			b.leave()
 			return nil
-		case e, ok := <-updates:
-			if !ok {
-				w = nil
-				continue
-			}
-			if e != nil {
-				b.remember(e.Value(), e.Revision(), e.Operation() == jetstream.KeyValuePut)
+		case <-changed:
+			if b.reread(ctx) {
 				b.signal()
+			} else {
+				w.Unchanged()
 			}
 		case <-tick.C:
 			b.beat(ctx)
@@ -306,17 +303,40 @@ func (b *Budget) Run(ctx context.Context) error {
 	}
 }
 
-// watch starts a watcher of the key, or returns nil while NATS does not
-// answer (the next beat tries again).
-func (b *Budget) watch(ctx context.Context) jetstream.KeyWatcher {
-	if !b.nc.IsConnected() {
-		return nil
-	}
-	w, err := b.kv.Watch(ctx, events.PrimeBudgetKey)
+// watch watches the key (events.WatchKey: a subscription to its subject,
+// no consumer), or returns nil when the connection is closed.
+func (b *Budget) watch() *events.KeyWatch {
+	w, err := events.WatchKey(b.nc, events.BucketPrimeBudget, events.PrimeBudgetKey)
 	if err != nil {
 		return nil
 	}
 	return w
+}
+
+// reread reads the key after a write to it was seen, and reports whether
+// it holds a revision newer than the one known (the write may not be
+// stored yet, or may have been refused). A heartbeat's write that
+// conflicts reads it too, so what a missed write changed is learnt within
+// a third of the lease.
+func (b *Budget) reread(ctx context.Context) bool {
+	if !b.nc.IsConnected() {
+		return false
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	e, err := b.kv.Get(ctx, events.PrimeBudgetKey)
+	b.mu.Lock()
+	known := b.rev
+	b.mu.Unlock()
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) && known > 0:
+		b.know(nil, 0, false) // deleted or purged: the budget starts afresh
+		return true
+	case err != nil || e.Revision() <= known:
+		return false
+	}
+	b.remember(e.Value(), e.Revision(), true)
+	return true
 }
 
 // beat writes the process's lease and what it owes the budget, and moves
@@ -341,8 +361,7 @@ func (b *Budget) load(ctx context.Context, fresh bool) (state, uint64, error) {
 	raw, rev, have := b.raw, b.rev, b.rev > 0 || b.raw != nil
 	b.mu.Unlock()
 	if !fresh && have {
-		st, err := decode(raw)
-		return st, rev, err
+		return b.decode(raw), rev, nil
 	}
 	if !b.nc.IsConnected() {
 		return state{}, 0, errUnreachable
@@ -357,13 +376,30 @@ func (b *Budget) load(ctx context.Context, fresh bool) (state, uint64, error) {
 		return state{}, 0, err
 	}
 	b.know(e.Value(), e.Revision(), true)
-	st, err := decode(e.Value())
-	if err != nil {
-		// Not ours (someone put something there): start afresh over it.
-		b.log.Warn("prime budget: the key holds something else; writing it anew", "bucket", events.BucketPrimeBudget, "key", events.PrimeBudgetKey, "err", err)
-		st = state{}
+	return b.decode(e.Value()), e.Revision(), nil
+}
+
+// decode reads raw, the key's value as this process saw it. A value no
+// process wrote is never taken for a budget no one has spent, which would
+// give back every grant of the window and lift a 429's hold: a pub-ack or
+// another JetStream answer, published onto the key by a role's user that
+// set the key as its request's reply subject (nats-server checks no reply
+// subject against permissions; issue 27's review), did just that. It is
+// the last state this process knew with the whole window spent from now
+// (no call goes for a window, as if the calls Prime allows had just gone
+// out), which the process's next write puts over it.
+func (b *Budget) decode(raw []byte) state {
+	st, err := decode(raw)
+	if err == nil {
+		return st
 	}
-	return st, e.Revision(), nil
+	b.log.Warn("prime budget: the key holds something no process wrote; holding every call for a window, then writing it anew",
+		"bucket", events.BucketPrimeBudget, "key", events.PrimeBudgetKey, "err", err)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st = b.view.clone()
+	st.SpentUntil = max(st.SpentUntil, b.now()+b.window.Milliseconds())
+	return st
 }
 
 // store writes st over rev (0: the key is new). A write that is not
@@ -414,10 +450,7 @@ func (b *Budget) keep(raw []byte, rev uint64, put, current bool) {
 	if !put {
 		raw = nil // deleted or purged: the budget starts afresh
 	}
-	st, err := decode(raw)
-	if err != nil {
-		st = state{}
-	}
+	st := b.decode(raw)
 	now := b.now()
 	live := 0
 	for _, p := range st.Procs {

@@ -769,3 +769,57 @@ func TestNewRidesOutALostQuorum(t *testing.T) {
 	is.True(p != nil) // and it spends the budget
 	p.Done(http.StatusOK, nil)
 }
+
+// TestAnAnswerReflectedOntoTheKeyLetsOutNoMoreThanTheWindow is the
+// review's attack on the budget (issue 27): a user that may publish to any
+// stream (the portals', on optimo.plan.requested) set the budget's key as
+// its publish's reply subject, which nats-server checks against no
+// permission, and JetStream stored its pub-ack there. Every process read
+// {"stream":"OPTIMO","seq":…} as a budget no one had spent: the window's
+// grants and any 429's hold were gone, and the processes went over
+// PRIME_RATE_PER_MINUTE. A value no process wrote holds every call for a
+// window, and is written over.
+func TestAnAnswerReflectedOntoTheKeyLetsOutNoMoreThanTheWindow(t *testing.T) {
+	is := is.New(t)
+	srv := natstest.Server(t)
+	const perMinute = 5
+	pc := prime.Config{RatePerMinute: perMinute, RateBurst: perMinute, MaxConcurrent: perMinute}
+	a := newProcess(t, srv, pc, 0)
+	granted := 0
+	admit := func(p process) {
+		permit, _, err := p.Admit(context.Background(), prime.Turn{Since: time.Now()})
+		is.NoErr(err)
+		if permit != nil {
+			granted++
+			permit.Done(http.StatusOK, nil)
+		}
+	}
+	for range perMinute {
+		admit(a)
+	}
+	is.Equal(granted, perMinute) // the window spent
+
+	nc, js := natstest.Connect(t, srv)
+	kv, err := js.KeyValue(context.Background(), events.BucketPrimeBudget)
+	is.NoErr(err)
+	is.NoErr(nc.PublishMsg(&nats.Msg{Subject: events.SubjectOptimoPlan, Reply: "$KV." + events.BucketPrimeBudget + "." + events.PrimeBudgetKey, Data: []byte(`{}`)}))
+	flowtest.Eventually(t, "the pub-ack stored on the budget's key", func() bool {
+		e, err := kv.Get(context.Background(), events.PrimeBudgetKey)
+		return err == nil && strings.Contains(string(e.Value()), `"stream"`)
+	})
+	b := newProcess(t, srv, pc, 0) // a process that starts now reads it fresh
+	for range 3 {
+		admit(a)
+		admit(b)
+	}
+	is.Equal(granted, perMinute) // no call beyond the window
+	flowtest.Eventually(t, "the key written over by a process", func() bool {
+		e, err := kv.Get(context.Background(), events.PrimeBudgetKey)
+		var st struct {
+			PerMinute  int   `json:"perMinute"`
+			SpentUntil int64 `json:"spentUntil"`
+		}
+		return err == nil && json.Unmarshal(e.Value(), &st) == nil && st.PerMinute == perMinute && st.SpentUntil > time.Now().UnixMilli()
+	})
+	is.True(strings.Contains(a.logs.String(), "holds something no process wrote")) // and said so
+}

@@ -2,6 +2,7 @@ package primebudget
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/ethosbuilding/primeflow/pkg/prime"
@@ -78,13 +79,32 @@ type day struct {
 	At        int64 `json:"at"`
 }
 
+// errNotOurs is decode's answer for JSON no process wrote: every state a
+// process writes names PerMinute (enrol).
+var errNotOurs = errors.New("not a budget any process wrote (no perMinute)")
+
+// decode reads the key's value; none is the budget no process has spent
+// yet, and a value no process wrote is an error (errNotOurs, or JSON's).
 func decode(raw []byte) (state, error) {
 	var st state
 	if len(raw) == 0 {
 		return st, nil
 	}
-	err := json.Unmarshal(raw, &st)
-	return st, err
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return state{}, err
+	}
+	if st.PerMinute <= 0 {
+		return state{}, errNotOurs
+	}
+	return st, nil
+}
+
+// clone is a copy of st that shares nothing with it.
+func (st state) clone() state {
+	b, _ := json.Marshal(st) // a state always marshals
+	var c state
+	_ = json.Unmarshal(b, &c)
+	return c
 }
 
 // prune drops what no longer counts at now: the processes whose lease has

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
+	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/metrics"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
@@ -44,7 +45,7 @@ func PrimeClient(ctx context.Context, d Deps, cfg prime.Config, bcfg primebudget
 	if err != nil {
 		return nil, nil, err
 	}
-	answers, err := primebudget.NewAnswers(ctx, d.JS, bcfg, d.Log)
+	answers, err := primebudget.NewAnswers(ctx, d.JS, bcfg, d.Log, rolesOf(d.Name)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,6 +57,22 @@ func PrimeClient(ctx context.Context, d Deps, cfg prime.Config, bcfg primebudget
 		return nil, nil, err
 	}
 	return pc, budget, nil
+}
+
+// rolesOf are the roles a process called name runs as: a service's own;
+// every role that calls Prime for a process that runs them all
+// (bin/primeflow).
+func rolesOf(name string) []events.Role {
+	if r, ok := events.RoleNamed(name); ok {
+		return []events.Role{r}
+	}
+	var out []events.Role
+	for _, r := range events.ServiceRoles {
+		if r.CallsPrime {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Spending runs svc with the budget its Prime client spends running beside

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
@@ -74,5 +75,21 @@ func TestMainHandsTheServiceAClient(t *testing.T) {
 		})
 		is.True(err != nil) // refused
 		is.True(!built)     // before the service is built
+	})
+
+	t.Run("a credential without PRIME_API_URL", func(t *testing.T) {
+		is := is.New(t)
+		built := false
+		err := service.MainWithPrime(context.Background(), "prime-test", func(k string) string {
+			if k == "PRIME_API_URL" {
+				return ""
+			}
+			return vars[k]
+		}, io.Discard, nil, func(context.Context, service.Deps, *prime.Client) (service.Runner, error) {
+			built = true
+			return nil, nil
+		})
+		is.True(err != nil && strings.Contains(err.Error(), "PRIME_API_URL (not set): is required: PRIME_CLIENT_ID is set")) // refused, naming the URL
+		is.True(!built)
 	})
 }

@@ -248,6 +248,9 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := CheckNATSURL(c.URL); err != nil {
+		return nil, nil, fmt.Errorf("nats connect: %w", err)
+	}
 	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {
 		return nil, nil, connectError(err, c.URL)
@@ -292,14 +295,10 @@ func Connect(ctx context.Context, c NATS, log *slog.Logger) (*nats.Conn, jetstre
 	}
 }
 
-// connectError is nats.Connect's error without a password: a URL nats.go
-// cannot read comes back whole in it (Go's url.Error quotes it, password and
-// all), and a bad escape quotes a piece of the password. Neither is echoed.
+// connectError is nats.Connect's error without a password: a URL of
+// NATS_URL it quotes is written without its user information (redactURL).
+// A URL nats.go would misread never gets this far (CheckNATSURL).
 func connectError(err error, urls string) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("nats connect: NATS_URL %s", unreadableURL(ue))
-	}
 	msg := err.Error()
 	for _, raw := range strings.Split(urls, ",") {
 		if raw = strings.TrimSpace(raw); raw != "" {
@@ -309,49 +308,57 @@ func connectError(err error, urls string) error {
 	return fmt.Errorf("nats connect: %s", msg)
 }
 
-// CheckNATSURL refuses a NATS_URL nats.go cannot read (its comma-separated
-// URLs, nats:// where one names no scheme, as nats.Connect reads them),
-// before anything connects, without its password (config.Refusal).
+// CheckNATSURL refuses a NATS_URL nats.go cannot read as it is meant (its
+// comma-separated URLs, nats:// where one names no scheme, as nats.Connect
+// reads them), before anything connects, without its password or a piece
+// of it (config.Refusal). Each URL is redacted before it is parsed, and the
+// parser's own words, which quote pieces of the URL, are never repeated: a
+// / # or ? in a password ends the URL's host early, so that a parse error
+// quoted the password's start as a port, and a parse that succeeded took it
+// for the host, which a dial error would name.
 func CheckNATSURL(urls string) error {
 	for _, raw := range strings.Split(urls, ",") {
 		if raw = strings.TrimSpace(raw); raw != "" && !strings.Contains(raw, "://") {
 			raw = "nats://" + raw
 		}
-		var ue *url.Error
-		if _, err := url.Parse(raw); errors.As(err, &ue) {
-			return config.Refuse("NATS_URL", "%s", unreadableURL(ue))
+		if why := unreadableURL(raw); why != "" {
+			return config.Refuse("NATS_URL", "%s cannot be read: %s", redactURL(raw), why)
 		}
 	}
 	return nil
 }
 
-// unreadableURL says why a URL cannot be read, naming it without its user
-// and password, and a bad escape without the piece it quotes.
-func unreadableURL(ue *url.Error) string {
-	why := ue.Err.Error()
+// unreadableURL says why raw cannot be read as it is meant, "" when it can.
+func unreadableURL(raw string) string {
+	u, err := url.Parse(raw)
 	var esc url.EscapeError
-	if errors.As(ue.Err, &esc) {
-		why = "a % not followed by two hex digits (a % in a password is written %25)"
+	switch {
+	case errors.As(err, &esc):
+		return "a % not followed by two hex digits (a % in a password is written %25)"
+	case err != nil || strings.Contains(raw, "@") && u.User == nil:
+		return "its user information ends before its @ (a / # ? or % in a password is written %2F %23 %3F %25)"
 	}
-	return fmt.Sprintf("%s cannot be read: %s", redactURL(ue.URL), why)
+	return ""
 }
 
-// redactURL is raw without its user and password: as url.URL.Redacted
-// writes it when it parses, and otherwise with everything before its last
-// "@" (the user information, where a password is) written "***".
+// redactURL is raw without its password: everything between the scheme
+// and raw's last "@" (the user information) is written "***", but for a
+// user before a ":" there. It reads raw as a string, never parsed: a
+// password that breaks the URL's syntax is hidden as well.
 func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
 	at := strings.LastIndex(raw, "@")
 	if at < 0 {
 		return raw
 	}
-	scheme := ""
+	start := 0
 	if i := strings.Index(raw, "://"); i >= 0 && i < at {
-		scheme = raw[:i+3]
+		start = i + 3
 	}
-	return scheme + "***" + raw[at:]
+	user, _, hasPassword := strings.Cut(raw[start:at], ":")
+	if !hasPassword || strings.ContainsAny(user, "/#?") {
+		return raw[:start] + "***" + raw[at:]
+	}
+	return raw[:start] + user + ":***" + raw[at:]
 }
 
 // refused is the error of a connection NATS closed: for a refused login,

@@ -17,16 +17,19 @@ type ArchiveTable string
 const (
 	// ArchiveWebhookLog: rows processed, received and processed before T.
 	ArchiveWebhookLog ArchiveTable = "ethPrimeWebhookLog"
-	// ArchiveSMS: messages Sent or Logged before T (Failed ones wait for a
-	// person and stay).
+	// ArchiveSMS: messages Sent or Logged before T, or Dismissed before T
+	// (Failed ones wait for a person and stay).
 	ArchiveSMS ArchiveTable = "smsQueue"
-	// ArchiveTriageInvites: invites Sent or Logged before T whose status
-	// change is over (StatusLeftUTC): an open invite is what stops a
-	// replayed or repeated event inviting the customer twice, so it stays.
+	// ArchiveTriageInvites: invites Sent or Logged, or Dismissed, before T
+	// whose status change is over (StatusLeftUTC): an open invite is what
+	// stops a replayed or repeated event inviting the customer twice, so it
+	// stays.
 	ArchiveTriageInvites ArchiveTable = "ethTriageInviteQueue"
-	// ArchiveEmailReceipts: receipts Processed and moved to the processed
-	// folder before T (Failed ones wait for a person and stay; a receipt
-	// still in MAIL_FOLDER is the mail intake's).
+	// ArchiveEmailReceipts: receipts whose message was moved out of
+	// MAIL_FOLDER before T and that are done: Processed (and moved to the
+	// processed folder), Rejected (refused unread, junk), or Dismissed
+	// before T (Failed ones wait for a person and stay; a receipt still in
+	// MAIL_FOLDER is the mail intake's).
 	ArchiveEmailReceipts ArchiveTable = "PrimeEmailJobRegistered"
 )
 

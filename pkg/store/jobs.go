@@ -38,6 +38,10 @@ type Job struct {
 	// SyncedUTC is when primeflow last wrote the row: UpsertJob stamps it and
 	// ignores the value given.
 	SyncedUTC time.Time
+	// AskedUTC is, for UpsertJob, when the Prime call whose answer the job
+	// is went out, less the hosts' clock skew (mirror.Job); zero when not
+	// known (a job in a list, or handed on). It is not stored.
+	AskedUTC time.Time
 }
 
 // At is the job's version as the mirror holds it.
@@ -49,8 +53,12 @@ type Jobs interface {
 	// (spPrimeUpsertJob) and reports whether it inserted. Two upserts of a
 	// new job at once report created for exactly one of them. A row whose
 	// stored version is newer than the job's is left as it is: a late
-	// writer never rolls the mirror back. In the same transaction, the job's
-	// open triage invites whose change the write shows over are closed
+	// writer never rolls the mirror back. But not a row written before the
+	// job's AskedUTC: Prime's versions only grow, so an answer to a call
+	// sent after the row was written that gives a lower version says the
+	// row's was never Prime's (a forged one, issue 27), and would otherwise
+	// hold the row for good. In the same transaction, the job's open triage
+	// invites whose change the write shows over are closed
 	// (TriageInvites.QueueTriageInvite), whichever path wrote it.
 	UpsertJob(ctx context.Context, job Job) (created bool, err error)
 	// GetJob returns the mirrored job; found is false when primeJobs has no

@@ -36,13 +36,13 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/consume"
-	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/ensurejob"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/outbox"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go"
@@ -81,7 +81,7 @@ type Config struct {
 	// (ValidateRealPrime); "off" runs without it on purpose, and blank is
 	// off only on the Prime simulator. It may carry a key, so it is never
 	// logged, goes over https only (http to a loopback address alone:
-	// delivery.CheckURL) and follows no redirect.
+	// secureurl.Check) and follows no redirect.
 	AISummaryNudgeURL string `env:"AI_SUMMARY_NUDGE_URL"`
 	// AISummaryNudgeTimeout bounds the nudge.
 	AISummaryNudgeTimeout time.Duration `env:"AI_SUMMARY_NUDGE_TIMEOUT" envDefault:"10s"`
@@ -182,7 +182,7 @@ func New(cfg Config, d service.Deps, pc PrimeAPI) (*ChildMirror, error) {
 	return &ChildMirror{
 		cfg: cfg, store: d.Store, prime: pc, nc: d.NC, js: d.JS, log: log, reg: d.Metrics, metrics: m, ensure: ensure,
 		// A redirect is the answer, not followed: it would take the URL's key elsewhere.
-		hc: &http.Client{Timeout: cfg.AISummaryNudgeTimeout, CheckRedirect: delivery.NoRedirects},
+		hc: &http.Client{Timeout: cfg.AISummaryNudgeTimeout, CheckRedirect: secureurl.NoRedirects},
 		stage: &pipeline.Stage{Store: d.Store, NC: d.NC, Log: log, Caller: ServiceName,
 			Outbox: &outbox.Publisher{JS: d.JS, Store: d.Store, Log: log}},
 	}, nil

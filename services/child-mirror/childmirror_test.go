@@ -550,7 +550,7 @@ func TestAISummaryNudgeIsBestEffort(t *testing.T) {
 }
 
 // The nudge's URL may carry a key: it goes over https only (http to a
-// loopback address alone), as a send queue's posts do (delivery.CheckURL),
+// loopback address alone), as a send queue's posts do (secureurl.Check),
 // and child-mirror refuses to start otherwise, naming the variable.
 func TestAISummaryNudgeURLMustBeHTTPS(t *testing.T) {
 	for url, ok := range map[string]bool{

@@ -12,10 +12,10 @@ import (
 	"strings"
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
-	"github.com/ethosbuilding/primeflow/pkg/delivery"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 )
 
@@ -157,10 +157,10 @@ func (c *ChildMirror) nudge(ctx context.Context, jobID string) error {
 }
 
 // checkNudgeURL refuses a nudge URL the request's key must not go to, as a
-// send queue's URL is refused (delivery.CheckURL: https, or http to a
+// send queue's URL is refused (secureurl.Check: https, or http to a
 // loopback address), without repeating it.
 func checkNudgeURL(s string) error {
-	if err := delivery.CheckURL(s); err != nil {
+	if err := secureurl.Check(s); err != nil {
 		return config.Refuse("AI_SUMMARY_NUDGE_URL", "%v, or off", err)
 	}
 	return nil

@@ -1,8 +1,10 @@
 package jobmirror
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -22,6 +24,10 @@ const WatermarkJobsByDate = "jobs-by-date"
 // EndpointSweepJobs is the backstop's micro endpoint; its subject is
 // events.SubjectSweepJobs.
 const EndpointSweepJobs = "sweep-jobs"
+
+// sourceRequest is the source of a sweep asked for on the endpoint
+// without one; the schedule's is "schedule".
+const sourceRequest = "request"
 
 // purposeJobsSweep is the purpose of the backstop's Prime calls.
 const purposeJobsSweep = "jobs-sweep"
@@ -65,12 +71,16 @@ func (m *Mirror) handleSweepJobs(ctx context.Context, req micro.Request) {
 			return
 		}
 	}
-	reply, result := m.sweepJobs(ctx, r.Source)
+	// A sweep asked for unnamed ('{}', or no body) is the operator's
+	// request: its log says so, not source="".
+	reply, result := m.sweepJobs(ctx, cmp.Or(r.Source, sourceRequest))
 	body, _ := json.Marshal(reply) // a struct of strings, times and numbers always marshals
 	var err error
 	switch result {
 	case "rate_limited":
 		err = req.Error("429", "jobs sweep stopped: rate limited by Prime", body)
+	case "prime_unavailable":
+		err = req.Error("503", "jobs sweep stopped: Prime is not answering", body)
 	case "stopped":
 		err = req.Error("500", "jobs sweep stopped before the end of the list", body)
 	default:
@@ -147,7 +157,8 @@ func (m *Mirror) setCheckpoint(ctx context.Context, cp checkpoint) error {
 // the list; a page with a job that failed is read again. A hold on Prime's
 // budget stops the sweep at once, so that it never queues up behind the
 // webhook events for the budget they share. result labels the outcome:
-// ok, rate_limited or stopped.
+// ok, rate_limited (Prime's 429), prime_unavailable (Prime answered 5xx or
+// not at all: pkg/prime/outage.go) or stopped.
 func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.JobsSweepReply, result string) {
 	m.sweeping.Lock()
 	defer m.sweeping.Unlock()
@@ -163,6 +174,11 @@ func (m *Mirror) sweepJobs(ctx context.Context, source string) (reply events.Job
 		reply.Error = err.Error()
 		if after := retry.Delay(err); after > 0 {
 			reply.RetryAfterMS = max(after.Milliseconds(), 1)
+			if errors.Is(err, prime.ErrUnavailable) {
+				log.Warn("jobs sweep stopped: Prime is not answering (5xx, or no answer); the next one goes on from the last page it got through",
+					"retryAfter", after, "err", err, "reply", reply)
+				return reply, "prime_unavailable"
+			}
 			log.Warn("jobs sweep stopped by Prime's rate limit: the next one goes on from the last page it got through", "retryAfter", after, "reply", reply)
 			return reply, "rate_limited"
 		}

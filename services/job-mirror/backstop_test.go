@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,23 @@ func (e *env) sweepJobs() events.JobsSweepReply {
 		e.T.Fatalf("jobs sweep reply %q: %v", msg.Data, err)
 	}
 	return reply
+}
+
+// A sweep asked for without a source — `nats req … '{}'`, or no body — is
+// an operator's request, and its log says so.
+func TestBackstopSweepAskedUnnamedIsARequest(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	for _, body := range []string{`{}`, ``} {
+		msg, err := e.NC.Request(events.SubjectSweepJobs, []byte(body), 30*time.Second)
+		is.NoErr(err)
+		var reply events.JobsSweepReply
+		is.NoErr(json.Unmarshal(msg.Data, &reply))
+		is.Equal(reply.Error, "") // swept
+	}
+	logs := e.Logs.String()
+	is.Equal(strings.Count(logs, "sweep=jobs-by-date source=request"), 2) // each sweep's log names it a request
+	is.True(!strings.Contains(logs, `source=""`))                         // never an empty source
 }
 
 // listCalls is how many pages of jobs Prime was asked for.
@@ -167,6 +185,24 @@ func TestBackstopStopsInA429StormAndWebhooksGoFirst(t *testing.T) {
 	is.Equal(next.Listed, 9-2*reply.Pages)                // the jobs updated since, less the pages gone through
 	is.Equal(reply.FirstSight+next.FirstSight, 6)         // those no webhook brought, between the two sweeps
 	is.Equal(next.Unchanged, next.Listed-next.FirstSight) // the rest at their version
+}
+
+// A sweep stopped by Prime not answering (an outage: pkg/prime/outage.go)
+// is counted and logged as that, not as Prime's rate limit.
+func TestBackstopStoppedByAnOutageIsNotARateLimit(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	e.Sim.NewJob()
+	e.Sim.SetFaults(primesim.Faults{Path: "/jobs", Down: true})
+	reply := e.sweepJobs()
+	is.True(reply.RetryAfterMS > 0) // it waits for Prime, as for a 429
+	sweeps := func(result string) float64 {
+		return flowtest.Counter(t, e.Deps.Metrics, "primeflow_jobmirror_jobs_sweeps_total", map[string]string{"result": result})
+	}
+	is.Equal(sweeps("prime_unavailable"), 1.0) // counted as Prime not answering
+	is.Equal(sweeps("rate_limited"), 0.0)      // not as its rate limit
+	is.True(strings.Contains(e.Logs.String(), "jobs sweep stopped: Prime is not answering"))
+	is.True(!strings.Contains(e.Logs.String(), "jobs sweep stopped by Prime's rate limit"))
 }
 
 // JOBS_SWEEP_EVERY sweeps on its own, at start and then on schedule; off

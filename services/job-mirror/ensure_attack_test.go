@@ -140,3 +140,30 @@ func (e *env) childEvent(action string) int64 {
 	}
 	return id
 }
+
+// A job mirrored at a version Prime never gave — 2^53, as a forged answer
+// left it on `make run` before shared answers were believed by their
+// writer — held the row for good: a real change-job-status afterwards left
+// it at 2^53 (issue 27). Prime's answer to a call sent after the row was
+// written gainsays the version, and is mirrored over it.
+func TestAForgedVersionDoesNotHoldTheMirror(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{})
+	ctx := context.Background()
+	j := e.Sim.NewJob()
+	_, err := e.Store.UpsertJob(ctx, store.Job{JobID: j.ID, JobNumber: "FORGED", StatusID: j.StatusID, Version: 1 << 53})
+	is.NoErr(err)
+	_, err = e.Store.SaveJobReference(ctx, j.Ref, j.ID)
+	is.NoErr(err) // a known job, as far as the mirror says
+	_, err = e.Sim.UpdateJob(j.ID, func(pj *prime.Job) { pj.StatusID = statusICM })
+	is.NoErr(err)
+	// The hosts' clocks may differ by prime.AnswerSkew: a call is taken to
+	// be sent after the row once it is that much later.
+	time.Sleep(prime.AnswerSkew + 100*time.Millisecond)
+
+	e.WaitProcessed(e.Fire("change-job-status", j.ID))
+	got := e.job(j.ID)
+	is.Equal(got.JobNumber, j.JobNumber) // Prime's job
+	is.Equal(got.StatusID, statusICM)    // with its new status
+	is.True(got.Version < 1<<53)         // and its version
+}

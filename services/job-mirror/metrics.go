@@ -43,7 +43,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	}
 	m.jobsSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_jobmirror_jobs_sweeps_total",
-		Help: "Jobs-by-date sweeps (the backstop) by result: ok (the whole list went through; the watermark moved), rate_limited (stopped by Prime's rate limit), stopped (a page or a job failed, or the deadline came). A sweep that did not finish leaves the watermark, and the next goes on from its checkpoint.",
+		Help: "Jobs-by-date sweeps (the backstop) by result: ok (the whole list went through; the watermark moved), rate_limited (stopped by Prime's rate limit), prime_unavailable (stopped by Prime answering 5xx or not at all), stopped (a page or a job failed, or the deadline came). A sweep that did not finish leaves the watermark, and the next goes on from its checkpoint.",
 	}, []string{"result"})
 	m.jobsSwept = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "primeflow_jobmirror_jobs_swept_total",
@@ -63,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	}
 	for vec, values := range map[*prometheus.CounterVec][]string{
 		m.ensure:     {"present", "mirrored", "not_found", "rate_limited", "prime_unavailable", "error", "refused"},
-		m.jobsSweeps: {"ok", "rate_limited", "stopped"},
+		m.jobsSweeps: {"ok", "rate_limited", "prime_unavailable", "stopped"},
 		m.jobsSwept:  {"unchanged", "updated", "first_sight", "failed"},
 	} {
 		for _, v := range values {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/graphsim"
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/ethosbuilding/primeflow/pkg/store"
@@ -133,6 +136,56 @@ func TestAHangingCallHoldsUpNoOther(t *testing.T) {
 	r := e.filed(stuck.InternetMessageID, store.EmailProcessed)
 	e.pipelineOnce(first.ID)
 	is.Equal(r.Attempts, 0)
+}
+
+// Two emails in a row whose calls Graph did not answer end a poll (Graph
+// is out), and only in a row: an email filed between them is Graph
+// answering, and the count starts again. Here the first and third emails'
+// calls are refused (503), the second and fourth filed; the poll goes to
+// the end, and the two waiting emails, held (MAIL_WAIT_BACKOFF), end none
+// after it.
+func TestAFiledEmailResetsGraphsSilences(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	at := time.Now().Add(-time.Hour)
+	var stuck []string
+	var emails []graphsim.Message
+	var jobs []primesim.Job
+	for i := range 4 {
+		j := e.Sim.NewJob()
+		m, err := e.graph.Deliver(graphsim.NewMessage{Subject: "New Job " + j.JobNumber, ContentType: "text", ReceivedDateTime: at.Add(time.Duration(i) * time.Minute),
+			Body: fmt.Sprintf(`{ "JobID": '%d', "JobNumber": '%s' }`, j.Ref, j.JobNumber)})
+		is.NoErr(err)
+		if i%2 == 0 {
+			stuck = append(stuck, m.ID)
+		}
+		emails, jobs = append(emails, m), append(jobs, j)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, id := range stuck {
+			if strings.Contains(r.URL.EscapedPath(), "/messages/"+url.PathEscape(id)) {
+				http.Error(w, `{"error":{"code":"ServiceUnavailable"}}`, http.StatusServiceUnavailable)
+				return
+			}
+		}
+		e.graph.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := e.config()
+	cfg.Graph, cfg.WaitBackoff = e.graph.ClientConfig(srv.URL), retry.Backoff{time.Hour}
+	mailbox, err := graph.New(cfg.Graph, nil)
+	is.NoErr(err)
+	in, err := mailintake.New(cfg, e.Deps, mailbox)
+	is.NoErr(err)
+	in.SetMessageWait(100 * time.Millisecond) // each refused email's calls given up on sooner
+	e.Run("mail-intake", in)
+	for _, i := range []int{1, 3} {
+		e.filed(emails[i].InternetMessageID, store.EmailProcessed)
+		e.pipelineOnce(jobs[i].ID)
+	}
+	is.Equal(flowtest.Counter(t, e.Deps.Metrics, "primeflow_mailintake_polls_total", map[string]string{"result": "failed"}), 0.0) // no poll ended early
+	is.True(!strings.Contains(e.Logs.String(), "in a row"))                                                                       // nor said it did
+	is.Equal(len(e.graph.Messages(inFolder)), 2)                                                                                  // the two refused wait
 }
 
 // Bodies are fetched one at a time within MAIL_MAX_BODY_BYTES, not listed

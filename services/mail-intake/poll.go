@@ -86,7 +86,7 @@ func (in *Intake) poll(ctx context.Context) {
 			}
 			t := in.handle(ctx, m)
 			if t == moved {
-				filed = true
+				filed, out = true, 0 // Graph answered: its silences in a row start again
 				continue
 			}
 			if left++; oldest.IsZero() {

@@ -199,7 +199,10 @@ func (m *Makesafe) Run(ctx context.Context) error {
 		work(events.ConsumerMakesafeDetect),
 		work(events.ConsumerMakesafe),
 		func(ctx context.Context) error {
-			return consume.Run(ctx, m.js, consume.Spec{Consumer: events.ConsumerMakesafeSMS, Workers: 1}, m.log, m.reg, func(context.Context, jetstream.Msg) error {
+			return consume.Run(ctx, m.js, consume.Spec{Consumer: events.ConsumerMakesafeSMS, Workers: 1}, m.log, m.reg, func(_ context.Context, msg jetstream.Msg) error {
+				if _, _, err := events.DecodeRunRequest(msg.Data()); err != nil {
+					return consume.Drop(fmt.Errorf("%s: %w", msg.Subject(), err)) // what is not a request sends nothing now
+				}
 				m.drainer.Kick()
 				return nil
 			})

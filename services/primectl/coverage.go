@@ -33,9 +33,10 @@ type Coverage struct {
 	// and last seen, over the same window.
 	Actions []store.ActionCoverage `json:"actions"`
 	// Emails are the emails the mail intake received in the window, by
-	// their receipt's outcome (Processed, Failed, Rejected, Pending): mail
-	// refused unread as not Prime's (Rejected) counts apart from what
-	// failed for a person, and explains an email path that saw no job.
+	// their receipt's outcome (Processed, Failed, Dismissed, Rejected,
+	// Pending): mail refused unread as not Prime's (Rejected) counts apart
+	// from what failed for a person (Failed, then Dismissed once a person
+	// closed it), and explains an email path that saw no job.
 	Emails map[string]int `json:"emails"`
 }
 
@@ -259,11 +260,13 @@ func printCoverage(w io.Writer, c Coverage) error {
 	return tw.Flush()
 }
 
-// emailOutcomes are the receipts' outcomes (the only ones the intake, or
-// the n8n flow's one-parameter receipt, writes) as the report prints them.
+// emailOutcomes are the receipts' outcomes (the only ones the intake, the
+// n8n flow's one-parameter receipt, or primectl emails dismiss writes) as
+// the report prints them.
 var emailOutcomes = []struct{ outcome, says string }{
 	{store.EmailProcessed, "processed"},
 	{store.EmailFailed, "failed (for a person: primectl status)"},
+	{store.EmailDismissed, "dismissed by a person"},
 	{store.EmailRejected, "rejected unread as not Prime's"},
 	{store.EmailPending, "pending"},
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func TestCoverage(t *testing.T) {
 		"email → backstop",
 		"Jobs the webhook never saw: 1",
 		jobB,
-		"2 processed, 1 failed (for a person: primectl status), 1 rejected unread as not Prime's, 0 pending",
+		"2 processed, 1 failed (for a person: primectl status), 0 dismissed by a person, 1 rejected unread as not Prime's, 0 pending",
 		"§7.1's coverage check",
 	} {
 		if !strings.Contains(out, want) {
@@ -121,7 +122,7 @@ func TestCoverageOverNoJobsPrintsNoMedian(t *testing.T) {
 	is.True(regexp.MustCompile(`(?m)^webhook\s+0\s+0\s+0\s+-$`).MatchString(out)) // no jobs, no median: not a lag of 0s
 	is.True(regexp.MustCompile(`(?m)^webhook → email\s+0\s+-$`).MatchString(out)) // nor between paths
 	is.True(!regexp.MustCompile(`(?m)\s0s$`).MatchString(out))
-	is.True(strings.Contains(out, "0 processed, 0 failed (for a person: primectl status), 0 rejected unread as not Prime's, 0 pending")) // no email either
+	is.True(strings.Contains(out, "0 processed, 0 failed (for a person: primectl status), 0 dismissed by a person, 0 rejected unread as not Prime's, 0 pending")) // no email either
 	is.True(!strings.Contains(out, "Every email received was refused"))
 }
 
@@ -140,6 +141,23 @@ func TestCoverageSaysEveryEmailWasRefused(t *testing.T) {
 	}
 	out, _, err := w.run("", "coverage", "--since", "1d")
 	is.NoErr(err)
-	is.True(strings.Contains(out, "0 processed, 0 failed (for a person: primectl status), 2 rejected unread as not Prime's")) // counted
-	is.True(strings.Contains(out, "Every email received was refused as not Prime's: check MAIL_ALLOWED_SENDERS"))             // and said
+	is.True(strings.Contains(out, "0 processed, 0 failed (for a person: primectl status), 0 dismissed by a person, 2 rejected unread as not Prime's")) // counted
+	is.True(strings.Contains(out, "Every email received was refused as not Prime's: check MAIL_ALLOWED_SENDERS"))                                      // and said
+}
+
+// An email that failed and that a person dismissed counts as dismissed, not
+// as failed, nor left out of the report.
+func TestCoverageCountsDismissedEmails(t *testing.T) {
+	is := is.New(t)
+	w := emptyWorld(t)
+	ctx := context.Background()
+	r, _, err := w.store.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: "<a@primeeco.tech>", ReceivedUTC: time.Now().Add(-time.Hour)})
+	is.NoErr(err)
+	r.Outcome, r.LastError, r.Attempts, r.MovedUTC, r.MovedTo = store.EmailFailed, "no JobID in the email", 5, time.Now(), store.EmailFailed
+	is.NoErr(w.store.UpdateEmailReceipt(ctx, r))
+	_, _, err = w.run("", "emails", "dismiss", strconv.FormatInt(r.ID, 10), "--reason", "made by hand", "--by", "alice")
+	is.NoErr(err)
+	out, _, err := w.run("", "coverage", "--since", "1d")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "0 processed, 0 failed (for a person: primectl status), 1 dismissed by a person, 0 rejected")) // counted, as dismissed
 }

@@ -180,7 +180,8 @@ the customer invited, the email junk or dealt with by hand). Either is recorded 
 status no longer counts it. An email is tried again by moving it back into MAIL_FOLDER.
 
 archive writes the rows finished before T — processed webhook log rows, SMS and
-triage invites sent, email receipts processed — to a gzip'd JSON-lines file, reads it
+triage invites sent or dismissed, email receipts processed, rejected or dismissed —
+to a gzip'd JSON-lines file, reads it
 back and checks it, then deletes them a short batch at a time; replay --from-archive
 puts the archived log rows a filter selects back under their own ids, queued for replay.
 

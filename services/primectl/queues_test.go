@@ -45,17 +45,25 @@ func TestSyncQueue(t *testing.T) {
 	is.True(strings.Contains(errOut, store.TableContacts))
 }
 
+// queueInvite mirrors job in the Initial Contact Made status and queues
+// its triage invite.
+func queueInvite(t *testing.T, w *world, job string) {
+	t.Helper()
+	is := is.New(t)
+	const icm = "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6"
+	_, err := w.store.UpsertJob(context.Background(), store.Job{JobID: job, StatusID: icm})
+	is.NoErr(err)
+	queued, err := w.store.QueueTriageInvite(context.Background(), job, icm)
+	is.NoErr(err)
+	is.True(queued)
+}
+
 func TestInvites(t *testing.T) {
 	is := is.New(t)
 	w := emptyWorld(t)
 	ctx := context.Background()
-	const icm = "8e7d6c5b-4a39-4281-9f0e-d1c2b3a4f5e6"
 	for _, j := range []string{jobA, jobB} {
-		_, err := w.store.UpsertJob(ctx, store.Job{JobID: j, StatusID: icm})
-		is.NoErr(err)
-		queued, err := w.store.QueueTriageInvite(ctx, j, icm)
-		is.NoErr(err)
-		is.True(queued)
+		queueInvite(t, w, j)
 	}
 	now := time.Now().Add(time.Second)
 	claimed, err := w.store.ClaimTriageInvites(ctx, now, time.Minute, 5, 1)
@@ -125,4 +133,72 @@ func TestResolveSaysWhatItCannot(t *testing.T) {
 	is.NoErr(err)
 	is.True(strings.Contains(out, "2 messages"))
 	is.True(regexp.MustCompile(`Dismissed\s+1\s`).MatchString(out)) // the dismissed one, its attempt kept
+}
+
+// A row done since an attempt failed (sent, logged, processed, dismissed)
+// lists that attempt's error as an earlier attempt's, not as if it were
+// why the row waits; a row that waits on it lists it as it is.
+func TestListsSayADoneRowsErrorIsAnEarlierAttempts(t *testing.T) {
+	is := is.New(t)
+	w := emptyWorld(t)
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Hour)
+	line := func(out, id string) string {
+		for l := range strings.SplitSeq(out, "\n") {
+			if strings.HasPrefix(l, id+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no row %s in:\n%s", id, out)
+		return ""
+	}
+
+	// Two messages fail an attempt and wait for their retry; one is then sent.
+	var sms []string
+	for i := range 2 {
+		id, _, err := w.store.QueueSMS(ctx, store.NewSMS{Recipient: "+61400000000", Body: "make safe", Source: "test", Now: t0})
+		is.NoErr(err)
+		claimed, err := w.store.ClaimSMS(ctx, t0.Add(time.Duration(i+1)*time.Second), time.Minute, 5, 1)
+		is.NoErr(err)
+		is.Equal(len(claimed), 1)
+		is.NoErr(w.store.SetSMSFailed(ctx, id, claimed[0].Attempts, "HTTP 503", t0.Add(time.Minute), t0))
+		sms = append(sms, strconv.FormatInt(id, 10))
+	}
+	claimed, err := w.store.ClaimSMS(ctx, t0.Add(2*time.Minute), time.Minute, 5, 1)
+	is.NoErr(err)
+	is.NoErr(w.store.SetSMSSent(ctx, claimed[0].ID, claimed[0].Attempts, t0.Add(2*time.Minute)))
+	sent, waiting := strconv.FormatInt(claimed[0].ID, 10), sms[1]
+	if sent == sms[1] {
+		waiting = sms[0]
+	}
+	out, _, err := w.run("", "sms", "--all")
+	is.NoErr(err)
+	is.True(strings.Contains(line(out, sent), "earlier attempt: HTTP 503"))     // the sent one's error, an earlier attempt's
+	is.True(strings.Contains(line(out, waiting), "HTTP 503"))                   // the waiting one's, why it waits
+	is.True(!strings.Contains(line(out, waiting), "earlier attempt"))           // as it is
+	is.True(regexp.MustCompile(`Sent\s+2\s`).MatchString(line(out, sent)))      // sent at its second attempt
+	is.True(regexp.MustCompile(`Queued\s+1\s`).MatchString(line(out, waiting))) // the other still queued
+
+	// An invite fails an attempt, then is sent.
+	queueInvite(t, w, jobA)
+	now := time.Now().Add(time.Second)
+	invites, err := w.store.ClaimTriageInvites(ctx, now, time.Minute, 5, 1)
+	is.NoErr(err)
+	is.NoErr(w.store.SetTriageInviteFailed(ctx, invites[0].ID, invites[0].Attempts, "HTTP 502", now, now))
+	invites, err = w.store.ClaimTriageInvites(ctx, now.Add(time.Second), time.Minute, 5, 1)
+	is.NoErr(err)
+	is.Equal(len(invites), 1)
+	is.NoErr(w.store.SetTriageInviteSent(ctx, invites[0].ID, invites[0].Attempts, now))
+	out, _, err = w.run("", "invites", "--all")
+	is.NoErr(err)
+	is.True(strings.Contains(line(out, strconv.FormatInt(invites[0].ID, 10)), "earlier attempt: HTTP 502"))
+
+	// An email processed at its second attempt.
+	r, _, err := w.store.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: "<a@p>", Subject: "New Job", ReceivedUTC: t0})
+	is.NoErr(err)
+	r.Outcome, r.Attempts, r.LastError, r.MovedUTC, r.MovedTo = store.EmailProcessed, 1, "job-mirror did not answer", t0, store.EmailProcessed
+	is.NoErr(w.store.UpdateEmailReceipt(ctx, r))
+	out, _, err = w.run("", "emails", "--all")
+	is.NoErr(err)
+	is.True(strings.Contains(line(out, strconv.FormatInt(r.ID, 10)), "earlier attempt: job-mirror did not answer"))
 }

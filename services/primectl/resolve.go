@@ -185,6 +185,24 @@ func sendWhen(state store.SendState, next, sent, failed, claimedUntil time.Time)
 	return utc(next)
 }
 
+// lastErrorText is a row's last error as a list prints it, cut to n: as
+// it is while the row waits on it (Queued for its retry, Sending it again,
+// Failed for a person; an email Pending, Failed or Rejected); on a row done
+// since (sent, logged, processed, dismissed) it is an earlier attempt's,
+// and says so; "-" for none.
+func lastErrorText(done bool, err string, n int) string {
+	if done && err != "" {
+		err = "earlier attempt: " + err
+	}
+	return dash(cut(err, n))
+}
+
+// sendDone reports whether a send queue's row is done: nothing is tried
+// again until a person requeues it.
+func sendDone(state store.SendState) bool {
+	return state == store.SendSent || state == store.SendLogged || state == store.SendDismissed
+}
+
 // queueList is a list command of rows that may wait for a person: `primectl
 // sms`, `invites` and `emails`. Without a verb it lists the rows not done
 // (--failed: only those given up on; --all: every one), oldest first, each
@@ -244,7 +262,7 @@ func (c *cli) sms(ctx context.Context, args []string) error {
 		header: "ID\tSOURCE\tSTATE\tATTEMPTS\tQUEUED (UTC)\tNEXT OR DONE (UTC)\tBODY\tLAST ERROR",
 		row: func(m store.SMSMessage) []string {
 			return []string{strconv.FormatInt(m.ID, 10), dash(m.Source), string(m.State), strconv.Itoa(m.Attempts), m.QueuedUTC.Format(timeLayout),
-				sendWhen(m.State, m.NextAttemptUTC, m.SentUTC, m.FailedUTC, m.ClaimedUntilUTC), cut(m.Body, 40), dash(cut(m.LastError, 60))}
+				sendWhen(m.State, m.NextAttemptUTC, m.SentUTC, m.FailedUTC, m.ClaimedUntilUTC), cut(m.Body, 40), lastErrorText(sendDone(m.State), m.LastError, 60)}
 		}}.run(ctx, c, args)
 }
 
@@ -256,7 +274,7 @@ func (c *cli) invites(ctx context.Context, args []string) error {
 		header: "ID\tJOB\tSTATE\tATTEMPTS\tQUEUED (UTC)\tNEXT OR DONE (UTC)\tLAST ERROR",
 		row: func(t store.TriageInvite) []string {
 			return []string{strconv.FormatInt(t.ID, 10), t.JobID, string(t.State), strconv.Itoa(t.Attempts), t.QueuedUTC.Format(timeLayout),
-				sendWhen(t.State, t.NextAttemptUTC, t.SentUTC, t.FailedUTC, t.ClaimedUntilUTC), dash(cut(t.LastError, 80))}
+				sendWhen(t.State, t.NextAttemptUTC, t.SentUTC, t.FailedUTC, t.ClaimedUntilUTC), lastErrorText(sendDone(t.State), t.LastError, 80)}
 		}}.run(ctx, c, args)
 }
 
@@ -272,6 +290,6 @@ func (c *cli) emails(ctx context.Context, args []string) error {
 				moved = r.MovedTo + " " + utc(r.MovedUTC)
 			}
 			return []string{strconv.FormatInt(r.ID, 10), utc(r.ReceivedUTC), dash(cut(r.Subject, 40)), r.Outcome, strconv.Itoa(r.Attempts),
-				moved, dash(cut(r.LastError, 60))}
+				moved, lastErrorText(r.Outcome == store.EmailProcessed || r.Outcome == store.EmailDismissed, r.LastError, 60)}
 		}}.run(ctx, c, args)
 }

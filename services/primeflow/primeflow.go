@@ -38,6 +38,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/prime"
 	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/primesim"
+	"github.com/ethosbuilding/primeflow/pkg/secureurl"
 	"github.com/ethosbuilding/primeflow/pkg/service"
 	"github.com/ethosbuilding/primeflow/pkg/simcontrol"
 	"github.com/ethosbuilding/primeflow/pkg/status"
@@ -83,6 +84,8 @@ type Config struct {
 	HTTP    opshttp.ServerConfig
 	// SimAddr serves the Prime, OptimoRoute and Graph simulators (under
 	// /prime, /optimoroute and /graph) when they stand in for the real APIs.
+	// Their clients reach it by plain http, so it is a loopback address or
+	// a port on every interface (checkSimAddr).
 	SimAddr string `env:"SIM_ADDR" envDefault:"127.0.0.1:8081"`
 	// Simulate names the simulators that stand in for outside APIs,
 	// comma-separated (prime, optimoroute, graph): unset, every API given
@@ -163,7 +166,7 @@ func (c Config) simulators(dry dryrun.Config) (simulators, error) {
 	}
 	switch {
 	case s.prime && realPrime:
-		errs = append(errs, both(SimulatePrime, "PRIME_API_URL"))
+		errs = append(errs, both(SimulatePrime, c.Prime.Given()))
 	case !s.prime && !realPrime:
 		errs = append(errs, config.Refuse("PRIME_API_URL", "is required: SIMULATE does not name prime"))
 	}
@@ -191,7 +194,7 @@ func (c Config) simulators(dry dryrun.Config) (simulators, error) {
 // checked too (simulators); where one does, the settings it gives are not
 // asked for (Prime's address and credentials, Graph's and the mailbox's).
 func (c Config) validate(dry dryrun.Config) error {
-	_, simErr := c.simulators(dry)
+	sims, simErr := c.simulators(dry)
 	ms := c.makesafe()
 	jobMirror, childMirror, makesafe := c.JobMirror.Validate, c.ChildMirror.Validate, ms.Validate
 	primeAPI := c.Prime.ValidateLimits
@@ -209,10 +212,24 @@ func (c Config) validate(dry dryrun.Config) error {
 	if c.NATSURL == "" {
 		natsServer = c.natsServer().Validate()
 	}
-	return errors.Join(simErr, c.Logging.Validate(), service.Addresses(c.HTTPAddr, c.OpsAddr), config.Address("SIM_ADDR", c.SimAddr),
+	return errors.Join(simErr, c.Logging.Validate(), service.Addresses(c.HTTPAddr, c.OpsAddr), checkSimAddr(c.SimAddr, sims.any()),
 		natsServer, service.Replicas(c.StreamReplicas), database.Check(c.DatabaseURL, c.DatabasePassword), c.HTTP.Validate(),
 		c.Ingest.Validate(), c.Resolver.Validate(), jobMirror(), c.NewJobPipeline.Validate(), childMirror(), makesafe(),
 		c.OptimoCreate.Validate(), c.OptimoPlan.Validate(), mailIntake(), primeAPI(), c.PrimeBudget.Validate(), c.OptimoRoute.Validate())
+}
+
+// checkSimAddr refuses a SIM_ADDR the simulators' clients could not use
+// when any simulator runs: they reach it at opshttp.LocalURL(addr) by
+// plain http, which goes to a loopback address alone (secureurl.Check), the
+// simulators' credentials as much as any.
+func checkSimAddr(addr string, used bool) error {
+	if err := config.Address("SIM_ADDR", addr); err != nil || !used {
+		return err
+	}
+	if secureurl.Check(opshttp.LocalURL(addr)) != nil {
+		return config.Refuse("SIM_ADDR", "must be a loopback address (127.0.0.1:8081), or a port on every interface (:8081): the simulators' clients reach it by plain http, which goes to this machine alone")
+	}
+	return nil
 }
 
 // makesafe is makesafe's configuration: with neither MAKESAFE_SMS_TO nor
@@ -337,7 +354,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		simMux.PathPrefix("/prime/").Handler(http.StripPrefix("/prime", sim))
 		// The simulator's address and credentials; the budget (PRIME_RATE_*,
 		// PRIME_MAX_CONCURRENT, PRIME_TIMEOUT, PRIME_PAGE_SIZE) stays as set.
-		sc := sim.ClientConfig("http://" + cfg.SimAddr + "/prime")
+		sc := sim.ClientConfig(opshttp.LocalURL(cfg.SimAddr) + "/prime")
 		cfg.Prime.URL, cfg.Prime.ClientID, cfg.Prime.ClientSecret = sc.URL, sc.ClientID, sc.ClientSecret
 		cfg.Prime.Username, cfg.Prime.Password = sc.Username, sc.Password
 		log.Info("using the Prime simulator", "url", cfg.Prime.URL, "state", state)
@@ -354,7 +371,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 			return err
 		}
 		simMux.PathPrefix("/optimoroute/").Handler(http.StripPrefix("/optimoroute", sim))
-		cfg.OptimoRoute.APIURL = "http://" + cfg.SimAddr + "/optimoroute"
+		cfg.OptimoRoute.APIURL = opshttp.LocalURL(cfg.SimAddr) + "/optimoroute"
 		cfg.OptimoRoute.APIKey = optimosim.DefaultAPIKey
 		log.Info("using the OptimoRoute simulator: no order reaches OptimoRoute", "url", cfg.OptimoRoute.APIURL, "state", state)
 	}
@@ -362,7 +379,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	case sims.graph:
 		sim := graphsim.New(graphsim.Options{ControlToken: cfg.SimToken})
 		simMux.PathPrefix("/graph/").Handler(http.StripPrefix("/graph", sim))
-		mailboxOfSimulator(&cfg.MailIntake, sim, "http://"+cfg.SimAddr+"/graph")
+		mailboxOfSimulator(&cfg.MailIntake, sim, opshttp.LocalURL(cfg.SimAddr)+"/graph")
 		log.Info("the mail intake reads the Graph simulator's mailbox",
 			"url", cfg.MailIntake.Graph.APIURL, "user", cfg.MailIntake.User, "folder", cfg.MailIntake.Folder)
 	case !cfg.MailIntake.Graph.Enabled():
@@ -543,7 +560,7 @@ func credentials(stdout io.Writer, cfg *Config, sims simulators) error {
 		}
 		cfg.SimToken = token
 		fmt.Fprintf(stdout, "SIM_TOKEN is not set: the simulators' control API token is in %s (%s)\n", path, kept(made))
-		fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $(cat %s)\" http://%s/prime/_sim/stats\n", path, cfg.SimAddr)
+		fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $(cat %s)\" %s/prime/_sim/stats\n", path, opshttp.LocalURL(cfg.SimAddr))
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/dryrun"
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/flowtest"
@@ -377,6 +378,38 @@ func TestMakeRunKeepsItsCredentials(t *testing.T) {
 		`{"eventAction":"change-job-status","jobId":2402073,"jobStatusId":"`+fixtureJob+`"}`)
 	is.True(strings.Contains(out.String(), keyFile+" (kept from an earlier run")) // said so
 	is.Equal(secretIn(t, keyFile), key)                                           // and unchanged
+}
+
+// The simulators' clients speak plain http, which goes to this machine
+// alone (secureurl.Check): SIM_ADDR on every interface (:port) serves them
+// to clients that dial 127.0.0.1, and SIM_ADDR on another host is refused,
+// naming it, before anything binds.
+func TestSimulatorsAreReachedOverLoopback(t *testing.T) {
+	t.Run("every interface", func(t *testing.T) {
+		is := is.New(t)
+		_, port, err := net.SplitHostPort(flowtest.FreeAddr(t))
+		is.NoErr(err)
+		env := map[string]string{
+			"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": ":" + port,
+			"NATS_MONITOR_LISTEN": "off",
+		}
+		_, logs := startAndStop(t, env)
+		for _, sim := range []string{"prime", "optimoroute", "graph"} {
+			is.True(strings.Contains(logs, "url=http://127.0.0.1:"+port+"/"+sim)) // its clients dial loopback
+		}
+	})
+	t.Run("another host", func(t *testing.T) {
+		is := is.New(t)
+		env := map[string]string{
+			"DATA_DIR": t.TempDir(), "HTTP_ADDR": flowtest.FreeAddr(t), "NATS_LISTEN": flowtest.FreeAddr(t), "SIM_ADDR": "192.0.2.1:8081",
+			"NATS_MONITOR_LISTEN": "off",
+		}
+		var stdout, stderr flowtest.Buffer
+		err := primeflow.Main(context.Background(), func(k string) string { return env[k] }, &stdout, &stderr)
+		var ce *config.Error
+		is.True(errors.As(err, &ce))                                        // refused as a setting, before the bind
+		is.True(strings.Contains(err.Error(), `SIM_ADDR="192.0.2.1:8081"`)) // naming it
+	})
 }
 
 // secretIn is the secret kept in path, which only its owner may read.

@@ -126,6 +126,34 @@ func TestRealPrimeRunsOnNoSimulatorItDidNotName(t *testing.T) {
 		})
 	}
 
+	// Any of Prime's credentials makes Prime real (issue 27's review):
+	// with PRIME_API_URL unset, bin/primeflow ran the Prime simulator, with
+	// an info line, beside the real credentials and a live OptimoRoute key.
+	for _, credential := range []string{"PRIME_CLIENT_ID", "PRIME_CLIENT_SECRET", "PRIME_USERNAME", "PRIME_PASSWORD"} {
+		t.Run(credential+" without PRIME_API_URL", func(t *testing.T) {
+			is := is.New(t)
+			env := realPrime(t)
+			env["OPTIMOROUTE_API_KEY"], env["OPTIMOROUTE_API_URL"] = optimosim.DefaultAPIKey, "http://127.0.0.1:9/v1"
+			for _, k := range []string{"PRIME_API_URL", "PRIME_CLIENT_ID", "PRIME_CLIENT_SECRET", "PRIME_USERNAME", "PRIME_PASSWORD"} {
+				if k != credential {
+					delete(env, k)
+				}
+			}
+			_, err := launch(t, env)
+			is.True(err != nil)                                                                                   // refused
+			is.True(strings.Contains(err.Error(), "PRIME_API_URL (not set): is required: "+credential+" is set")) // naming the URL, and why
+		})
+	}
+	t.Run("SIMULATE=prime beside Prime's credentials", func(t *testing.T) {
+		is := is.New(t)
+		env := realPrime(t)
+		delete(env, "PRIME_API_URL")
+		env["SIMULATE"], env["SIM_TOKEN"] = "prime,optimoroute", simToken
+		_, err := launch(t, env)
+		is.True(err != nil)                                                               // refused
+		is.True(strings.Contains(err.Error(), `names prime, and PRIME_CLIENT_ID is set`)) // the simulator or the real one
+	})
+
 	t.Run("no Prime, and SIMULATE without it", func(t *testing.T) {
 		is := is.New(t)
 		env := realPrime(t)

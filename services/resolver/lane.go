@@ -185,7 +185,7 @@ func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jet
 	switch after := retry.Delay(err); {
 	case err == nil:
 	case after > 0:
-		d = events.Done{LogID: row.ID, Outcome: events.OutcomeWait, RetryAfterMS: after.Milliseconds()}
+		d = events.Done{LogID: row.ID, Outcome: events.OutcomeWait, RetryAfterMS: after.Milliseconds(), Wait: pipeline.WaitLabel(err)}
 	case ctx.Err() != nil:
 		return events.Done{}, ctx.Err()
 	default:
@@ -197,7 +197,11 @@ func (r *Resolver) attempt(ctx context.Context, row store.WebhookLogRow, md *jet
 			return events.Done{}, ferr
 		}
 	}
-	r.metrics.events.WithLabelValues(action, string(d.Outcome)).Inc()
+	outcome := string(d.Outcome)
+	if d.Outcome == events.OutcomeWait && d.Wait != "" {
+		outcome = d.Wait // a 429 told from an outage (pkg/prime/outage.go)
+	}
+	r.metrics.events.WithLabelValues(action, outcome).Inc()
 	return d, nil
 }
 
@@ -243,8 +247,7 @@ func (r *Resolver) dispatch(ctx context.Context, row store.WebhookLogRow, md *je
 		case <-deadline.C:
 			return events.Done{}, errLaneTimeout
 		case m := <-done:
-			var d events.Done
-			if json.Unmarshal(m.Data, &d) == nil {
+			if d, ok := events.DecodeDone(m.Data, row.ID); ok {
 				return d, nil
 			}
 		case <-check.C:

@@ -19,7 +19,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 	m := &collectors{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_resolver_events_total",
-			Help: "Events through the resolver by eventAction (known actions, else 'other') and outcome: processed, failed, capped, payload_fault, rate_limited, lane_timeout, no_handler, no_identifier, skipped (a redelivery of a row already finished), duplicate (ingest's copy of a processed row, republished after the duplicate window), replayed (an operator's replay of a processed row, queued again).",
+			Help: "Events through the resolver by eventAction (known actions, else 'other') and outcome: processed, failed, capped, payload_fault, rate_limited (Prime's 429: the event waits, no attempt), prime_unavailable (Prime answered 5xx or not at all: it waits likewise), unavailable (a service the stage needs did not answer: it waits likewise), lane_timeout, no_handler, no_identifier, skipped (a redelivery of a row already finished), duplicate (ingest's copy of a processed row, republished after the duplicate window), replayed (an operator's replay of a processed row, queued again).",
 		}, []string{"action", "outcome"}),
 		laneSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_resolver_lane_seconds",

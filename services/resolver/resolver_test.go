@@ -86,6 +86,19 @@ func (f runner) Run(ctx context.Context) error { return f(ctx) }
 
 func (e *env) setWork(w pipeline.Work) { e.work.Store(&w) }
 
+// stuckOnFirst makes the stage stick on its first hand-over until release
+// is closed, and finish every hand-over; calls counts them.
+func (e *env) stuckOnFirst() (release chan struct{}, calls *atomic.Int32) {
+	release, calls = make(chan struct{}), &atomic.Int32{}
+	e.setWork(func(ctx context.Context, _ events.Resolved) (pipeline.Finish, error) {
+		if calls.Add(1) == 1 {
+			<-release
+		}
+		return pipeline.Finish{}, nil
+	})
+	return release, calls
+}
+
 // resolved returns what the stage was handed for a row.
 func (e *env) resolved(logID int64) []events.Resolved {
 	e.mu.Lock()
@@ -398,6 +411,36 @@ func TestRateLimitHoldsTheLaneWithoutCountingAttempts(t *testing.T) {
 	is.Equal(order, []int64{first, first, first, first, second}) // the lane held the job's next event
 }
 
+// A wait is labelled by what it waits for: Prime's 429 (rate_limited) is
+// told from Prime not answering (prime_unavailable, pkg/prime/outage.go),
+// whether the stage's call met it or the resolver's own.
+func TestAWaitForPrimeSaysWhetherItWasARateLimitOrAnOutage(t *testing.T) {
+	is := is.New(t)
+	e := start(t)
+	var calls atomic.Int32
+	e.setWork(func(context.Context, events.Resolved) (pipeline.Finish, error) {
+		switch calls.Add(1) {
+		case 1:
+			return pipeline.Finish{}, &prime.RateLimitedError{Wait: 30 * time.Millisecond, Endpoint: "jobs.get"}
+		case 2, 3:
+			return pipeline.Finish{}, &prime.UnavailableError{Wait: 30 * time.Millisecond, Endpoint: "jobs.get", Since: time.Now()}
+		}
+		return pipeline.Finish{}, nil
+	})
+	job := e.Sim.NewJob()
+	is.Equal(e.WaitProcessed(e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, job.Ref))).ProcessAttempts, 0)
+	is.Equal(e.outcomes("rate_limited"), 1.0)      // the stage's 429
+	is.Equal(e.outcomes("prime_unavailable"), 2.0) // and its outage, apart
+
+	// The resolver's own call: it looks the job's reference up (§4.1), and
+	// Prime answers 503, a first failure, Prime's: the event waits.
+	other := e.Sim.NewJob()
+	e.Sim.SetFaults(primesim.Faults{Path: fmt.Sprintf("/jobs/%d", other.Ref), FailNext: 1, FailStatus: http.StatusServiceUnavailable})
+	is.Equal(e.WaitProcessed(e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, other.Ref))).ProcessAttempts, 0)
+	is.Equal(e.outcomes("prime_unavailable"), 3.0) // the resolver's wait for Prime, as an outage
+	is.Equal(e.outcomes("rate_limited"), 1.0)      // not a rate limit
+}
+
 // TestAJetStreamFailoverIsWaitedOut: the cluster loses its quorum while
 // the resolver identifies an event (asking Prime, which answers slowly), so
 // the resolved event cannot be published. The event waits, no attempt
@@ -428,14 +471,15 @@ func TestAJetStreamFailoverIsWaitedOut(t *testing.T) {
 	flowtest.Eventually(t, "the resolver to ask Prime", func() bool { return e.Sim.Stats().ByEndpoint["GET /jobs/{id}"] > 0 })
 	c.Stop(1) // while Prime answers: no quorum when the resolver publishes
 	c.Stop(2)
-	flowtest.Eventually(t, "the publish to fail", func() bool { return e.outcomes("rate_limited") > 0 || e.Row(id).ProcessAttempts > 0 })
+	flowtest.Eventually(t, "the publish to fail", func() bool { return e.outcomes("unavailable") > 0 || e.Row(id).ProcessAttempts > 0 })
 	e.Sim.SetFaults(primesim.Faults{})
 	c.Restart(1)
 
 	row := e.WaitProcessed(id)
-	is.Equal(row.ProcessAttempts, 0)        // the failover burned no attempt
-	is.True(e.outcomes("rate_limited") > 0) // it was waited out
-	is.True(len(e.resolved(id)) >= 1)       // and the event reached its stage
+	is.Equal(row.ProcessAttempts, 0)          // the failover burned no attempt
+	is.True(e.outcomes("unavailable") > 0)    // it was waited out, as JetStream's wait
+	is.Equal(e.outcomes("rate_limited"), 0.0) // not Prime's rate limit
+	is.True(len(e.resolved(id)) >= 1)         // and the event reached its stage
 }
 
 // cliReplay publishes a row's id on its subject as docs/operations.md's nats CLI
@@ -690,17 +734,34 @@ func (e *env) duplicateWindow(d time.Duration) {
 func TestLaneTimeoutHandsTheEventBackWithoutAnAttempt(t *testing.T) {
 	is := is.New(t)
 	e := start(t, func(c *resolver.Config) { c.LaneWait = 200 * time.Millisecond })
-	release := make(chan struct{})
-	var calls atomic.Int32
-	e.setWork(func(ctx context.Context, _ events.Resolved) (pipeline.Finish, error) {
-		if calls.Add(1) == 1 {
-			<-release // a stage stuck on its first try
-		}
-		return pipeline.Finish{}, nil
-	})
+	release, calls := e.stuckOnFirst()
 	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
 	flowtest.Eventually(t, "a second hand-over after the timeout", func() bool { return calls.Load() >= 2 })
 	close(release)
 	row := e.WaitProcessed(id)
 	is.Equal(row.ProcessAttempts, 0) // a slow stage is not the event's fault
+}
+
+// TestAnAnswerReflectedOntoTheDoneSubjectReleasesNoLane is the review's
+// attack on the lanes (issue 27): a user that may publish to a stream set
+// a row's done subject as its publish's reply subject, which nats-server
+// checks against no permission, and the resolver took JetStream's pub-ack
+// for the stage's announcement: a Done with no outcome, after which it
+// handed the row to its stage again while the first hand-over was still
+// in hand. Only a stage's Done for the row is one.
+func TestAnAnswerReflectedOntoTheDoneSubjectReleasesNoLane(t *testing.T) {
+	is := is.New(t)
+	e := start(t, func(c *resolver.Config) { c.LaneWait = 10 * time.Minute })
+	release, calls := e.stuckOnFirst() // the stage still works on its first hand-over
+	id := e.Publish("create-estimate", fmt.Sprintf(`{"eventAction":"create-estimate","jobId":%d}`, e.Sim.NewJob().Ref))
+	flowtest.Eventually(t, "the row handed to its stage", func() bool { return calls.Load() == 1 })
+	seen, err := e.NC.SubscribeSync(events.DoneSubject(id))
+	is.NoErr(err)
+	is.NoErr(e.NC.PublishMsg(&nats.Msg{Subject: events.SubjectOptimoPlan, Reply: events.DoneSubject(id), Data: []byte(`{"source":"x"}`)}))
+	m, err := seen.NextMsg(10 * time.Second)
+	is.NoErr(err)
+	is.True(strings.Contains(string(m.Data), `"stream"`)) // JetStream's pub-ack, on the row's done subject
+	close(release)
+	e.WaitProcessed(id)
+	is.Equal(len(e.resolved(id)), 1) // handed to its stage once
 }

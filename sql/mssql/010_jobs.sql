@@ -29,8 +29,11 @@ GO
 -- which stays as it is. Parameters longer than their column are cut by their
 -- declared length; an amount that is not a decimal is NULL (the raw
 -- attributes keep it). A stored version newer than @Version is left alone, so
--- a late writer never rolls the mirror back. The job's triage invites whose
--- arrival is over are closed (spPrimeflowCloseTriageInvites).
+-- a late writer never rolls the mirror back; but not one written before
+-- @AskedUTC, when the call Prime answered went out (less the hosts' clock
+-- skew): Prime's versions only grow, so an answer to a later call that gives
+-- a lower version says the stored one was never Prime's. The job's triage
+-- invites whose arrival is over are closed (spPrimeflowCloseTriageInvites).
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowUpsertJob
     @JobId                       UNIQUEIDENTIFIER,
     @JobNumber                   NVARCHAR(50)     = NULL,
@@ -55,7 +58,8 @@ CREATE OR ALTER PROCEDURE dbo.spPrimeflowUpsertJob
     @State                       NVARCHAR(50)     = NULL,
     @Postcode                    NVARCHAR(20)     = NULL,
     @PrimaryContactId            UNIQUEIDENTIFIER = NULL,
-    @Attributes                  NVARCHAR(MAX)    = NULL
+    @Attributes                  NVARCHAR(MAX)    = NULL,
+    @AskedUTC                    DATETIME2(3)     = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -95,7 +99,7 @@ BEGIN
             state = @State, postcode = @Postcode, primaryContactId = @PrimaryContactId,
             attributes = @Attributes, syncedUTC = @now
         WHERE jobId = @JobId
-          AND (version IS NULL OR @Version IS NULL OR version <= @Version);
+          AND (version IS NULL OR @Version IS NULL OR version <= @Version OR @AskedUTC > syncedUTC);
 
     -- Whichever path wrote the job: an open triage invite whose arrival the
     -- mirror now shows over is closed, in this transaction

@@ -7,15 +7,19 @@
 --
 -- "Finished before @Before", table by table (store.ArchiveTable):
 --   ethPrimeWebhookLog       processed, received and processed before it;
---   smsQueue                 Sent or Logged before it (Failed stays); its
---                            dedupe key is kept (081's smsArchivedDedupeKey),
---                            so it is never queued again;
---   ethTriageInviteQueue     Sent or Logged before it, its status change over
+--   smsQueue                 Sent or Logged before it, or Dismissed before
+--                            it (UpdatedUTC; Failed stays); its dedupe key is
+--                            kept (081's smsArchivedDedupeKey), so it is
+--                            never queued again;
+--   ethTriageInviteQueue     Sent or Logged before it, or Dismissed before it
+--                            (updatedUTC), its status change over
 --                            (statusLeftUTC: an open invite is what stops a
 --                            replayed event inviting twice; Failed stays);
---   PrimeEmailJobRegistered  Processed and moved to the processed folder
---                            before it (Failed, and a receipt still in the
---                            folder, stay).
+--   PrimeEmailJobRegistered  its message moved out of the folder before it,
+--                            and done: Processed (moved to the processed
+--                            folder), Rejected (refused unread), or
+--                            Dismissed before it (Failed, and a receipt
+--                            still in the folder, stay).
 
 -- spPrimeflowArchiveCount: one row, each table's rows finished before @Before.
 CREATE OR ALTER PROCEDURE dbo.spPrimeflowArchiveCount
@@ -28,11 +32,15 @@ BEGIN
         (SELECT COUNT_BIG(*) FROM dbo.ethPrimeWebhookLog
          WHERE processedUTC IS NOT NULL AND processedUTC < @Before AND receivedUTC < @Before) AS webhookLog,
         (SELECT COUNT_BIG(*) FROM dbo.smsQueue
-         WHERE State IN (N'Sent', N'Logged') AND SentUTC < @Before) AS sms,
+         WHERE State IN (N'Sent', N'Logged') AND SentUTC < @Before
+            OR State = N'Dismissed' AND UpdatedUTC < @Before) AS sms,
         (SELECT COUNT_BIG(*) FROM dbo.ethTriageInviteQueue
-         WHERE state IN (N'Sent', N'Logged') AND sentUTC < @Before AND statusLeftUTC IS NOT NULL) AS triageInvites,
+         WHERE (state IN (N'Sent', N'Logged') AND sentUTC < @Before OR state = N'Dismissed' AND updatedUTC < @Before)
+           AND statusLeftUTC IS NOT NULL) AS triageInvites,
         (SELECT COUNT_BIG(*) FROM dbo.PrimeEmailJobRegistered
-         WHERE outcome = N'Processed' AND movedTo = N'Processed' AND movedUTC < @Before) AS emailReceipts;
+         WHERE movedUTC < @Before
+           AND (outcome = N'Processed' AND movedTo = N'Processed' OR outcome = N'Rejected'
+                OR outcome = N'Dismissed' AND updatedUTC < @Before)) AS emailReceipts;
 END;
 GO
 
@@ -67,7 +75,8 @@ BEGIN
     SELECT TOP (@Top) ID, Recipient, Body, Source, DedupeKey, State, Attempts, NextAttemptUTC,
            ClaimedUntilUTC, LastError, QueuedUTC, SentUTC, FailedUTC, UpdatedUTC
     FROM dbo.smsQueue
-    WHERE ID > @AfterID AND State IN (N'Sent', N'Logged') AND SentUTC < @Before
+    WHERE ID > @AfterID
+      AND (State IN (N'Sent', N'Logged') AND SentUTC < @Before OR State = N'Dismissed' AND UpdatedUTC < @Before)
     ORDER BY ID;
 END;
 GO
@@ -86,7 +95,9 @@ BEGIN
            claimedUntilUTC, lastError, failedUTC, updatedUTC, jobVersion, statusLeftUTC, payload,
            statusHistoryId, jobUpdatedAt
     FROM dbo.ethTriageInviteQueue
-    WHERE id > @AfterID AND state IN (N'Sent', N'Logged') AND sentUTC < @Before AND statusLeftUTC IS NOT NULL
+    WHERE id > @AfterID
+      AND (state IN (N'Sent', N'Logged') AND sentUTC < @Before OR state = N'Dismissed' AND updatedUTC < @Before)
+      AND statusLeftUTC IS NOT NULL
     ORDER BY id;
 END;
 GO
@@ -105,7 +116,9 @@ BEGIN
            NumericReference, JobNumber, primeJobId, outcome, lastError, attempts, movedUTC, movedTo,
            registeredUTC, updatedUTC, CAST(0 AS BIT) AS inserted
     FROM dbo.PrimeEmailJobRegistered
-    WHERE id > @AfterID AND outcome = N'Processed' AND movedTo = N'Processed' AND movedUTC < @Before
+    WHERE id > @AfterID AND movedUTC < @Before
+      AND (outcome = N'Processed' AND movedTo = N'Processed' OR outcome = N'Rejected'
+           OR outcome = N'Dismissed' AND updatedUTC < @Before)
     ORDER BY id;
 END;
 GO
@@ -141,7 +154,7 @@ BEGIN
         OUTPUT deleted.ID, deleted.DedupeKey INTO @gone (ID, DedupeKey)
         FROM dbo.smsQueue AS m
         WHERE m.ID IN (SELECT i.id FROM @IDs AS i)
-          AND m.State IN (N'Sent', N'Logged') AND m.SentUTC < @Before;
+          AND (m.State IN (N'Sent', N'Logged') AND m.SentUTC < @Before OR m.State = N'Dismissed' AND m.UpdatedUTC < @Before);
         SET @deleted = @@ROWCOUNT;
         INSERT INTO dbo.smsArchivedDedupeKey (DedupeKey, SmsQueueID, ArchivedUTC)
         SELECT g.DedupeKey, g.ID, SYSUTCDATETIME()
@@ -155,14 +168,17 @@ BEGIN
     BEGIN
         DELETE q FROM dbo.ethTriageInviteQueue AS q
         WHERE q.id IN (SELECT i.id FROM @IDs AS i)
-          AND q.state IN (N'Sent', N'Logged') AND q.sentUTC < @Before AND q.statusLeftUTC IS NOT NULL;
+          AND (q.state IN (N'Sent', N'Logged') AND q.sentUTC < @Before OR q.state = N'Dismissed' AND q.updatedUTC < @Before)
+          AND q.statusLeftUTC IS NOT NULL;
         SET @deleted = @@ROWCOUNT;
     END
     ELSE IF @Table = N'PrimeEmailJobRegistered'
     BEGIN
         DELETE r FROM dbo.PrimeEmailJobRegistered AS r
         WHERE r.id IN (SELECT i.id FROM @IDs AS i)
-          AND r.outcome = N'Processed' AND r.movedTo = N'Processed' AND r.movedUTC < @Before;
+          AND r.movedUTC < @Before
+          AND (r.outcome = N'Processed' AND r.movedTo = N'Processed' OR r.outcome = N'Rejected'
+               OR r.outcome = N'Dismissed' AND r.updatedUTC < @Before);
         SET @deleted = @@ROWCOUNT;
     END
     ELSE

@@ -57,6 +57,7 @@ func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 		sql.Named("Postcode", sqlString(j.Postcode)),
 		sql.Named("PrimaryContactId", looseGUID(j.PrimaryContactID)),
 		sql.Named("Attributes", sqlString(j.Attributes)),
+		sql.Named("AskedUTC", sqlTime(j.AskedUTC)),
 	).Scan(&created)
 	if err != nil {
 		return false, fmt.Errorf("mssql: upsert job %s: %w", j.JobID, err)

@@ -23,13 +23,16 @@ type archived struct {
 var archiveTables = map[store.ArchiveTable]archived{
 	store.ArchiveWebhookLog: {"id", logColumns, `processedUTC IS NOT NULL AND processedUTC < ? AND receivedUTC < ?`, ""},
 	// An archived message's dedupe key stays used (QueueSMS).
-	store.ArchiveSMS: {"ID", smsColumns, `State IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
-		AND SentUTC < ?`, `INSERT INTO smsArchivedDedupeKey (DedupeKey, SmsQueueID, ArchivedUTC)
+	// A dismissed one is done from its dismissal (UpdatedUTC).
+	store.ArchiveSMS: {"ID", smsColumns, `(State IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
+		AND SentUTC < ? OR State = '` + string(store.SendDismissed) + `' AND UpdatedUTC < ?)`, `INSERT INTO smsArchivedDedupeKey (DedupeKey, SmsQueueID, ArchivedUTC)
 		SELECT DedupeKey, ID, strftime('%Y-%m-%d %H:%M:%f', 'now') FROM smsQueue WHERE DedupeKey IS NOT NULL`},
-	store.ArchiveTriageInvites: {"id", inviteColumns, `state IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
-		AND sentUTC < ? AND statusLeftUTC IS NOT NULL`, ""},
-	store.ArchiveEmailReceipts: {"id", emailColumns, `outcome = '` + store.EmailProcessed + `' AND movedTo = '` + store.EmailProcessed + `'
-		AND movedUTC < ?`, ""},
+	store.ArchiveTriageInvites: {"id", inviteColumns, `(state IN ('` + string(store.SendSent) + `', '` + string(store.SendLogged) + `')
+		AND sentUTC < ? OR state = '` + string(store.SendDismissed) + `' AND updatedUTC < ?) AND statusLeftUTC IS NOT NULL`, ""},
+	// A receipt's message moved out of the folder before T: processed, or
+	// refused unread (Rejected), or failed and dismissed before T.
+	store.ArchiveEmailReceipts: {"id", emailColumns, `movedUTC < ? AND (outcome = '` + store.EmailProcessed + `' AND movedTo = '` + store.EmailProcessed + `'
+		OR outcome = '` + store.EmailRejected + `' OR outcome = '` + store.EmailDismissed + `' AND updatedUTC < ?)`, ""},
 }
 
 // before is the condition's arguments: before, once a ?.

@@ -22,7 +22,7 @@ const jobColumnCount = 25
 
 // The statements every job event runs, prepared once (see prepare).
 var (
-	getJobVersionSQL  = prepare(`SELECT version FROM primeJobs WHERE jobId = ?`)
+	getJobVersionSQL  = prepare(`SELECT version, syncedUTC FROM primeJobs WHERE jobId = ?`)
 	insertJobSQL      = prepare(`INSERT INTO primeJobs (` + jobColumns + `) VALUES (` + placeholders(jobColumnCount) + `)`)
 	getJobSQL         = prepare(`SELECT ` + jobColumns + ` FROM primeJobs WHERE jobId = ?`)
 	claimFirstSeenSQL = prepare(`INSERT INTO primeflowJobFirstSeen (jobId, logId, firstSeenUTC, via) VALUES (?, ?, ?, ?)
@@ -67,15 +67,16 @@ func (s *Store) UpsertJob(ctx context.Context, j store.Job) (bool, error) {
 	var created bool
 	err := s.inTx(ctx, func(tx *Store) error {
 		var stored sql.NullInt64
-		err := tx.r().QueryRowContext(ctx, getJobVersionSQL, strings.ToLower(j.JobID)).Scan(&stored)
+		var synced time.Time
+		err := tx.r().QueryRowContext(ctx, getJobVersionSQL, strings.ToLower(j.JobID)).Scan(&stored, scanTime{&synced})
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			_, err = tx.w().ExecContext(ctx, insertJobSQL, jobArgs(j)...)
 			created = err == nil
 		case err != nil:
 			return err
-		case stored.Valid && j.Version != 0 && stored.Int64 > j.Version:
-			return nil // the mirror holds a newer version
+		case stored.Valid && j.Version != 0 && stored.Int64 > j.Version && !j.AskedUTC.After(synced):
+			return nil // the mirror holds a newer version, and nothing Prime said since gainsays it
 		default:
 			_, err = tx.w().ExecContext(ctx, updateJobSQL, append(jobArgs(j)[1:], strings.ToLower(j.JobID))...)
 		}

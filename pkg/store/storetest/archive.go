@@ -216,9 +216,11 @@ func testArchive(t *testing.T, open Opener) {
 		t0 := now.Add(-30 * 24 * time.Hour)
 		before := now.Add(-24 * time.Hour)
 
-		// SMS: sent and logged long ago go; failed, sent lately and queued stay.
+		// SMS: sent, logged and dismissed long ago go; failed, sent lately,
+		// queued and dismissed lately stay.
 		var sms []int64
-		for i, outcome := range []store.SendState{store.SendSent, store.SendLogged, store.SendFailed, store.SendSent, store.SendQueued} {
+		outcomes := []store.SendState{store.SendSent, store.SendLogged, store.SendFailed, store.SendSent, store.SendDismissed, store.SendDismissed, store.SendQueued}
+		for i, outcome := range outcomes {
 			id, _, err := s.QueueSMS(ctx, store.NewSMS{Recipient: onCall, Body: "make safe", Source: "test", Now: t0})
 			is.NoErr(err)
 			sms = append(sms, id)
@@ -236,17 +238,28 @@ func testArchive(t *testing.T, open Opener) {
 				is.NoErr(s.SetSMSLogged(ctx, id, claimed[0].Attempts, at))
 			case store.SendFailed:
 				is.NoErr(s.SetSMSFailed(ctx, id, claimed[0].Attempts, "400", time.Time{}, at))
+			case store.SendDismissed:
+				is.NoErr(s.SetSMSFailed(ctx, id, claimed[0].Attempts, "400", time.Time{}, at))
+				dismissed := t0.Add(time.Hour)
+				if i == 5 {
+					dismissed = now // dismissed lately
+				}
+				_, err := s.Resolve(ctx, store.Resolution{Table: store.ResolvableSMS, RowID: id, Action: store.ResolveDismiss,
+					By: "alice", Reason: "phoned the on-call", ResolvedUTC: dismissed})
+				is.NoErr(err)
 			case store.SendQueued:
 				is.NoErr(s.ReleaseSMS(ctx, id, claimed[0].Attempts, at))
 			}
 		}
 
 		// Triage invites: one sent long ago whose job has left the status
-		// goes; one Failed stays, and so does one sent whose job is still
-		// in the status (it is what keeps a replayed event from inviting
-		// the customer twice).
+		// goes, and so does one dismissed long ago whose job has; one
+		// Failed stays, and so does one sent whose job is still in the
+		// status (it is what keeps a replayed event from inviting the
+		// customer twice).
+		const jobD = "3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a9f"
 		var invites []int64
-		for i, job := range []string{jobA, jobB, jobC} {
+		for i, job := range []string{jobA, jobB, jobC, jobD} {
 			_, err := s.UpsertJob(ctx, sampleJob(job, statusICM, 1))
 			is.NoErr(err)
 			queued, err := s.QueueTriageInvite(ctx, job, statusICM)
@@ -256,12 +269,19 @@ func testArchive(t *testing.T, open Opener) {
 			is.NoErr(err)
 			is.Equal(len(claimed), 1)
 			invites = append(invites, claimed[0].ID)
-			if i == 1 {
+			switch i {
+			case 1:
 				is.NoErr(s.SetTriageInviteFailed(ctx, claimed[0].ID, claimed[0].Attempts, "400", time.Time{}, t0))
 				continue
+			case 3:
+				is.NoErr(s.SetTriageInviteFailed(ctx, claimed[0].ID, claimed[0].Attempts, "400", time.Time{}, t0))
+				_, err := s.Resolve(ctx, store.Resolution{Table: store.ResolvableTriageInvite, RowID: claimed[0].ID, Action: store.ResolveDismiss,
+					By: "alice", Reason: "invited by phone", ResolvedUTC: t0.Add(time.Hour)})
+				is.NoErr(err)
+			default:
+				is.NoErr(s.SetTriageInviteSent(ctx, claimed[0].ID, claimed[0].Attempts, t0))
 			}
-			is.NoErr(s.SetTriageInviteSent(ctx, claimed[0].ID, claimed[0].Attempts, t0))
-			if i == 0 {
+			if i != 2 {
 				_, err := s.UpsertJob(ctx, sampleJob(job, statusNew, 2)) // the job moves on
 				is.NoErr(err)
 				queued, err := s.QueueTriageInvite(ctx, job, statusICM)
@@ -270,12 +290,17 @@ func testArchive(t *testing.T, open Opener) {
 			}
 		}
 
-		// Email receipts: processed and moved long ago goes; failed, and
-		// processed but still in the folder, stay.
+		// Email receipts: processed and moved long ago goes, and so do
+		// mail refused unread (Rejected, filed in the failed folder) and a
+		// failed email a person dismissed, long ago; failed, processed but
+		// still in the folder, and dismissed lately, stay.
 		var receipts []int64
 		for i, e := range []struct {
 			id, outcome, movedTo string
-		}{{"<a@p>", store.EmailProcessed, store.EmailProcessed}, {"<b@p>", store.EmailFailed, store.EmailFailed}, {"<c@p>", store.EmailProcessed, ""}} {
+			dismissedAt          time.Time
+		}{{"<a@p>", store.EmailProcessed, store.EmailProcessed, time.Time{}}, {"<b@p>", store.EmailFailed, store.EmailFailed, time.Time{}},
+			{"<c@p>", store.EmailProcessed, "", time.Time{}}, {"<d@p>", store.EmailRejected, store.EmailFailed, time.Time{}},
+			{"<e@p>", store.EmailFailed, store.EmailFailed, t0.Add(time.Hour)}, {"<f@p>", store.EmailFailed, store.EmailFailed, now}} {
 			r, _, err := s.RegisterEmail(ctx, store.EmailReceipt{InternetMessageID: e.id, Subject: "New Job", ReceivedUTC: t0})
 			is.NoErr(err)
 			receipts = append(receipts, r.ID)
@@ -284,29 +309,37 @@ func testArchive(t *testing.T, open Opener) {
 				r.MovedUTC = t0.Add(time.Duration(i) * time.Minute)
 			}
 			is.NoErr(s.UpdateEmailReceipt(ctx, r))
+			if !e.dismissedAt.IsZero() {
+				_, err := s.Resolve(ctx, store.Resolution{Table: store.ResolvableEmailReceipt, RowID: r.ID, Action: store.ResolveDismiss,
+					By: "alice", Reason: "a supplier's newsletter", ResolvedUTC: e.dismissedAt})
+				is.NoErr(err)
+			}
 		}
 
 		n, err := s.CountArchivable(ctx, before)
 		is.NoErr(err)
-		is.Equal(n, map[store.ArchiveTable]int{store.ArchiveWebhookLog: 0, store.ArchiveSMS: 2, store.ArchiveTriageInvites: 1, store.ArchiveEmailReceipts: 1})
+		is.Equal(n, map[store.ArchiveTable]int{store.ArchiveWebhookLog: 0, store.ArchiveSMS: 3, store.ArchiveTriageInvites: 2, store.ArchiveEmailReceipts: 3})
 		gotSMS, err := s.ListArchivableSMS(ctx, before, 0, 10)
 		is.NoErr(err)
-		is.Equal(len(gotSMS), 2)
-		is.Equal([]int64{gotSMS[0].ID, gotSMS[1].ID}, sms[:2]) // sent, logged
-		is.Equal(gotSMS[0].Body, "make safe")                  // whole
+		is.Equal(len(gotSMS), 3)
+		is.Equal([]int64{gotSMS[0].ID, gotSMS[1].ID, gotSMS[2].ID}, []int64{sms[0], sms[1], sms[4]}) // sent, logged, dismissed
+		is.Equal(gotSMS[0].Body, "make safe")                                                        // whole
 		is.Equal(gotSMS[1].State, store.SendLogged)
 		gotInvites, err := s.ListArchivableTriageInvites(ctx, before, 0, 10)
 		is.NoErr(err)
-		is.Equal(len(gotInvites), 1)
-		is.Equal(gotInvites[0].ID, invites[0])
+		is.Equal(len(gotInvites), 2)
+		is.Equal([]int64{gotInvites[0].ID, gotInvites[1].ID}, []int64{invites[0], invites[3]}) // sent, dismissed
 		is.Equal(gotInvites[0].JobID, jobA)
 		gotReceipts, err := s.ListArchivableEmailReceipts(ctx, before, 0, 10)
 		is.NoErr(err)
-		is.Equal(len(gotReceipts), 1)
-		is.Equal(gotReceipts[0].InternetMessageID, "<a@p>")
+		var gone []string
+		for _, r := range gotReceipts {
+			gone = append(gone, r.InternetMessageID+" "+r.Outcome)
+		}
+		is.Equal(gone, []string{"<a@p> " + store.EmailProcessed, "<d@p> " + store.EmailRejected, "<e@p> " + store.EmailDismissed})
 		later, err := s.ListArchivableSMS(ctx, before, sms[0], 10)
 		is.NoErr(err)
-		is.Equal(len(later), 1) // after an id
+		is.Equal(len(later), 2) // after an id
 
 		for table, ids := range map[store.ArchiveTable][]int64{store.ArchiveSMS: sms, store.ArchiveTriageInvites: invites, store.ArchiveEmailReceipts: receipts} {
 			deleted, err := s.DeleteArchived(ctx, table, before, ids)
@@ -318,15 +351,21 @@ func testArchive(t *testing.T, open Opener) {
 		is.Equal(n[store.ArchiveSMS]+n[store.ArchiveTriageInvites]+n[store.ArchiveEmailReceipts], 0) // none left
 		_, err = s.GetSMS(ctx, sms[2])
 		is.NoErr(err) // the Failed message stays for its person
+		_, err = s.GetSMS(ctx, sms[5])
+		is.NoErr(err) // and the one dismissed lately
 		counts, err := s.CountTriageInvites(ctx)
 		is.NoErr(err)
-		is.Equal(counts[store.SendFailed], 1) // and the Failed invite
-		is.Equal(counts[store.SendSent], 1)   // and the one still open
+		is.Equal(counts[store.SendFailed], 1)    // and the Failed invite
+		is.Equal(counts[store.SendSent], 1)      // and the one still open
+		is.Equal(counts[store.SendDismissed], 0) // the dismissed one gone
 		_, found, err := s.GetEmailReceipt(ctx, "<b@p>")
 		is.NoErr(err)
 		is.True(found) // and the Failed email
 		_, found, err = s.GetEmailReceipt(ctx, "<c@p>")
 		is.NoErr(err)
 		is.True(found) // and the one still in the folder
+		_, found, err = s.GetEmailReceipt(ctx, "<f@p>")
+		is.NoErr(err)
+		is.True(found) // and the one dismissed lately
 	})
 }

@@ -113,6 +113,42 @@ func testJobs(t *testing.T, open Opener) {
 		is.NoErr(err)
 		is.Equal(got.StatusID, statusICM) // an older version never rolls the mirror back
 		is.Equal(got.Version, int64(4))
+		stale.AskedUTC = got.SyncedUTC.Add(-time.Millisecond)
+		_, err = s.UpsertJob(ctx, stale)
+		is.NoErr(err)
+		got, _, err = s.GetJob(ctx, jobA)
+		is.NoErr(err)
+		is.Equal(got.Version, int64(4)) // nor one asked before the row was written
+	})
+
+	// Issue 27: a version Prime never gave (2^53, forged) held the row for
+	// good, Prime's own answers after it all older. An answer to a call sent
+	// after the row was written gainsays it.
+	t.Run("an answer asked after the row was written overrides a version Prime never gave", func(t *testing.T) {
+		is := is.New(t)
+		s := open(t)
+		forged := sampleJob(jobA, statusNew, 1<<53)
+		forged.JobNumber = "FORGED"
+		_, err := s.UpsertJob(ctx, forged)
+		is.NoErr(err)
+		pinned, _, err := s.GetJob(ctx, jobA)
+		is.NoErr(err)
+
+		real := sampleJob(jobA, statusICM, 5)
+		_, err = s.UpsertJob(ctx, real)
+		is.NoErr(err)
+		got, _, err := s.GetJob(ctx, jobA)
+		is.NoErr(err)
+		is.Equal(got.JobNumber, "FORGED") // a job that says nothing of when it was asked does not
+		real.AskedUTC = pinned.SyncedUTC.Add(time.Second)
+		created, err := s.UpsertJob(ctx, real)
+		is.NoErr(err)
+		is.True(!created)
+		got, _, err = s.GetJob(ctx, jobA)
+		is.NoErr(err)
+		is.Equal(got.Version, int64(5)) // Prime's version
+		is.Equal(got.JobNumber, real.JobNumber)
+		is.Equal(got.StatusID, statusICM)
 	})
 
 	t.Run("a job with only its id", func(t *testing.T) {
