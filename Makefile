@@ -79,7 +79,7 @@ race: tools
 
 ## bench: the benchmarks, each against a baseline measured in the same run
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
 
 ## chaos: the fault-injection harness, full profile (DEVELOPMENT.md, "Proving it under faults"); a scenario alone with CHAOS_FLAGS=-scenario=cluster
 chaos: build tools

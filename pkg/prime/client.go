@@ -222,7 +222,7 @@ func (c *Client) send(ctx context.Context, endpoint, method, path string, form u
 		return response{}, fmt.Errorf("prime: %s: request: %w", endpoint, unwrapURLError(err))
 	}
 	req.Header.Set("Accept", MediaType)
-	req.Header.Set("User-Agent", "primeflow")
+	req.Header.Set("User-Agent", userAgent(callerOf(ctx)))
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
@@ -271,6 +271,11 @@ func (c *Client) unanswered(caller context.Context, t *ticket, endpoint string, 
 	}
 	return cause
 }
+
+// userAgent names the client, and who makes the call and what for
+// (WithCaller), to Prime and to whoever reads its access log: "primeflow
+// (child-mirror; sync-drain)". Both are a few fixed words, never an id.
+func userAgent(c caller) string { return "primeflow (" + c.name + "; " + c.purpose + ")" }
 
 // observe ends the call's permit with Prime's answer, and keeps the
 // x-ratelimit-*-remaining headers for the metrics.

@@ -125,6 +125,11 @@ func (l *limiter) acquire(ctx context.Context, endpoint string) (permit Permit, 
 				return p, nil
 			}
 			wait = wt
+			if f := l.queue.first(l.clock.Now(), l.aging); f != w {
+				// A call of a higher class arrived while this one asked:
+				// its turn now, and it waited for this ask to end.
+				f.wake()
+			}
 		} else if first != w {
 			// Another call goes first: make sure it is looking.
 			first.wake()

@@ -89,9 +89,9 @@ const unnamed = "unnamed"
 
 // WithCaller names who makes ctx's Prime calls (the service: "resolver",
 // "child-mirror") and what for ("identify", "contact-sync", "sweep"), as
-// the labels caller and purpose of prime_client_calls_total. Both are
-// metric labels: a few fixed words, never an id. Unset, both are
-// "unnamed".
+// the labels caller and purpose of prime_client_calls_total and in each
+// request's User-Agent. Both are metric labels: a few fixed words, never
+// an id. Unset, both are "unnamed".
 func WithCaller(ctx context.Context, name, purpose string) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller{name: name, purpose: purpose})
 }

@@ -119,7 +119,16 @@ func TestWaitingCallsGoOutByPriority(t *testing.T) {
 
 func TestCallsCountedByCallerAndPurpose(t *testing.T) {
 	is := is.New(t)
-	e := newEnv(t, primesim.Options{})
+	var mu sync.Mutex
+	var agents []string
+	e := newWrappedEnv(t, primesim.Options{}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			agents = append(agents, r.UserAgent())
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+	})
 	c := e.client(t, nil, prime.WithName("test"))
 	ctx := prime.WithCaller(prime.WithPriority(context.Background(), prime.PriorityMakesafe), "makesafe", "recheck")
 	_, err := c.ListJobAllocations(ctx, fixtureJob)
@@ -150,4 +159,66 @@ func TestCallsCountedByCallerAndPurpose(t *testing.T) {
 	is.Equal(calls["makesafe/recheck/makesafe"], float64(2)) // the token request and the list, for the caller that made them
 	is.Equal(calls["unnamed/unnamed/event"], float64(1))     // a context that names nothing
 	is.Equal(waits, uint64(3))                               // every call's wait for its turn is observed
+	mu.Lock()
+	defer mu.Unlock()
+	is.Equal(agents, []string{"primeflow (makesafe; recheck)", "primeflow (makesafe; recheck)", "primeflow (unnamed; unnamed)"}) // and Prime is told too
+}
+
+// askingBudget grants every make-safe call, and keeps any other call
+// asking until the test lets it go, then tells it to wait an hour: the pace
+// of a budget whose minute the events have spent.
+type askingBudget struct {
+	asking  chan struct{} // an event's call is asking
+	release chan struct{}
+}
+
+type grant struct{}
+
+func (grant) Done(int, http.Header) time.Duration { return 0 }
+
+func (b askingBudget) Admit(_ context.Context, t prime.Turn) (prime.Permit, prime.Wait, error) {
+	if t.Priority == prime.PriorityMakesafe {
+		return grant{}, prime.Wait{}, nil
+	}
+	select {
+	case b.asking <- struct{}{}:
+	default: // asking again, once released
+	}
+	<-b.release
+	return nil, prime.Wait{D: time.Hour, Reason: prime.WaitRate}, nil
+}
+
+func (askingBudget) Changed() <-chan struct{} { return nil } // nothing else changes
+func (askingBudget) Held() time.Duration      { return 0 }
+func (askingBudget) Idle()                    {}
+
+// A make-safe call that arrives while an event's call is asking the budget
+// asks as soon as that ask ends, rather than wait for the event's turn.
+func TestAHigherClassAsksOnceTheAskBeforeItEnds(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, primesim.Options{})
+	b := askingBudget{asking: make(chan struct{}, 1), release: make(chan struct{})}
+	c := e.client(t, nil, prime.WithBudget(b))
+	makesafe := prime.WithPriority(context.Background(), prime.PriorityMakesafe)
+	_, err := c.GetJob(makesafe, fixtureJob)
+	is.NoErr(err) // warm-up: the token is fetched
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.GetJob(ctx, fixtureJob2) // an event's call...
+	<-b.asking                    // asking the budget
+	done := make(chan error, 1)
+	go func() { _, err := c.GetJob(makesafe, fixtureJob3); done <- err }()
+	waitFor(t, "the make-safe call waiting", func() bool { return c.Stats().Waiting[prime.PriorityMakesafe] == 1 })
+	close(b.release) // the event's call is told to wait an hour
+	var got error
+	waitFor(t, "the make-safe call out", func() bool {
+		select {
+		case got = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	is.NoErr(got) // it went out at once, not after the event's hour
 }

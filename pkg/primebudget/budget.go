@@ -7,9 +7,11 @@
 // Across all the processes:
 //   - no more than PRIME_RATE_PER_MINUTE calls go out in any window of a
 //     minute and PRIME_BUDGET_MARGIN (the margin covers the time between a
-//     call's turn and its arrival at Prime), at an even pace that makes up
-//     for turns taken late with up to three calls back to back (more when
-//     PRIME_RATE_BURST allows bursts);
+//     call's turn and its arrival at Prime), each counted as late as Prime
+//     may have counted it (as now while in flight, then as when its answer
+//     came back), at an even pace that makes up for turns taken late with
+//     up to three calls back to back (more when PRIME_RATE_BURST allows
+//     bursts);
 //   - no more than PRIME_MAX_CONCURRENT are in flight. Each process holds a
 //     lease on its calls in flight, renewed every third of
 //     PRIME_BUDGET_LEASE; a process that dies (kill -9) gives its calls back
@@ -17,6 +19,10 @@
 //   - a hold one process meets (a 429's Retry-After) holds every process,
 //     and a minute Prime says is spent (x-ratelimit-minute-remaining 0)
 //     keeps every process's calls back until its reset;
+//   - make-safe work spends PRIME_MINUTE_RESERVE calls of every window the
+//     other classes leave unspent, at once, beside the pace: a burst of it
+//     never queues behind itself at one call a second, and the window still
+//     holds every minute to PRIME_RATE_PER_MINUTE;
 //   - the day's budget is tracked from x-ratelimit-day-remaining where Prime
 //     sends it: sweeps and drains stop with 2 × PRIME_DAY_RESERVE left,
 //     events with PRIME_DAY_RESERVE left, and only make-safe work spends the
@@ -38,11 +44,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
 	"sync"
 	"time"
+	_ "time/tzdata" // PRIME_DAY_ZONE resolves without the host's zoneinfo
 
 	"github.com/ethosbuilding/primeflow/pkg/config"
 	"github.com/ethosbuilding/primeflow/pkg/events"
@@ -84,6 +92,19 @@ type Config struct {
 	// DayReserve is the day's calls kept for make-safe work (events keep
 	// off it, sweeps and drains off twice it).
 	DayReserve int `env:"PRIME_DAY_RESERVE" envDefault:"250"`
+	// PerDay is the account's calls a day (Prime's 5,000; 0 takes it),
+	// for the forecast while Prime has not said how many are left.
+	PerDay int `env:"PRIME_RATE_PER_DAY" envDefault:"5000"`
+	// DayZone is the zone whose midnight ends Prime's day, for the
+	// forecast (assumed: Prime's timestamps are UTC, and it never says when
+	// its day ends).
+	DayZone string `env:"PRIME_DAY_ZONE" envDefault:"UTC"`
+	// MinuteReserve is the calls of every window (a minute and the margin)
+	// kept for make-safe work: the other classes leave them unspent, and
+	// make-safe calls take them at once, beside the pace, within
+	// PRIME_RATE_PER_MINUTE and PRIME_MAX_CONCURRENT. The others' pace is
+	// the rest of the minute.
+	MinuteReserve int `env:"PRIME_MINUTE_RESERVE" envDefault:"3"`
 	// Timeout bounds each request to NATS; a process that gets no answer
 	// spends its local share until NATS answers again.
 	Timeout time.Duration `env:"PRIME_BUDGET_TIMEOUT" envDefault:"5s"`
@@ -99,7 +120,14 @@ func (c Config) Validate() error {
 	if c.Margin < 0 || c.Margin >= time.Minute {
 		errs = append(errs, config.Refuse("PRIME_BUDGET_MARGIN", "must be from 0 to under a minute"))
 	}
-	return errors.Join(append(errs, config.NotNegative("PRIME_DAY_RESERVE", c.DayReserve), config.Positive("PRIME_BUDGET_TIMEOUT", c.Timeout))...)
+	if c.PerDay != 0 && c.PerDay <= c.DayReserve {
+		errs = append(errs, config.Refuse("PRIME_RATE_PER_DAY", "must be above PRIME_DAY_RESERVE (%d)", c.DayReserve))
+	}
+	if _, err := time.LoadLocation(c.DayZone); err != nil {
+		errs = append(errs, config.Refuse("PRIME_DAY_ZONE", "is not a time zone (%v)", err))
+	}
+	return errors.Join(append(errs, config.NotNegative("PRIME_DAY_RESERVE", c.DayReserve), config.NotNegative("PRIME_MINUTE_RESERVE", c.MinuteReserve),
+		config.NotNegative("PRIME_RATE_PER_DAY", c.PerDay), config.Positive("PRIME_BUDGET_TIMEOUT", c.Timeout))...)
 }
 
 // Budget is the deployment's Prime budget as one process sees and spends
@@ -114,15 +142,19 @@ type Budget struct {
 	pid  int
 
 	perMinute, burst, most int
-	window                 time.Duration // a minute and the margin
+	window                 time.Duration  // a minute and the margin
+	zone                   *time.Location // PRIME_DAY_ZONE's
 	changed                chan struct{}
 	kick                   chan struct{}
 
-	mu      sync.Mutex
-	raw     []byte // the key's value as last seen, at rev
-	rev     uint64
-	view    state // raw, decoded, never changed: what Held reads
-	mine    map[uint64]int64
+	mu   sync.Mutex
+	raw  []byte // the key's value as last seen, at rev
+	rev  uint64
+	view state // raw, decoded, never changed: what Held reads
+	mine map[uint64]int64
+	// ended are this process's calls that have ended, by slot, whose grant
+	// the window does not yet hold at the time they ended.
+	ended   map[uint64]ended
 	seq     uint64
 	waiting *turn // this process's first waiting call, to publish
 	// pendingHold, pendingSpent and pendingDay are what this process's
@@ -138,6 +170,9 @@ type Budget struct {
 	peak   int
 	peakAt int64
 }
+
+// ended is a call that has ended: granted at At, its answer back at Done.
+type ended struct{ at, done int64 }
 
 // fallback is the local share a process spends while NATS cannot be
 // reached.
@@ -164,6 +199,15 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.PerDay = orDefault(cfg.PerDay, 5000)
+	zone, err := time.LoadLocation(cfg.DayZone) // "" is UTC; Validate has refused one that is no zone
+	if err != nil {
+		return nil, err
+	}
+	perMinute := orDefault(pc.RatePerMinute, 60)
+	if cfg.MinuteReserve >= perMinute {
+		return nil, config.Refuse("PRIME_MINUTE_RESERVE", "must be below PRIME_RATE_PER_MINUTE (%d): the other classes need a share of the minute", perMinute)
+	}
 	kv, err := bind(ctx, js, events.BucketPrimeBudget, log)
 	if err != nil {
 		return nil, err
@@ -174,19 +218,20 @@ func New(ctx context.Context, js jetstream.JetStream, pc prime.Config, cfg Confi
 	}
 	b := &Budget{
 		kv: kv, nc: js.Conn(), cfg: cfg, log: log,
-		id: rand.Text()[:12], host: host, pid: os.Getpid(),
-		perMinute: orDefault(pc.RatePerMinute, 60), burst: orDefault(pc.RateBurst, 1), most: orDefault(pc.MaxConcurrent, 5),
+		id: rand.Text()[:12], host: host, pid: os.Getpid(), zone: zone,
+		perMinute: perMinute, burst: orDefault(pc.RateBurst, 1), most: orDefault(pc.MaxConcurrent, 5),
 		window:    time.Minute + cfg.Margin,
 		changed:   make(chan struct{}, 1),
 		kick:      make(chan struct{}, 1),
 		mine:      make(map[uint64]int64),
+		ended:     make(map[uint64]ended),
 		dayLogged: make(map[prime.Priority]int64),
 	}
 	if err := untilAnswered(ctx, log, "registering in the prime budget bucket "+events.BucketPrimeBudget, b.heartbeat); err != nil {
 		return nil, fmt.Errorf("prime budget: register in %s: %w", events.BucketPrimeBudget, err)
 	}
 	log.Info("spending the deployment's Prime budget", "process", b.id, "perMinute", b.perMinute, "maxConcurrent", b.most,
-		"lease", cfg.Lease, "dayReserve", cfg.DayReserve)
+		"lease", cfg.Lease, "dayReserve", cfg.DayReserve, "minuteReserve", cfg.MinuteReserve)
 	return b, nil
 }
 
@@ -573,12 +618,24 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 		}
 		return wait(prime.Wait{D: ms(max(until-now, 1)), Reason: prime.WaitConcurrency})
 	}
-	free := int64(0) // when the next call may go
-	if n := len(st.Grants); n >= b.perMinute {
-		free = st.Grants[n-b.perMinute] + b.window.Milliseconds()
+	// The window holds PRIME_RATE_PER_MINUTE calls; the other classes
+	// leave the minute's reserve of it to make-safe work, at an even pace
+	// over the rest, and a make-safe call takes what the window has left
+	// at once: it neither waits for nor moves the pace.
+	makesafe := t.Priority == prime.PriorityMakesafe
+	window, share := b.window.Milliseconds(), b.perMinute-b.cfg.MinuteReserve
+	interval := window / int64(share)
+	limit := share
+	if makesafe {
+		limit = b.perMinute
 	}
-	interval := b.window.Milliseconds() / int64(b.perMinute)
-	free = max(free, st.Pace-int64(max(b.burst, catchUp)-1)*interval)
+	free := int64(0) // when the next call may go
+	if eff := st.counted(now); len(eff) >= limit {
+		free = eff[len(eff)-limit] + window
+	}
+	if !makesafe {
+		free = max(free, st.Pace-int64(max(b.burst, catchUp)-1)*interval)
+	}
 	if d := ms(free - now); d > 0 {
 		return await(d, prime.WaitRate)
 	}
@@ -588,13 +645,22 @@ func (b *Budget) decide(st *state, now int64, t prime.Turn) decision {
 	if n := len(st.Grants); n > b.perMinute {
 		st.Grants = st.Grants[n-b.perMinute:]
 	}
-	st.Pace = max(st.Pace, now) + interval
+	if !makesafe {
+		st.Pace = max(st.Pace, now) + interval
+	}
 	st.Slots = append(st.Slots, slot{Proc: b.id, ID: id, At: now})
 	if st.Day != nil {
 		st.Day.Remaining--
 	}
+	b.countDay(st, now, 1)
 	me.Waiting = nil
 	return decision{write: true, granted: true, id: id, at: now}
+}
+
+// countDay counts n calls let out at now into the day's forecast. b.mu is
+// held, or st is the process's own.
+func (b *Budget) countDay(st *state, now int64, n int) {
+	st.count(now, n, b.zone, b.cfg.PerDay, b.cfg.DayReserve)
 }
 
 // enrol makes sure st holds this process, with a lease that runs. b.mu is
@@ -659,6 +725,10 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 			me.Waiting = &w
 		}
 		st.Slots = slices.DeleteFunc(st.Slots, func(s slot) bool { _, ok := b.mine[s.ID]; return s.Proc == b.id && !ok })
+		ends := maps.Clone(b.ended)
+		for _, e := range ends {
+			st.ended(e) // again, if another heartbeat wrote it meanwhile: then nothing changes
+		}
 		for id, at := range b.mine {
 			if !slices.ContainsFunc(st.Slots, func(s slot) bool { return s.Proc == b.id && s.ID == id }) {
 				st.Slots = append(st.Slots, slot{Proc: b.id, ID: id, At: at})
@@ -676,6 +746,9 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 		if b.fallback != nil {
 			grants = b.fallback.grants
 			st.Grants = merged(st.Grants, grants, b.perMinute)
+			for _, g := range grants {
+				b.countDay(&st, g, 1)
+			}
 		}
 		b.mu.Unlock()
 		err = b.store(ctx, st, rev)
@@ -694,6 +767,9 @@ func (b *Budget) heartbeat(ctx context.Context) error {
 		}
 		if b.pendingDay == dy {
 			b.pendingDay = nil
+		}
+		for id := range ends {
+			delete(b.ended, id)
 		}
 		if b.fallback != nil {
 			b.fallback.grants = b.fallback.grants[len(grants):]
@@ -818,6 +894,9 @@ func (p *permit) Done(status int, h http.Header) time.Duration {
 		now := b.now()
 		limits = prime.ReadLimits(status, h, time.UnixMilli(now))
 		b.mu.Lock()
+		if at, ok := b.mine[p.id]; ok && p.local == nil {
+			b.ended[p.id] = ended{at: at, done: now}
+		}
 		delete(b.mine, p.id)
 		if limits.Hold > 0 {
 			b.pendingHold = max(b.pendingHold, now+limits.Hold.Milliseconds())

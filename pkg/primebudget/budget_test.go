@@ -81,13 +81,20 @@ func config() primebudget.Config {
 type process struct {
 	*primebudget.Budget
 	logs *flowtest.Buffer
+	js   jetstream.JetStream
 }
 
 func newProcess(t *testing.T, srv *server.Server, pc prime.Config, window time.Duration) process {
 	t.Helper()
+	return newProcessWith(t, srv, pc, config(), window)
+}
+
+// newProcessWith is newProcess with a budget configuration of its own.
+func newProcessWith(t *testing.T, srv *server.Server, pc prime.Config, cfg primebudget.Config, window time.Duration) process {
+	t.Helper()
 	_, js := natstest.Connect(t, srv) // its own connection, the streams applied
 	logs := &flowtest.Buffer{}
-	b, err := primebudget.New(context.Background(), js, pc, config(), slog.New(slog.NewTextHandler(logs, nil)))
+	b, err := primebudget.New(context.Background(), js, pc, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +105,7 @@ func newProcess(t *testing.T, srv *server.Server, pc prime.Config, window time.D
 	done := make(chan struct{})
 	go func() { defer close(done); b.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return process{Budget: b, logs: logs}
+	return process{Budget: b, logs: logs, js: js}
 }
 
 // ledger records, across processes, when the budget let each call out and
@@ -473,12 +480,7 @@ func TestTheDayReserveIsKeptForMakesafeWork(t *testing.T) {
 	srv := natstest.Server(t)
 	p := newProcess(t, srv, prime.Config{RatePerMinute: 6000, RateBurst: 100}, 0)
 	ctx := context.Background()
-	admit := func(prio prime.Priority) (prime.Permit, prime.Wait) {
-		t.Helper()
-		permit, wait, err := p.Admit(ctx, prime.Turn{Priority: prio, Since: time.Now()})
-		is.NoErr(err)
-		return permit, wait
-	}
+	admit := admitter(t, p)
 	permit, _ := admit(prime.PriorityEvent)
 	h := http.Header{}
 	h.Set("X-Ratelimit-Day-Remaining", "10") // config's reserve is 5
@@ -508,6 +510,110 @@ func TestTheDayReserveIsKeptForMakesafeWork(t *testing.T) {
 	deadline, _ := short.Deadline()
 	_, _, err := p.Admit(short, prime.Turn{Priority: prime.PriorityEvent, Since: time.Now(), Deadline: deadline})
 	is.True(errors.Is(err, prime.ErrRateLimited)) // a call that cannot wait for the day fails as rate-limited
+}
+
+// admitter asks p for a turn of a class, waiting since now, as the
+// limiter asks for its first waiting call.
+func admitter(t *testing.T, p process) func(prime.Priority) (prime.Permit, prime.Wait) {
+	return func(prio prime.Priority) (prime.Permit, prime.Wait) {
+		t.Helper()
+		permit, wait, err := p.Admit(context.Background(), prime.Turn{Priority: prio, Since: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return permit, wait
+	}
+}
+
+// reserving is a process alone on a server of its own, keeping a minute's
+// reserve of 3 for make-safe work.
+func reserving(t *testing.T, pc prime.Config) process {
+	cfg := config()
+	cfg.MinuteReserve = 3
+	return newProcessWith(t, natstest.Server(t), pc, cfg, 0)
+}
+
+// The other classes leave PRIME_MINUTE_RESERVE calls of the window
+// unspent, and make-safe work takes them at once, beside the pace, within
+// the window: a burst of make-safe calls does not queue behind the events
+// that spent the rest.
+func TestMakesafeWorkSpendsTheMinutesReserveAtOnce(t *testing.T) {
+	is := is.New(t)
+	// Ten calls a window, none of them paced apart (a burst of ten): only
+	// the window and the reserve hold them.
+	p := reserving(t, prime.Config{RatePerMinute: 10, RateBurst: 10, MaxConcurrent: 20})
+	admit := admitter(t, p)
+	for range 7 {
+		permit, _ := admit(prime.PriorityEvent)
+		is.True(permit != nil) // the events spend the window but the reserve
+		permit.Done(http.StatusOK, nil)
+	}
+	permit, wait := admit(prime.PriorityEvent)
+	is.True(permit == nil)                // the eighth event waits...
+	is.Equal(wait.Reason, prime.WaitRate) // for the window
+	permit, wait = admit(prime.PrioritySweep)
+	is.True(permit == nil) // and so does a sweep
+	is.Equal(wait.Reason, prime.WaitRate)
+	for range 3 {
+		permit, _ = admit(prime.PriorityMakesafe)
+		is.True(permit != nil) // make-safe work takes the reserve at once
+		permit.Done(http.StatusOK, nil)
+	}
+	permit, wait = admit(prime.PriorityMakesafe)
+	is.True(permit == nil)                // but never more than the window holds
+	is.Equal(wait.Reason, prime.WaitRate) // ...
+	is.Equal(len(stateOf(t, p.js).Grants), 10)
+}
+
+// Make-safe calls go beside the pace the others keep: they neither wait
+// for it nor move it.
+func TestMakesafeWorkGoesBesideThePace(t *testing.T) {
+	is := is.New(t)
+	p := reserving(t, prime.Config{RatePerMinute: 60, RateBurst: 1, MaxConcurrent: 20})
+	admit := admitter(t, p)
+	for range 3 {
+		permit, _ := admit(prime.PriorityEvent)
+		is.True(permit != nil) // three back to back: the pace's catch-up
+		permit.Done(http.StatusOK, nil)
+	}
+	_, behind := admit(prime.PriorityEvent)
+	is.Equal(behind.Reason, prime.WaitRate) // then the pace: a call a second or so
+	for range 5 {
+		permit, _ := admit(prime.PriorityMakesafe)
+		is.True(permit != nil) // make-safe calls do not wait for it
+		permit.Done(http.StatusOK, nil)
+	}
+	_, after := admit(prime.PriorityEvent)
+	is.Equal(after.Reason, prime.WaitRate)
+	is.True(after.D <= behind.D) // nor move it: the next event's turn is no later for them
+}
+
+// A call counts in the window as late as Prime may have counted it: while
+// it is in flight, as now; once its answer is back, as then. A call that
+// reaches Prime late (its process stalled between its turn and the
+// request) never lets a window of Prime's hold more than the budget's.
+func TestACallInFlightHoldsItsPlaceInTheWindow(t *testing.T) {
+	is := is.New(t)
+	srv := natstest.Server(t)
+	const window = 300 * time.Millisecond
+	p := newProcess(t, srv, prime.Config{RatePerMinute: 1, MaxConcurrent: 5}, window) // one call a window
+	admit := admitter(t, p)
+	slow, _ := admit(prime.PriorityEvent)
+	is.True(slow != nil) // a call goes out, and is slow to come back
+	time.Sleep(2 * window)
+	permit, wait := admit(prime.PriorityEvent)
+	is.True(permit == nil)                // its window has passed, but it is still in flight: it counts as now...
+	is.Equal(wait.Reason, prime.WaitRate) // and the next call waits
+	back := time.Now().UnixMilli()
+	slow.Done(http.StatusOK, nil)
+	flowtest.Eventually(t, "the slow call counted as when it came back", func() bool {
+		return slices.ContainsFunc(stateOf(t, p.js).Grants, func(g int64) bool { return g >= back })
+	})
+	flowtest.Eventually(t, "the next call let out, a window after that", func() bool {
+		permit, _ = admit(prime.PriorityEvent)
+		return permit != nil
+	})
+	permit.Done(http.StatusOK, nil)
 }
 
 func TestNATSLossFallsBackToALocalShare(t *testing.T) {
@@ -604,8 +710,16 @@ func TestReadShowsTheBudgetWithoutSpendingIt(t *testing.T) {
 	is.Equal(s.Processes, 1)   // one process spending it
 	is.Equal(*s.DayLeft, 4209) // Prime's count, less the call it had not counted yet
 	is.Equal(s.Hold, time.Duration(0))
+	is.True(s.Forecast != nil)           // the day's forecast
+	is.Equal(s.Forecast.Calls, 2)        // the deployment's calls today
+	is.Equal(s.Forecast.Left, 4209)      // what Prime says is left
+	is.True(s.Forecast.ReserveAt != nil) // at the pace of two calls, the reserve is reached some day...
+	is.True(!s.Forecast.Short)           // but not today
 	second.Done(http.StatusOK, nil)
-	is.Equal(gauge(t, p, "prime_budget_remaining", "minute"), 58.0) // the metrics say the same
+	is.Equal(gauge(t, p, "prime_budget_remaining", "minute"), 58.0)                                     // the metrics say the same
+	is.Equal(gauge(t, p, "prime_budget_day_calls", ""), 2.0)                                            // the day's calls
+	is.Equal(gauge(t, p, "prime_budget_day_end_timestamp_seconds", ""), float64(s.Forecast.End.Unix())) // when it ends
+	is.True(gauge(t, p, "prime_budget_day_reserve_reached_timestamp_seconds", "") > float64(s.Forecast.End.Unix()))
 }
 
 // A process that starts while the cluster has no quorum waits for it to

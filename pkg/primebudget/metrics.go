@@ -20,11 +20,20 @@ var (
 		"Times this process lost the budget in NATS and fell back to a local share.", nil, nil)
 	conflictsDesc = prometheus.NewDesc("prime_budget_conflicts_total",
 		"Writes of the budget that another process's write beat (each is tried again).", nil, nil)
+	dayCallsDesc = prometheus.NewDesc("prime_budget_day_calls",
+		"The deployment's Prime calls in Prime's day so far (since midnight in PRIME_DAY_ZONE).", nil, nil)
+	dayPaceDesc = prometheus.NewDesc("prime_budget_day_pace_per_hour",
+		"The deployment's Prime calls an hour over the last hour: the pace of the day's forecast.", nil, nil)
+	dayReserveAtDesc = prometheus.NewDesc("prime_budget_day_reserve_reached_timestamp_seconds",
+		"When, at the pace of the last hour, the day's Prime budget would be down to PRIME_DAY_RESERVE (then only make-safe work goes out): a Unix time, absent while no call goes out.", nil, nil)
+	dayEndDesc = prometheus.NewDesc("prime_budget_day_end_timestamp_seconds",
+		"When Prime's day ends and its budget starts again (midnight in PRIME_DAY_ZONE): a Unix time.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (b *Budget) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{remainingDesc, inFlightDesc, processesDesc, holdDesc, sharedDesc, fallbacksDesc, conflictsDesc} {
+	for _, d := range []*prometheus.Desc{remainingDesc, inFlightDesc, processesDesc, holdDesc, sharedDesc, fallbacksDesc, conflictsDesc,
+		dayCallsDesc, dayPaceDesc, dayReserveAtDesc, dayEndDesc} {
 		ch <- d
 	}
 }
@@ -54,6 +63,14 @@ func (b *Budget) Collect(ch chan<- prometheus.Metric) {
 		sharedV = 1
 	}
 	gauge(sharedDesc, sharedV)
+	if f := s.Forecast; f != nil {
+		gauge(dayCallsDesc, float64(f.Calls))
+		gauge(dayPaceDesc, f.PerHour)
+		gauge(dayEndDesc, float64(f.End.Unix()))
+		if f.ReserveAt != nil {
+			gauge(dayReserveAtDesc, float64(f.ReserveAt.Unix()))
+		}
+	}
 	ch <- prometheus.MustNewConstMetric(fallbacksDesc, prometheus.CounterValue, float64(c.fallbacks))
 	ch <- prometheus.MustNewConstMetric(conflictsDesc, prometheus.CounterValue, float64(c.conflicts))
 }

@@ -23,6 +23,9 @@ type Snapshot struct {
 	InFlight, Processes int
 	// Hold is how long the hold a 429 started still runs.
 	Hold time.Duration
+	// Forecast is the day's calls and where they head; nil before any
+	// process has counted a call in Prime's day.
+	Forecast *Forecast
 }
 
 // snapshot is st at now: what prune would leave of it, counted without
@@ -46,6 +49,7 @@ func (st state) snapshot(now int64) Snapshot {
 		left = max(0, left)
 		s.DayLeft = &left
 	}
+	s.Forecast = st.forecast(now)
 	return s
 }
 

@@ -30,6 +30,9 @@ type state struct {
 	SpentUntil int64 `json:"spentUntil,omitempty"`
 	// Day is the day's budget as Prime last told it.
 	Day *day `json:"day,omitempty"`
+	// Today is the deployment's own count of Prime's day, for the
+	// forecast (forecast.go).
+	Today *today `json:"today,omitempty"`
 	// PerMinute is PRIME_RATE_PER_MINUTE as the processes spend it, for
 	// those that only read the budget (Read).
 	PerMinute int `json:"perMinute,omitempty"`
@@ -106,7 +109,7 @@ func (st state) clone() state {
 
 // prune drops what no longer counts at now: the processes whose lease has
 // ended, with their slots and their turns, and the grants older than the
-// window.
+// window but those of the calls still in flight.
 func (st *state) prune(now, window int64) {
 	for id, p := range st.Procs {
 		if !p.live(now) {
@@ -114,12 +117,48 @@ func (st *state) prune(now, window int64) {
 		}
 	}
 	st.Slots = slices.DeleteFunc(st.Slots, func(s slot) bool { return st.Procs[s.Proc] == nil })
-	st.Grants = slices.DeleteFunc(st.Grants, func(g int64) bool { return g <= now-window })
+	inFlight := make(map[int64]int, len(st.Slots)) // a call in flight counts until it ends, however long
+	for _, s := range st.Slots {
+		inFlight[s.At]++
+	}
+	st.Grants = slices.DeleteFunc(st.Grants, func(g int64) bool {
+		if inFlight[g] > 0 {
+			inFlight[g]--
+			return false
+		}
+		return g <= now-window
+	})
 	if st.HoldUntil <= now {
 		st.HoldUntil = 0
 	}
 	if st.SpentUntil <= now {
 		st.SpentUntil = 0
+	}
+}
+
+// counted is the window's grants as the budget counts them at now: each
+// call at the latest time Prime may have counted it, so that however late a
+// call granted at one moment reaches Prime, no window of Prime's holds more
+// than the budget's does. A call still in flight counts as now (a slot's
+// grant); one that has ended, as when its answer came back (ended). Oldest
+// first.
+func (st *state) counted(now int64) []int64 {
+	eff := slices.Clone(st.Grants)
+	for _, s := range st.Slots {
+		if i := slices.Index(eff, s.At); i >= 0 {
+			eff[i] = now
+		}
+	}
+	slices.Sort(eff)
+	return eff
+}
+
+// ended moves the grant of a call that has ended to when its answer came
+// back: Prime counted it then at the latest.
+func (st *state) ended(e ended) {
+	if i := slices.Index(st.Grants, e.at); i >= 0 && e.done > e.at {
+		st.Grants[i] = e.done
+		slices.Sort(st.Grants)
 	}
 }
 

@@ -80,7 +80,7 @@ func FromBudgetBucket(js jetstream.JetStream, other func(context.Context) (*Budg
 		}
 		minute := float64(s.MinuteLeft)
 		b := &Budget{Source: "the deployment's budget in NATS (KV " + events.BucketPrimeBudget + ")", Minute: &minute,
-			InFlight: &s.InFlight, Processes: &s.Processes, HoldSeconds: s.Hold.Seconds()}
+			InFlight: &s.InFlight, Processes: &s.Processes, HoldSeconds: s.Hold.Seconds(), Forecast: s.Forecast}
 		if s.DayLeft != nil {
 			day := float64(*s.DayLeft)
 			b.Day = &day

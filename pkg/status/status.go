@@ -26,6 +26,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/instance"
 	"github.com/ethosbuilding/primeflow/pkg/lock"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -228,6 +229,10 @@ type Budget struct {
 	InFlight    *int    `json:"inFlight,omitempty"`
 	Processes   *int    `json:"processes,omitempty"`
 	HoldSeconds float64 `json:"holdSeconds,omitempty"`
+	// Forecast is the day's: the deployment's calls in Prime's day, their
+	// pace, and when at that pace the day's budget is down to its reserve.
+	// Only from the shared budget, once a call went out today.
+	Forecast *primebudget.Forecast `json:"forecast,omitempty"`
 	// UnreachableSince is when Prime stopped answering (a 5xx or no
 	// answer, none answered since: pkg/prime), as the Prime client of the
 	// process whose metrics were read saw it; nil while it answers, or when

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
 	"github.com/ethosbuilding/primeflow/pkg/pipeline"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/ethosbuilding/primeflow/pkg/store"
 	"github.com/matryer/is"
@@ -154,6 +155,26 @@ func TestALongSMSWaitNeedsAPerson(t *testing.T) {
 			_, page := served(t, rep)
 			is.True(strings.Contains(page, "oldest SMS not sent</th><td>queued "+queued.Format("2006-01-02 15:04:05"))) // the page shows since when
 		})
+	}
+}
+
+// The page shows the day's forecast, and marks one that runs into the
+// reserve before Prime's day ends.
+func TestPageShowsTheDaysForecast(t *testing.T) {
+	is := is.New(t)
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	reserveAt, minute := at.Add(3*time.Hour), 42.0
+	rep := status.Report{At: at, PrimeBudget: &status.Budget{Source: "the deployment's budget in NATS", Minute: &minute,
+		Forecast: &primebudget.Forecast{Start: at.Add(-12 * time.Hour), End: at.Add(12 * time.Hour), Calls: 2750, PerHour: 650,
+			Left: 2200, Reserve: 250, ReserveAt: &reserveAt, Short: true}}}
+	_, page := served(t, rep)
+	for _, want := range []string{
+		`<tr><th>calls today</th><td class="n">2750</td></tr>`,                                               // the day's calls
+		`<tr><th>pace, calls an hour</th><td class="n">650</td></tr>`,                                        // their pace
+		`<tr><th>down to the reserve (250) at this pace</th><td class="n bad">2026-12-01 15:00:00</td></tr>`, // before the day ends: marked
+		`<tr><th>Prime's day ends</th><td class="n">2026-12-02 00:00:00</td></tr>`,                           // when it ends
+	} {
+		is.True(strings.Contains(page, want)) // want
 	}
 }
 

@@ -30,6 +30,13 @@ func mustLoadZone(name string) *time.Location {
 	return loc
 }
 
+// RungAsksPrime reports whether a rung of the re-check ladder (§6) asks
+// Prime for the allocations of a job created at created: only for a job a
+// phone call can be raised for, one created outside business hours (§5.5).
+// For any other, detection raises nothing whatever Prime holds, and the
+// job's own events and the sync drains mirror its allocations.
+func RungAsksPrime(created time.Time) bool { return IsOutsideBusinessHours(created) }
+
 // IsOutsideBusinessHours is dbo.fnIsOutsideBusinessHours (§5.5): true on a
 // Saturday or Sunday, or before 08:30 or from 17:00 on a weekday, in
 // Melbourne local time with daylight saving applied. The zero time (a job

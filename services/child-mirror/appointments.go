@@ -167,7 +167,8 @@ func (c *ChildMirror) contactSync(ctx context.Context, jobID string) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	contacts, err := c.fetchContacts(ctx, rels, job.PrimaryContactID)
+	rows := relationshipRows(jobID, rels)
+	contacts, err := c.fetchContacts(ctx, contactIDs(rows), job.PrimaryContactID)
 	if err != nil {
 		return err
 	}
@@ -178,16 +179,16 @@ func (c *ChildMirror) contactSync(ctx context.Context, jobID string) error {
 		if err := saveContacts(ctx, tx, contacts); err != nil {
 			return err
 		}
-		return tx.ReplaceJobContactRelationships(ctx, jobID, relationshipRows(jobID, rels))
+		return tx.ReplaceJobContactRelationships(ctx, jobID, rows)
 	})
 }
 
 // fetchContacts fetches every distinct contact of a job: those its
-// relationships name, and its primary contact.
-func (c *ChildMirror) fetchContacts(ctx context.Context, rels []prime.ContactRelationship, primaryContactID string) ([]store.Contact, error) {
+// relationships name (named), and its primary contact.
+func (c *ChildMirror) fetchContacts(ctx context.Context, named []string, primaryContactID string) ([]store.Contact, error) {
 	ids := []string{strings.ToLower(primaryContactID)}
-	for _, r := range rels {
-		ids = append(ids, strings.ToLower(r.ContactID))
+	for _, id := range named {
+		ids = append(ids, strings.ToLower(id))
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)

@@ -161,6 +161,7 @@ type ChildMirror struct {
 	hc      *http.Client
 	metrics *collectors
 	ensure  *ensurejob.Caller
+	empties empties // the drains' items Prime had nothing for, within their grace
 }
 
 // New builds child-mirror from the shared Deps, its Config and the Prime

@@ -43,10 +43,26 @@ import (
 // have its allocation yet, and "Prime Sync Queued Allocations" treats an
 // empty answer as done. Here an empty answer for an item queued less than
 // SYNC_DRAIN_EMPTY_GRACE ago keeps the item for a later pass — after as
-// long again as it has waited, at least SYNC_DRAIN_EMPTY_WAIT — and only an
-// empty answer past the grace counts as done: the item is removed
-// (spEthSyncQueueDelete) and the mirror keeps what it holds, as n8n's
-// drains did; the make-safe ladder still covers a make-safe job (§6).
+// long again as it has waited and SYNC_DRAIN_EMPTY_WAIT more (30s, 1m, 2m,
+// 4m, 8m …), or after the next rung of the job's make-safe ladder, which
+// asks Prime for the allocations itself (§6) — and only an empty answer
+// past the grace counts as done: the item is removed (spEthSyncQueueDelete)
+// and the mirror keeps what it holds, as n8n's drains did; the make-safe
+// ladder still covers a make-safe job (§6).
+//
+// Every Prime call counts (5,000 a day), so a drain asks Prime only for
+// what no other path has brought:
+//   - an answer Prime gave to a call sent after the item was queued (or
+//     after Prime last answered nothing for it) is as new as the drain's
+//     would be, and serves it (pkg/prime's coalescing): an event's contact
+//     sync, a rung's allocations;
+//   - the contacts and the relationships drains share one fetch of the
+//     job's contact relationships: the contacts drain writes those it
+//     fetched, and either drain takes the relationships as the mirror
+//     holds them when they were written since its item was queued;
+//   - once Prime has answered nothing for an item, the item is done without
+//     asking again when another path (the job's own events: a
+//     create-allocation) has mirrored the object since (drainBrought).
 
 // DrainConfig configures the sync-queue drains.
 type DrainConfig struct {
@@ -95,12 +111,19 @@ func (c DrainConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// drain is one object's drain: how often its backstop passes, and how its
-// object is fetched from Prime and written.
+// drain is one object's drain: how often its backstop passes, how its
+// object is fetched from Prime and written, and whether another path has
+// brought it.
 type drain struct {
 	object string
 	every  time.Duration
-	fetch  func(ctx context.Context, job store.Job) (synced, error)
+	fetch  func(ctx context.Context, job store.Job, it store.SyncQueueItem) (synced, error)
+	// brought reports whether the mirror holds the job's object as another
+	// path wrote it since the item was queued (an object written whole:
+	// the relationships), or since Prime answered nothing for the item at
+	// empty (zero: Prime has not, in this process): then the item is done,
+	// and Prime is not asked. Nil: only the drain's own answer will do.
+	brought func(ctx context.Context, job store.Job, it store.SyncQueueItem, empty time.Time) (bool, error)
 }
 
 // synced is an object fetched from Prime for a job: what to write, with
@@ -119,6 +142,7 @@ const (
 	drainKept     = "kept"     // Prime had nothing soon after the item was queued: kept for a later pass
 	drainRequeued = "requeued" // written, but the item was queued again meanwhile: kept for the next pass
 	drainNoJob    = "no_job"   // Prime has no such job: removed
+	drainBrought  = "brought"  // another path (the job's events) mirrored the object since Prime had nothing for it: removed, Prime not asked again
 	drainWaited   = "waited"   // Prime's rate limit, or job-mirror not answering: given back to wait
 	drainFailed   = "failed"   // any other failure: given back for a later pass
 
@@ -128,17 +152,17 @@ const (
 )
 
 func drainOutcomes() []string {
-	return []string{drainMirrored, drainEmpty, drainKept, drainRequeued, drainNoJob, drainWaited, drainFailed}
+	return []string{drainMirrored, drainEmpty, drainKept, drainRequeued, drainNoJob, drainBrought, drainWaited, drainFailed}
 }
 
 // drains are child-mirror's drains, one an object of store.MissingObjects.
 func (c *ChildMirror) drains() map[string]drain {
 	cfg := c.cfg.Drain
 	return map[string]drain{
-		store.TableJobStatusHistory:     {store.TableJobStatusHistory, cfg.EveryStatusHistories, c.syncStatusHistory},
-		store.TableContacts:             {store.TableContacts, cfg.EveryContacts, c.syncContactsOf},
-		store.TableAllocations:          {store.TableAllocations, cfg.EveryAllocations, c.syncAllocations},
-		store.TableContactRelationships: {store.TableContactRelationships, cfg.EveryContactRelationships, c.syncRelationships},
+		store.TableJobStatusHistory:     {store.TableJobStatusHistory, cfg.EveryStatusHistories, c.syncStatusHistory, nil},
+		store.TableContacts:             {store.TableContacts, cfg.EveryContacts, c.syncContactsOf, c.contactsBrought},
+		store.TableAllocations:          {store.TableAllocations, cfg.EveryAllocations, c.syncAllocations, c.allocationsBrought},
+		store.TableContactRelationships: {store.TableContactRelationships, cfg.EveryContactRelationships, c.syncRelationships, c.relationshipsBrought},
 	}
 }
 
@@ -196,15 +220,34 @@ func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drai
 	if err != nil {
 		return failure(err)
 	}
-	s, err := d.fetch(ctx, job)
+	empty := c.empties.answered(it)
+	if d.brought != nil {
+		brought, err := d.brought(ctx, job, it, empty)
+		if err != nil {
+			return failure(err)
+		}
+		switch {
+		case brought && empty.IsZero():
+			// The relationships as the contacts drain fetched them for
+			// the item's job, since it was queued: its answer was this one.
+			return c.remove(ctx, log, it, synced{}, drainMirrored)
+		case brought:
+			return c.remove(ctx, log, it, synced{}, drainBrought)
+		}
+	}
+	// Any answer to a call sent since the item was queued, or since Prime
+	// last had nothing for it, is as new as this one would be.
+	s, err := d.fetch(prime.WithEventTime(ctx, maxTime(it.QueuedUTC, empty)), job, it)
 	if err != nil {
 		return failure(err)
 	}
 	if s.empty {
 		if age := time.Since(it.QueuedUTC); age < c.cfg.Drain.EmptyGrace {
-			// Wait as long again as the item has waited, and be back by
-			// the end of its grace.
-			wait := min(max(age, c.cfg.Drain.EmptyWait), c.cfg.Drain.EmptyGrace-age+time.Second)
+			c.empties.note(it, time.Now(), c.cfg.Drain.EmptyGrace)
+			wait, err := c.reaskIn(ctx, d, job, age)
+			if err != nil {
+				return failure(err)
+			}
 			return drainResult{outcome: drainKept, wait: wait}
 		}
 		// Done, as n8n's drains took it: the item is removed and the
@@ -214,6 +257,41 @@ func (c *ChildMirror) drainClaimed(ctx context.Context, log *slog.Logger, d drai
 		return c.remove(ctx, log, it, synced{}, drainEmpty)
 	}
 	return c.remove(ctx, log, it, s, drainMirrored)
+}
+
+// reaskIn is how long after an empty answer an item that has waited age
+// since it was queued is asked of Prime again: as long again as it has
+// waited and SYNC_DRAIN_EMPTY_WAIT more, so that asks go 30s, 1m, 2m, 4m,
+// 8m … apart, back by the end of its grace. A job's allocations are left
+// to the next rung of its make-safe ladder while one is to come that asks
+// Prime for them (a job created out of hours; §6: the rung upserts the
+// item, syncs the allocations and deletes it): the drain looks again
+// SYNC_DRAIN_EMPTY_WAIT after that rung's time.
+func (c *ChildMirror) reaskIn(ctx context.Context, d drain, job store.Job, age time.Duration) (time.Duration, error) {
+	cfg := c.cfg.Drain
+	wait := min(age+cfg.EmptyWait, cfg.EmptyGrace-age+time.Second)
+	if d.object != store.TableAllocations || !store.RungAsksPrime(job.CreatedAt) {
+		return wait, nil
+	}
+	rungs, err := c.store.ListMakesafeChecks(ctx, job.JobID)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	for _, r := range rungs {
+		if r.FiredUTC.IsZero() && r.DueUTC.After(now) {
+			return min(max(wait, r.DueUTC.Sub(now)+cfg.EmptyWait), cfg.EmptyGrace-age+time.Second), nil
+		}
+	}
+	return wait, nil
+}
+
+// maxTime is the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // failure is the result of a fetch or write that failed: a wait (Prime's
@@ -252,6 +330,7 @@ func (c *ChildMirror) remove(ctx context.Context, log *slog.Logger, it store.Syn
 		log.Info("sync queue item queued again while it was drained: kept for the next pass")
 		return drainResult{outcome: drainRequeued}
 	}
+	c.empties.forget(it)
 	return drainResult{outcome: outcome}
 }
 

@@ -26,7 +26,8 @@ import (
 // budget's. The baseline, measured in the same run, is the hand-off alone:
 // the commit to a plain consumer of prime.job.syncqueued getting the
 // message. It also reports Prime calls per drained item (the contacts drain
-// makes two for one contact: the relationships, then the contact).
+// makes two for one contact, the relationships then the contact, and its
+// fetch of the relationships serves the relationships drain: four a job).
 func BenchmarkDrainAfterAQueueInsert(b *testing.B) {
 	env := flowtest.New(b, flowtest.Options{})
 	cfg := childmirror.DefaultConfig()

@@ -530,3 +530,141 @@ func TestTheBackstopKeepsAKnownJobsChildrenCurrent(t *testing.T) {
 	is.True(swept > 1)                              // the list, and the drains' calls
 	is.Equal(swept, after.Requests-before.Requests) // every one in the sweeps' class
 }
+
+// passer is a child-mirror of the env's own, for a test to run its
+// backstop passes by hand (ChildMirror.Pass).
+func (e *env) passer() *childmirror.ChildMirror {
+	e.T.Helper()
+	cfg := childmirror.DefaultConfig()
+	drainConfig()(&cfg)
+	cm, err := childmirror.New(cfg, e.deps, e.Prime)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return cm
+}
+
+// coalescing is a Prime client whose window is too short to join two
+// calls a test makes one after the other: only what the code under test
+// shares spares a call.
+func coalescing(c *prime.Config) { c.CoalesceWindow, c.CoalesceKeep = time.Millisecond, 5*time.Minute }
+
+// noCoalescing is a Prime client that reuses no answer.
+func noCoalescing(c *prime.Config) { c.CoalesceWindow, c.CoalesceKeep = 0, 0 }
+
+// The contacts drain and the relationships drain share one fetch of the
+// job's contact relationships, whichever drains first: handed on together,
+// and in backstop passes that run the relationships first. The Prime
+// client coalesces nothing (its answers, newer than the item, would serve
+// the second drain): only the drains' sharing spares the second fetch.
+func TestTheContactsAndRelationshipsDrainsShareOneFetch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drain func(e *env, cm *childmirror.ChildMirror, jobID string)
+	}{{
+		name: "handed on together",
+		drain: func(e *env, _ *childmirror.ChildMirror, jobID string) {
+			e.publishSyncQueued(jobID, store.TableContacts, store.TableContactRelationships)
+			e.waitDrained(store.TableContacts, "mirrored", 1)
+			e.waitDrained(store.TableContactRelationships, "mirrored", 1)
+		},
+	}, {
+		name: "backstop passes, the relationships first",
+		drain: func(e *env, cm *childmirror.ChildMirror, _ string) {
+			for _, o := range []string{store.TableContactRelationships, store.TableContacts} {
+				if _, err := cm.Pass(context.Background(), o); err != nil {
+					e.T.Fatal(err)
+				}
+				e.waitDrained(o, "mirrored", 1)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			e := start(t, options{cfg: drainConfig(), prime: noCoalescing})
+			e.waitFirstPasses()
+			ctx := context.Background()
+			j := e.Sim.NewJob()
+			contact, _ := e.Sim.NewContact(j.ID)
+			e.mirrorJobOf(j.ID)
+			_, err := e.Env.Store.QueueMissingObjectsByJob(ctx, j.ID)
+			is.NoErr(err)
+			cm := e.passer()
+			fetches := func() int64 { return e.Sim.Stats().ByEndpoint["GET /contact-relationships"] }
+			before := fetches()
+
+			tc.drain(e, cm, j.ID)
+			is.Equal(fetches()-before, int64(1)) // one fetch of the relationships served both drains
+			_, found, err := e.Env.Store.GetContact(ctx, contact.ID)
+			is.NoErr(err)
+			is.True(found) // the contact mirrored
+			rels, err := e.Env.Store.ListJobContactRelationships(ctx, j.ID)
+			is.NoErr(err)
+			is.Equal(len(rels), 1) // and its relationship
+			for _, it := range e.queued(j.ID) {
+				is.True(it.Object != store.TableContacts && it.Object != store.TableContactRelationships) // both items done
+			}
+		})
+	}
+}
+
+// Once Prime has answered that a new job has no allocation yet (§7, §9),
+// the grace's next ask is not made when the job's own create-allocation
+// event has mirrored the allocation since: the item is done, Prime not
+// asked again.
+func TestAGraceReaskIsNotMadeOnceTheEventBroughtTheRecord(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig()})
+	e.waitFirstPasses()
+	ctx := context.Background()
+	j := e.Sim.NewJob() // no allocation yet
+	e.mirrorJobOf(j.ID)
+	is.NoErr(e.Env.Store.UpsertSyncQueue(ctx, store.TableAllocations, j.ID))
+	cm := e.passer()
+	lists := func() int64 { return e.Sim.Stats().ByEndpoint["GET /allocations"] }
+	before := lists()
+
+	_, err := cm.Pass(ctx, store.TableAllocations)
+	is.NoErr(err)
+	is.Equal(e.drained(store.TableAllocations, "kept"), 1.0) // Prime had nothing: kept for the grace
+	is.Equal(lists()-before, int64(1))
+
+	a := e.Sim.NewAllocation(j.ID, "Builder")
+	e.WaitProcessed(e.Fire("create-allocation", a.ID)) // its event brings it
+	_, err = cm.Pass(ctx, store.TableAllocations)
+	is.NoErr(err)
+	is.Equal(e.drained(store.TableAllocations, "brought"), 1.0) // the item is done
+	is.Equal(lists()-before, int64(1))                          // without asking Prime again
+	is.Equal(len(e.queued(j.ID)), 0)
+	_, found, err := e.Env.Store.GetAllocation(ctx, a.ID)
+	is.NoErr(err)
+	is.True(found) // the allocation its event mirrored
+}
+
+// An answer another path got from Prime since the item was queued serves
+// the drain: an appointment's contact sync (§5.2 step 4) has fetched the
+// job's relationships and its contact, and the contacts drain then asks
+// Prime nothing.
+func TestAnAnswerAnotherPathGotServesTheDrain(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{cfg: drainConfig(), prime: coalescing})
+	e.waitFirstPasses()
+	ctx := context.Background()
+	j := e.Sim.NewJob()
+	contact, _ := e.Sim.NewContact(j.ID)
+	e.mirrorJobOf(j.ID)
+	is.NoErr(e.Env.Store.UpsertSyncQueue(ctx, store.TableContacts, j.ID)) // queued; then its appointment's event
+	appt := e.Sim.NewAppointment(j.ID)
+	e.WaitProcessed(e.Fire("create-appointment", appt.ID))
+	flowtest.Eventually(t, "the appointment's contact sync", func() bool {
+		_, found, err := e.Env.Store.GetContact(ctx, contact.ID)
+		return err == nil && found
+	})
+	cm := e.passer()
+	calls := e.Sim.Stats().Calls
+
+	_, err := cm.Pass(ctx, store.TableContacts)
+	is.NoErr(err)
+	e.waitDrained(store.TableContacts, "mirrored", 1)
+	is.Equal(e.Sim.Stats().Calls, calls) // Prime asked nothing: the event's answers served
+}

@@ -141,6 +141,11 @@ func (c *ChildMirror) sweep(ctx context.Context, r events.SweepRequest) (reply e
 	// behind the webhooks; otherwise its calls get what the events leave
 	// (PrioritySweep), its ensure-job requests too.
 	ctx = prime.WithCaller(prime.WithPriority(prime.FailOnHold(ctx), prime.PrioritySweep), ServiceName, sweepAction)
+	// Any answer Prime gave to a call sent since the sweep began is as new
+	// as the sweep needs (its list is of then): a job's contacts as the
+	// drains of its first sight fetched them, the job as its ensure-job
+	// did. Prime is not asked for them again.
+	ctx = prime.WithEventTime(ctx, time.Now())
 	list, err := c.prime.ListAppointmentsByStartDate(ctx, r.FromUTC, r.ToUTC)
 	if err != nil {
 		return stop(fmt.Errorf("list appointments: %w", err))

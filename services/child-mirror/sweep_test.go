@@ -144,6 +144,30 @@ func TestSweepMirrorsWhatTheMirrorLacks(t *testing.T) {
 	is.Equal(calls, map[string]int64{"GET /appointments": 1, "GET /jobs/{id}": 1}) // the list, and the orphan's job
 }
 
+// An answer Prime gave to a call sent since the sweep began serves the
+// sweep's calls, as an event's serve the calls made after it reached us:
+// the contact sync of a job the sweep has just made sure of takes the job
+// as its ensure-job fetched it (a fresh copy: sent after the sweep began)
+// rather than asking Prime for it again. The coalescing window is too
+// short to join the two calls.
+func TestTheSweepTakesAnswersPrimeGaveSinceItBegan(t *testing.T) {
+	is := is.New(t)
+	e := start(t, options{prime: coalescing})
+	now := time.Now().UTC()
+	unseen := e.Sim.NewJob() // its webhook never came
+	contact, _ := e.Sim.NewContact(unseen.ID)
+	e.Sim.NewAppointment(unseen.ID)
+	stats := e.Sim.Stats()
+
+	reply := e.sweep(now, now.Add(48*time.Hour))
+	is.Equal(reply.Saved, 1)       // its appointment mirrored
+	is.Equal(reply.ContactJobs, 1) // and its contacts synced
+	_, found, err := e.Env.Store.GetContact(context.Background(), contact.ID)
+	is.NoErr(err)
+	is.True(found)                                       // from the job's primaryContactId
+	is.Equal(e.calls(stats)["GET /jobs/{id}"], int64(1)) // the ensure-job's fetch served the contact sync
+}
+
 // Prime's rate limit stops the sweep instead of hammering: it answers with
 // what it did and how long Prime asked to wait.
 func TestSweepStopsAtTheRateLimit(t *testing.T) {

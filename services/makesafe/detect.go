@@ -92,6 +92,7 @@ const (
 	RungCalled   = "phone call already raised: nothing to do"
 	RungMakeSafe = "Make Safe already mirrored: detection run again, Prime not asked"
 	RungSynced   = "allocations synced from Prime, detection run again"
+	RungInHours  = "job created in business hours: no phone call to raise, Prime not asked"
 )
 
 // ErrRungNotQueued: a re-check asked for a rung that makesafeAllocationCheck
@@ -184,6 +185,15 @@ func (m *Makesafe) recheck(ctx context.Context, jobID string, rung int) (string,
 		})
 		m.metrics.detection(triggerRecheck, out, err)
 		return RungMakeSafe, out, err
+	}
+
+	// Only a job created out of hours can get a call (§5.5): for any other
+	// the rung has nothing to wait for, and the job's events and the sync
+	// drains mirror its allocations without it.
+	if job, found, err := m.store.GetJob(ctx, jobID); err != nil {
+		return "", out, err
+	} else if found && !store.RungAsksPrime(job.CreatedAt) {
+		return RungInHours, out, m.fired(ctx, m.store, jobID, rung, RungInHours, now)
 	}
 
 	// §6: spEthSyncQueueUpsert for primeAllocations, then Prime Sync Queued

@@ -336,6 +336,30 @@ func TestRungsAfterTheCallDoNothing(t *testing.T) {
 	is.Equal(r.ep.count(), 1)                    // one SMS
 }
 
+// A job created in business hours can get no call (§5.5): its ladder's
+// rungs have nothing to wait for, and ask Prime nothing. The job's events
+// and the sync drains mirror its allocations.
+func TestTheRungsOfAJobCreatedInBusinessHoursAskPrimeNothing(t *testing.T) {
+	is := is.New(t)
+	r := newRig(t, nil)
+	r.Run("makesafe", r.ms)
+	j := r.job(tuesdayMorning)
+	job := strings.ToLower(j.ID)
+	r.detect(j.ID, true, "firstseen")
+	flowtest.Eventually(t, "every rung runs", func() bool {
+		cs := r.checks(job)
+		return len(cs) == 4 && !cs[3].FiredUTC.IsZero()
+	})
+	for _, c := range r.checks(job) {
+		is.Equal(c.Outcome, makesafe.RungInHours) // each says why it did nothing
+	}
+	is.Equal(r.listCalls(), int64(0)) // Prime was asked nothing
+	items, err := r.Store.ListSyncQueue(context.Background(), store.SyncQueueFilter{JobID: job})
+	is.NoErr(err)
+	is.Equal(len(items), 0) // nor was anything queued for the drains
+	is.Equal(flowtest.Counter(t, r.Deps.Metrics, "primeflow_makesafe_rungs_fired_total", map[string]string{"outcome": "in_hours"}), 4.0)
+}
+
 func TestQueueChecksOffNeverAddsRungs(t *testing.T) {
 	is := is.New(t)
 	r := newRig(t, nil)

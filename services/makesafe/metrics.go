@@ -50,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 		}),
 		rungs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_makesafe_rungs_fired_total",
-			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), synced (allocations synced from Prime), rate_limited, prime_unavailable (Prime answered 5xx or not at all: the rung waits), failed; and re-checks not worked: fired_before (the rung's row says it fired), not_due (worked at its time), not_queued (no such rung: dropped).",
+			Help: "Re-check rungs run, by outcome: called (nothing to do), makesafe (detection only), in_hours (a job created in business hours: nothing to wait for, Prime not asked), synced (allocations synced from Prime), rate_limited, prime_unavailable (Prime answered 5xx or not at all: the rung waits), failed; and re-checks not worked: fired_before (the rung's row says it fired), not_due (worked at its time), not_queued (no such rung: dropped).",
 		}, []string{"outcome"}),
 		rungLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_makesafe_rung_lateness_seconds",
@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*collectors, error) {
 			m.detections.WithLabelValues(trigger, result)
 		}
 	}
-	for _, outcome := range []string{"called", "makesafe", "synced", "rate_limited", "prime_unavailable", "failed", "fired_before", "not_due", "not_queued"} {
+	for _, outcome := range []string{"called", "makesafe", "in_hours", "synced", "rate_limited", "prime_unavailable", "failed", "fired_before", "not_due", "not_queued"} {
 		m.rungs.WithLabelValues(outcome)
 	}
 	return m, nil
@@ -124,6 +124,8 @@ func rungLabel(outcome string, err error) string {
 		return "called"
 	case outcome == RungMakeSafe:
 		return "makesafe"
+	case outcome == RungInHours:
+		return "in_hours"
 	case strings.HasPrefix(outcome, RungSynced):
 		return "synced"
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ethosbuilding/primeflow/pkg/events"
+	"github.com/ethosbuilding/primeflow/pkg/primebudget"
 	"github.com/ethosbuilding/primeflow/pkg/status"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -189,6 +190,9 @@ func writeStatus(w io.Writer, r status.Report) error {
 			left += fmt.Sprintf("; every call held %s more (a 429)", (time.Duration(b.HoldSeconds * float64(time.Second))).Round(time.Second))
 		}
 		line("prime budget", left, "from "+b.Source)
+		if f := b.Forecast; f != nil {
+			line("prime day", dayForecast(*f))
+		}
 		if b.UnreachableSince != nil {
 			line("prime", "unreachable since "+at(b.UnreachableSince)+": events wait, no attempt counted")
 		}
@@ -253,6 +257,24 @@ func writeStatus(w io.Writer, r status.Report) error {
 		}
 	}
 	return nil
+}
+
+// dayForecast is the day's forecast in a line: the calls, their pace,
+// and when at that pace the day's budget is down to the reserve.
+func dayForecast(f primebudget.Forecast) string {
+	s := fmt.Sprintf("%d calls today, %.0f an hour: ", f.Calls, f.PerHour)
+	if f.Calls == 1 {
+		s = fmt.Sprintf("1 call today, %.0f an hour: ", f.PerHour)
+	}
+	ends := "the day ends " + f.End.UTC().Format(timeLayout) + " UTC"
+	switch {
+	case f.ReserveAt == nil:
+		return s + fmt.Sprintf("not down to the reserve (%d) at this pace; %s", f.Reserve, ends)
+	case f.Short:
+		return s + fmt.Sprintf("down to the reserve (%d) at %s UTC at this pace, BEFORE %s: then only make-safe work goes out",
+			f.Reserve, f.ReserveAt.UTC().Format(timeLayout), ends)
+	}
+	return s + fmt.Sprintf("down to the reserve (%d) at %s UTC at this pace, after %s", f.Reserve, f.ReserveAt.UTC().Format(timeLayout), ends)
 }
 
 func known(f *float64) string {

@@ -441,3 +441,33 @@ func TestStatusKeepsTheSyncGraceApart(t *testing.T) {
 		}
 	}
 }
+
+// status gives the day's forecast of the deployment's budget: the calls
+// so far, their pace, and when the reserve is reached at that pace, said
+// loudly when it is before the day ends.
+func TestStatusForecastsTheDay(t *testing.T) {
+	is := is.New(t)
+	w, js := statusWorld(t)
+	ctx := context.Background()
+	budget, err := primebudget.New(ctx, js, prime.Config{RatePerMinute: 60, MaxConcurrent: 5},
+		primebudget.Config{Lease: time.Minute, Margin: 2 * time.Second, DayReserve: 250, Timeout: 5 * time.Second}, slog.New(slog.DiscardHandler))
+	is.NoErr(err)
+	permit, _, err := budget.Admit(ctx, prime.Turn{Since: time.Now()})
+	is.NoErr(err)
+	h := http.Header{}
+	h.Set("X-Ratelimit-Day-Remaining", "250") // Prime says the day is down to the reserve
+	permit.Done(http.StatusOK, h)
+	var out string
+	flowtest.Eventually(t, "the day's forecast", func() bool {
+		out, _, err = w.run("", "status")
+		return err == nil && strings.Contains(out, "prime day")
+	})
+	is.True(strings.Contains(out, "1 call today, 4 an hour: down to the reserve (250) at ")) // one call over the least pace's quarter hour
+	is.True(strings.Contains(out, "UTC at this pace, BEFORE the day ends "))                 // said loudly
+	out, _, err = w.run("", "status", "--json")
+	is.NoErr(err)
+	var rep status.Report
+	is.NoErr(json.Unmarshal([]byte(out), &rep))
+	is.Equal(rep.PrimeBudget.Forecast.Calls, 1) // the same, as JSON
+	is.True(rep.PrimeBudget.Forecast.Short)
+}

@@ -49,7 +49,8 @@ func TestStatusPage(t *testing.T) {
 	code, page := get(true)
 	is.Equal(code, http.StatusOK)
 	for _, want := range []string{"<title>primeflow status", "Webhook log", "Consumer lag", "PRIME_WEBHOOK/resolver", "lock <code>optimo-plan</code>",
-		"SMS Queued", "triage invites pending", "Plan dates", "Prime budget", "left this minute", "processes spending it", "Last error of each stage"} {
+		"SMS Queued", "triage invites pending", "Plan dates", "Prime budget", "left this minute", "processes spending it", "calls today", "down to the reserve",
+		"Last error of each stage"} {
 		is.True(strings.Contains(page, want)) // every part, want
 	}
 
