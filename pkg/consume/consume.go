@@ -1,4 +1,5 @@
-// Package consume runs a durable JetStream pull consumer with a pool of
+// Package consume runs a durable JetStream consumer (pull, or push where
+// its definition names a deliver subject) with a pool of
 // handlers: ack after the handler's effect is committed, redelivery with
 // backoff on failure, heartbeats for every message it holds (in hand or
 // waiting for a worker), and optional per-key order (messages with the same
@@ -76,11 +77,20 @@ func (e *dropError) Unwrap() error { return e.err }
 func Drop(err error) error { return &dropError{err: err} }
 
 // Run reads the consumer and handles its messages until ctx ends; it
-// waits for handlers in flight before it returns.
+// waits for handlers in flight before it returns. A pull consumer's are
+// fetched; a push consumer's (events.Consumer.DeliverSubject) arrive on its
+// deliver subject, in its queue group.
 func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logger, reg prometheus.Registerer, h Handler) error {
 	spec = withDefaults(spec)
 	cfg := spec.Consumer.Config()
-	cons, err := bind(ctx, js, spec.Consumer, log)
+	var pull jetstream.Consumer
+	var push jetstream.PushConsumer
+	var err error
+	if spec.Consumer.Push() {
+		push, err = bind(ctx, spec.Consumer, log, js.PushConsumer)
+	} else {
+		pull, err = bind(ctx, spec.Consumer, log, js.Consumer)
+	}
 	if err != nil {
 		return err
 	}
@@ -89,21 +99,12 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 		return err
 	}
 	log = log.With("consumer", cfg.Durable)
-	msgs, err := cons.Messages(jetstream.PullMaxMessages(min(cfg.MaxAckPending, 256)))
-	if err != nil {
-		return fmt.Errorf("consumer %s: %w", cfg.Durable, err)
-	}
-	// On the way down, messages already fetched are handed back (Nak) rather
-	// than left to the server's AckWait, so another instance takes them now.
-	go func() {
-		<-ctx.Done()
-		msgs.Drain()
-	}()
 
 	// Every message the consumer holds is kept alive until it is settled:
 	// the one in hand, and those waiting for a worker. A message is taken
-	// off the iterator at once (the server's MaxAckPending bounds how many
-	// wait), so none sits unseen in its buffer while AckWait runs out.
+	// off the iterator (or the subscription) at once (the server's
+	// MaxAckPending bounds how many wait), so none sits unseen in its
+	// buffer while AckWait runs out.
 	held := newHolder()
 	stopBeats := held.heartbeat(cfg.AckWait / 3)
 	queues := make([]*queue, spec.Workers)
@@ -137,6 +138,39 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 		wg.Wait()
 		stopBeats()
 	}()
+	take := func(msg jetstream.Msg) {
+		if !held.hold(msg) {
+			// A copy the server sent again while the original is queued or
+			// in hand: the original is kept alive and settled, the copy
+			// is not handled a second time.
+			m.result("duplicate")
+			return
+		}
+		if ctx.Err() != nil {
+			m.result("interrupted")
+			held.settle(msg, msg.Nak)
+			return
+		}
+		q := shared
+		if spec.Key != nil {
+			q = queues[laneOf(spec.Key(msg), len(queues))]
+		}
+		q.push(msg)
+	}
+	if push != nil {
+		return runPush(ctx, js, spec.Consumer, push, log, m, take)
+	}
+
+	msgs, err := pull.Messages(jetstream.PullMaxMessages(min(cfg.MaxAckPending, 256)))
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", cfg.Durable, err)
+	}
+	// On the way down, messages already fetched are handed back (Nak) rather
+	// than left to the server's AckWait, so another instance takes them now.
+	go func() {
+		<-ctx.Done()
+		msgs.Drain()
+	}()
 	for {
 		msg, err := msgs.Next()
 		if err != nil {
@@ -146,34 +180,67 @@ func Run(ctx context.Context, js jetstream.JetStream, spec Spec, log *slog.Logge
 			log.Warn("fetching messages", "err", err)
 			continue
 		}
-		if !held.hold(msg) {
-			// A copy the server sent again while the original is queued or
-			// in hand: the original is kept alive and settled, the copy
-			// is not handled a second time.
-			m.result("duplicate")
-			continue
-		}
-		if ctx.Err() != nil {
-			m.result("interrupted")
-			held.settle(msg, msg.Nak)
-			continue
-		}
-		q := shared
-		if spec.Key != nil {
-			q = queues[laneOf(spec.Key(msg), len(queues))]
-		}
-		q.push(msg)
+		take(msg)
 	}
 }
 
-// bind finds the consumer as it is defined, waiting with backoff while
-// JetStream does not answer (a failover, a node restarting, no quorum), and
-// while the consumer is missing or not as defined (the operators' step,
-// events.ApplyCommand, makes it), each wait logged.
-func bind(ctx context.Context, js jetstream.JetStream, c events.Consumer, log *slog.Logger) (jetstream.Consumer, error) {
+// runPush takes the push consumer's deliveries until ctx ends, then
+// drains its subscription (what it had received is handed back, Nak) and
+// returns; a message the server was still sending as it unsubscribed
+// reaches no one and is delivered again after AckWait (a minute for the
+// re-checks, whose overdue rungs makesafe's sweep fires anyway). Its
+// deliver subject is a plain subject that any user's reply subject may
+// name (nats-server checks none), so only a delivery of this consumer is
+// taken: a pub-ack, an API answer or another consumer's message reflected
+// there is counted (result "foreign") and ignored. If the subscription
+// ends before ctx (the consumer deleted), the consumer is found again as
+// bind does.
+func runPush(ctx context.Context, js jetstream.JetStream, c events.Consumer, cons jetstream.PushConsumer, log *slog.Logger, m *collectors, take func(jetstream.Msg)) error {
+	onMsg := func(msg jetstream.Msg) {
+		if md, err := msg.Metadata(); err != nil || md.Stream != c.Stream || md.Consumer != c.Durable {
+			m.result("foreign")
+			log.Warn("a message on the deliver subject that is not the consumer's: ignored", "subject", msg.Subject(), "reply", msg.Reply())
+			return
+		}
+		take(msg)
+	}
+	onErr := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		log.Warn("push consumer", "err", err)
+	})
+	for {
+		cc, err := cons.Consume(onMsg, onErr)
+		if err != nil {
+			return fmt.Errorf("consumer %s: subscribe to %s: %w", c.Durable, c.DeliverSubject, err)
+		}
+		select {
+		case <-ctx.Done():
+			cc.Drain()
+			<-cc.Closed()
+			return nil
+		case <-cc.Closed():
+		}
+		log.Warn("the push consumer stopped delivering; finding it again", "stream", c.Stream)
+		if cons, err = bind(ctx, c, log, js.PushConsumer); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// bind finds the consumer as it is defined, by get (js.Consumer for a
+// pull consumer, js.PushConsumer for a push one), waiting with backoff
+// while JetStream does not answer (a failover, a node restarting, no
+// quorum), and while the consumer is missing or not as defined (the
+// operators' step, events.ApplyCommand, makes it), each wait logged.
+func bind[T interface {
+	CachedInfo() *jetstream.ConsumerInfo
+}](ctx context.Context, c events.Consumer, log *slog.Logger, get func(context.Context, string, string) (T, error)) (T, error) {
+	var none T
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cons, err := js.Consumer(cctx, c.Stream, c.Durable)
+		cons, err := get(cctx, c.Stream, c.Durable)
 		cancel()
 		switch {
 		case err == nil:
@@ -184,13 +251,13 @@ func bind(ctx context.Context, js jetstream.JetStream, c events.Consumer, log *s
 			err = &events.NotAppliedError{Problems: []string{fmt.Sprintf("consumer %s/%s differs from its definition in %s", c.Stream, c.Durable, strings.Join(diff, ", "))}}
 		case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
 			err = &events.NotAppliedError{Problems: []string{fmt.Sprintf("consumer %s/%s is missing", c.Stream, c.Durable)}}
-		case errors.Is(err, jetstream.ErrNotPullConsumer):
-			err = &events.NotAppliedError{Problems: []string{events.PushConsumerProblem(c)}}
+		case errors.Is(err, jetstream.ErrNotPullConsumer) || errors.Is(err, jetstream.ErrNotPushConsumer):
+			err = &events.NotAppliedError{Problems: []string{events.KindProblem(c)}}
 		default:
 			err = fmt.Errorf("consumer %s on %s: %w", c.Durable, c.Stream, err)
 		}
 		if ctx.Err() != nil {
-			return nil, errors.Join(ctx.Err(), err)
+			return none, errors.Join(ctx.Err(), err)
 		}
 		pause := bindRetry.After(attempt)
 		var notApplied *events.NotAppliedError
@@ -201,7 +268,7 @@ func bind(ctx context.Context, js jetstream.JetStream, c events.Consumer, log *s
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errors.Join(ctx.Err(), err)
+			return none, errors.Join(ctx.Err(), err)
 		case <-time.After(pause):
 		}
 	}
@@ -389,7 +456,7 @@ func newMetrics(consumer string, reg prometheus.Registerer) (*collectors, error)
 	m := &collectors{
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primeflow_consumer_messages_total",
-			Help: "Messages handled by a consumer, by result: ack, retry, error (redelivered with backoff), drop, interrupted, duplicate (a redelivered copy of a message already held, not handled).",
+			Help: "Messages handled by a consumer, by result: ack, retry, error (redelivered with backoff), drop, interrupted, duplicate (a redelivered copy of a message already held, not handled), foreign (a message on a push consumer's deliver subject that is not its delivery, ignored).",
 		}, []string{"result"}),
 		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "primeflow_consumer_handle_seconds",
@@ -402,7 +469,7 @@ func newMetrics(consumer string, reg prometheus.Registerer) (*collectors, error)
 	}
 	// Every result is exported from the start, at 0: an alert on drops
 	// reads 0, not "no data", and sees the first one.
-	for _, r := range []string{"ack", "retry", "error", "drop", "interrupted", "duplicate"} {
+	for _, r := range []string{"ack", "retry", "error", "drop", "interrupted", "duplicate", "foreign"} {
 		m.results.WithLabelValues(r)
 	}
 	return m, nil

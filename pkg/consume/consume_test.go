@@ -1,6 +1,7 @@
 package consume_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/ethosbuilding/primeflow/pkg/natsserver/natstest"
 	"github.com/ethosbuilding/primeflow/pkg/retry"
 	"github.com/matryer/is"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -82,17 +84,33 @@ func wait(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// kinds runs test for a pull consumer and for a push one (delivered to
+// deliver.<durable> in the queue group <durable>), which read alike: of
+// makes a consumer the kind the subtest is about.
+func kinds(t *testing.T, test func(t *testing.T, of func(events.Consumer) events.Consumer)) {
+	t.Run("pull", func(t *testing.T) { test(t, func(c events.Consumer) events.Consumer { return c }) })
+	t.Run("push", func(t *testing.T) {
+		test(t, func(c events.Consumer) events.Consumer {
+			durable := cmp.Or(c.Durable, "test")
+			c.DeliverSubject, c.DeliverGroup = "deliver."+durable, durable
+			return c
+		})
+	})
+}
+
 func delivered(msg jetstream.Msg) uint64 {
 	md, _ := msg.Metadata()
 	return md.NumDelivered
 }
 
-func TestOutcomes(t *testing.T) {
+func TestOutcomes(t *testing.T) { kinds(t, testOutcomes) }
+
+func testOutcomes(t *testing.T, of func(events.Consumer) events.Consumer) {
 	is := is.New(t)
 	js := setup(t)
 	var mu sync.Mutex
 	seen := map[string][]uint64{} // subject → delivery counts seen
-	run(t, js, consume.Spec{Backoff: retry.Backoff{50 * time.Millisecond}},
+	run(t, js, consume.Spec{Consumer: of(events.Consumer{}), Backoff: retry.Backoff{50 * time.Millisecond}},
 		func(_ context.Context, msg jetstream.Msg) error {
 			mu.Lock()
 			seen[msg.Subject()] = append(seen[msg.Subject()], delivered(msg))
@@ -126,7 +144,9 @@ func TestOutcomes(t *testing.T) {
 	is.Equal(seen["t.error"], []uint64{1, 2})    // an error redelivers with backoff
 }
 
-func TestKeyOrdersMessagesOfOneKey(t *testing.T) {
+func TestKeyOrdersMessagesOfOneKey(t *testing.T) { kinds(t, testKeyOrdersMessagesOfOneKey) }
+
+func testKeyOrdersMessagesOfOneKey(t *testing.T, of func(events.Consumer) events.Consumer) {
 	is := is.New(t)
 	js := setup(t)
 	const keys, perKey = 8, 25
@@ -136,8 +156,9 @@ func TestKeyOrdersMessagesOfOneKey(t *testing.T) {
 	var overlap atomic.Bool
 	var handled atomic.Int32
 	run(t, js, consume.Spec{
-		Workers: 4,
-		Key:     func(m jetstream.Msg) string { return m.Subject() },
+		Consumer: of(events.Consumer{}),
+		Workers:  4,
+		Key:      func(m jetstream.Msg) string { return m.Subject() },
 	}, func(_ context.Context, msg jetstream.Msg) error {
 		var k int
 		fmt.Sscanf(msg.Subject(), "t.k%d", &k)
@@ -172,12 +193,17 @@ func TestKeyOrdersMessagesOfOneKey(t *testing.T) {
 
 func TestLongHandlerIsNotRedelivered(t *testing.T) {
 	t.Parallel() // its time is AckWaits slept through
+	kinds(t, testLongHandlerIsNotRedelivered)
+}
+
+func testLongHandlerIsNotRedelivered(t *testing.T, of func(events.Consumer) events.Consumer) {
+	t.Parallel()
 	is := is.New(t)
 	js := setup(t)
 	var calls atomic.Int32
 	release := make(chan struct{})
 	const ackWait = 1500 * time.Millisecond // heartbeats every ackWait/3: 1s of room for a stalled process
-	run(t, js, consume.Spec{Consumer: events.Consumer{AckWait: ackWait}}, func(ctx context.Context, _ jetstream.Msg) error {
+	run(t, js, consume.Spec{Consumer: of(events.Consumer{AckWait: ackWait})}, func(ctx context.Context, _ jetstream.Msg) error {
 		calls.Add(1)
 		<-release
 		return nil
@@ -192,31 +218,46 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 
 // TestStoppedConsumerHandsBackWhatItFetched: messages a stopping consumer
 // had fetched but not handled go to the next instance at once, not after
-// the server's AckWait.
+// the server's AckWait. A push consumer's are those its connection had
+// received: one the server was still sending as it unsubscribed reaches
+// no one and waits for AckWait (JetStream counts it delivered), so the
+// stop waits here until all have arrived.
 func TestStoppedConsumerHandsBackWhatItFetched(t *testing.T) {
+	kinds(t, testStoppedConsumerHandsBackWhatItFetched)
+}
+
+func testStoppedConsumerHandsBackWhatItFetched(t *testing.T, of func(events.Consumer) events.Consumer) {
 	is := is.New(t)
 	js := setup(t)
 	const n = 50
 	publish(t, js, "t.x", n)
-	spec := consume.Spec{Consumer: events.Consumer{Stream: stream, Durable: "handover", AckWait: time.Hour}, Workers: 1}
+	spec := consume.Spec{Consumer: of(events.Consumer{Stream: stream, Durable: "handover", AckWait: time.Hour}), Workers: 1}
 	apply(t, js, spec.Consumer)
+	nc, err := nats.Connect(js.Conn().ConnectedUrl())
+	is.NoErr(err)
+	t.Cleanup(nc.Close)
+	first, err := jetstream.New(nc)
+	is.NoErr(err)
 	started := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		done <- consume.Run(ctx, js, spec, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func(ctx context.Context, _ jetstream.Msg) error {
+		done <- consume.Run(ctx, first, spec, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func(ctx context.Context, _ jetstream.Msg) error {
 			once.Do(func() { close(started) })
 			<-ctx.Done() // the first message is in hand when the process stops
 			return ctx.Err()
 		})
 	}()
 	<-started
+	if spec.Consumer.Push() {
+		wait(t, "every message received by the first instance", func() bool { return nc.Stats().InMsgs >= n+1 }) // and the consumer's info
+	}
 	cancel()
 	is.NoErr(<-done)
 
 	var handled atomic.Int32
-	run(t, js, consume.Spec{Consumer: events.Consumer{Durable: "handover", AckWait: time.Hour}, Workers: 4}, func(context.Context, jetstream.Msg) error {
+	run(t, js, consume.Spec{Consumer: of(events.Consumer{Durable: "handover", AckWait: time.Hour}), Workers: 4}, func(context.Context, jetstream.Msg) error {
 		handled.Add(1)
 		return nil
 	})
@@ -361,4 +402,79 @@ func TestRunWaitsForTheOperatorsStep(t *testing.T) {
 	<-handled
 	stop()
 	is.NoErr(<-done)
+}
+
+// TestPushConsumerTakesOnlyItsDeliveries: a push consumer's deliver subject
+// is one any user's reply subject may name (nats-server checks none), so a
+// server's answer (a pub-ack) or another consumer's message pulled with it
+// as the reply arrives there too; neither is handled, each is counted
+// foreign, and the consumer's own deliveries are handled.
+func TestPushConsumerTakesOnlyItsDeliveries(t *testing.T) {
+	is := is.New(t)
+	js := setup(t)
+	ctx := context.Background()
+	c := events.Consumer{Stream: stream, Durable: "pushed", Subjects: []string{"t.own"}, DeliverSubject: "deliver.pushed", DeliverGroup: "pushed"}
+	other := events.Consumer{Stream: stream, Durable: "other", Subjects: []string{"t.other"}}
+	apply(t, js, c)
+	apply(t, js, other)
+	reg := prometheus.NewRegistry()
+	var mu sync.Mutex
+	var got []string
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- consume.Run(rctx, js, consume.Spec{Consumer: c}, slog.New(slog.DiscardHandler), reg, func(_ context.Context, msg jetstream.Msg) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, msg.Subject()+" "+string(msg.Data()))
+			return nil
+		})
+	}()
+	foreign := func() float64 {
+		mfs, err := reg.Gather()
+		is.NoErr(err)
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if mf.GetName() == "primeflow_consumer_messages_total" && l.GetName() == "result" && l.GetValue() == "foreign" {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return -1
+	}
+	_, err := js.Publish(ctx, "t.own", []byte("own"))
+	is.NoErr(err)
+	wait(t, "its own delivery handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1 })
+
+	nc := js.Conn()
+	is.NoErr(nc.PublishMsg(&nats.Msg{Subject: "t.other", Reply: c.DeliverSubject, Data: []byte("a pub-ack")}))
+	is.NoErr(nc.PublishMsg(&nats.Msg{Subject: "$JS.API.CONSUMER.MSG.NEXT." + stream + ".other", Reply: c.DeliverSubject, Data: []byte(`{"batch":1}`)}))
+	wait(t, "the pub-ack and the other consumer's message counted foreign", func() bool { return foreign() == 2 })
+	mu.Lock()
+	is.Equal(got, []string{"t.own own"}) // and neither handled
+	mu.Unlock()
+	stop()
+	is.NoErr(<-done)
+}
+
+// TestPushConsumerMadeAgainIsReadOn: a push consumer deleted and made
+// again by the operators' step (as `streams apply` does when it turns a
+// pull consumer into one) is read on by the running reader.
+func TestPushConsumerMadeAgainIsReadOn(t *testing.T) {
+	is := is.New(t)
+	js := setup(t)
+	c := events.Consumer{Stream: stream, Durable: "again", Subjects: []string{"t.again"}, DeliverSubject: "deliver.again", DeliverGroup: "again"}
+	var handled atomic.Int32
+	run(t, js, consume.Spec{Consumer: c}, func(context.Context, jetstream.Msg) error {
+		handled.Add(1)
+		return nil
+	})
+	publish(t, js, "t.again", 1)
+	wait(t, "the first handled", func() bool { return handled.Load() == 1 })
+	is.NoErr(js.DeleteConsumer(context.Background(), stream, c.Durable))
+	publish(t, js, "t.again", 1)
+	apply(t, js, c) // made again: it delivers the stream from its first
+	wait(t, "both handled by the new consumer", func() bool { return handled.Load() == 3 })
 }

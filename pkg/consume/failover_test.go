@@ -24,6 +24,10 @@ import (
 // "context deadline exceeded" (job-mirror, the resolver and makesafe did
 // in the chaos runs, when they made their consumers).
 func TestFindingTheConsumerRidesOutALostQuorum(t *testing.T) {
+	kinds(t, testFindingTheConsumerRidesOutALostQuorum)
+}
+
+func testFindingTheConsumerRidesOutALostQuorum(t *testing.T, of func(events.Consumer) events.Consumer) {
 	is := is.New(t)
 	c := natstest.NewCluster(t, 3)
 	_, js := c.Connect(t)
@@ -32,7 +36,7 @@ func TestFindingTheConsumerRidesOutALostQuorum(t *testing.T) {
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"t.>"}, Replicas: 3})
 	is.NoErr(err)
 	publish(t, js, "t.a", 1)
-	late := events.Consumer{Stream: stream, Durable: "late"}
+	late := of(events.Consumer{Stream: stream, Durable: "late"})
 	apply(t, js, late)
 	c.Stop(1)
 	c.Stop(2)

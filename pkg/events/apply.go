@@ -27,15 +27,18 @@ const (
 	defaultMaxAckPending = 1024
 )
 
-// Config is the consumer's JetStream configuration: a durable pull
-// consumer, acked one message at a time, delivered for as long as it takes.
+// Config is the consumer's JetStream configuration: a durable consumer
+// (pull, or push to its DeliverSubject), acked one message at a time,
+// delivered for as long as it takes.
 func (c Consumer) Config() jetstream.ConsumerConfig {
 	cfg := jetstream.ConsumerConfig{
-		Durable:       c.Durable,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cmp.Or(c.AckWait, defaultAckWait),
-		MaxAckPending: cmp.Or(c.MaxAckPending, defaultMaxAckPending),
-		MaxDeliver:    -1,
+		Durable:        c.Durable,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        cmp.Or(c.AckWait, defaultAckWait),
+		MaxAckPending:  cmp.Or(c.MaxAckPending, defaultMaxAckPending),
+		MaxDeliver:     -1,
+		DeliverSubject: c.DeliverSubject,
+		DeliverGroup:   c.DeliverGroup,
 	}
 	if len(c.Subjects) == 1 {
 		cfg.FilterSubject = c.Subjects[0]
@@ -67,6 +70,7 @@ func (c Consumer) Drift(live jetstream.ConsumerConfig) []string {
 		{"max_deliver", want.MaxDeliver == live.MaxDeliver},
 		{"deliver_policy", want.DeliverPolicy == live.DeliverPolicy},
 		{"deliver_subject", want.DeliverSubject == live.DeliverSubject}, // a push consumer delivers where its maker chose
+		{"deliver_group", want.DeliverGroup == live.DeliverGroup},
 	} {
 		if !f.same {
 			out = append(out, f.name)
@@ -135,16 +139,16 @@ func check(ctx context.Context, js jetstream.JetStream, replicas int, streams []
 		}
 	}
 	for _, c := range consumers {
-		cons, err := js.Consumer(ctx, c.Stream, c.Durable)
+		info, err := c.Info(ctx, js)
 		switch {
 		case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
 			problems = append(problems, "consumer "+c.Stream+"/"+c.Durable+" is missing")
-		case errors.Is(err, jetstream.ErrNotPullConsumer):
-			problems = append(problems, PushConsumerProblem(c))
+		case errors.Is(err, jetstream.ErrNotPullConsumer) || errors.Is(err, jetstream.ErrNotPushConsumer):
+			problems = append(problems, KindProblem(c))
 		case err != nil:
 			return fmt.Errorf("consumer %s/%s: %w", c.Stream, c.Durable, err)
 		default:
-			if diff := c.Drift(cons.CachedInfo().Config); len(diff) > 0 {
+			if diff := c.Drift(info.Config); len(diff) > 0 {
 				problems = append(problems, fmt.Sprintf("consumer %s/%s differs from its definition (pkg/events) in %s", c.Stream, c.Durable, strings.Join(diff, ", ")))
 			}
 		}
@@ -294,35 +298,73 @@ func Apply(ctx context.Context, js jetstream.JetStream, replicas int) ([]string,
 	return did, nil
 }
 
-// PushConsumerProblem says that NATS holds c as a push consumer, which
-// delivers to the subject its maker chose: not as defined.
-func PushConsumerProblem(c Consumer) string {
+// Info reads what NATS holds as c, as the kind c is defined (pull or
+// push): jetstream.ErrNotPullConsumer or ErrNotPushConsumer when NATS
+// holds it as the other kind.
+func (c Consumer) Info(ctx context.Context, js jetstream.JetStream) (*jetstream.ConsumerInfo, error) {
+	if c.Push() {
+		cons, err := js.PushConsumer(ctx, c.Stream, c.Durable)
+		if err != nil {
+			return nil, err
+		}
+		return cons.CachedInfo(), nil
+	}
+	cons, err := js.Consumer(ctx, c.Stream, c.Durable)
+	if err != nil {
+		return nil, err
+	}
+	return cons.CachedInfo(), nil
+}
+
+// KindProblem says that NATS holds c as the other kind of consumer than
+// defined: a push consumer delivers to the subject its maker chose, a pull
+// consumer to the subject its reader chooses.
+func KindProblem(c Consumer) string {
+	if c.Push() {
+		return "consumer " + c.Stream + "/" + c.Durable + " is a pull consumer, not the push consumer defined (deliver_subject " + c.DeliverSubject + ")"
+	}
 	return "consumer " + c.Stream + "/" + c.Durable + " is a push consumer (deliver_subject), not the pull consumer defined"
 }
 
 // ApplyConsumer creates c, or updates it where it is not as defined, and
-// says which it did ("" when it was as defined already).
+// says which it did ("" when it was as defined already). A pull consumer
+// defined as push (MAKESAFE/makesafe before issue 27's fix) is deleted and
+// made again, as JetStream cannot turn one into the other: the new one
+// delivers the stream's messages from its first, which its reader must
+// take as already handled where they were (makesafe does nothing for a
+// rung whose row says it fired).
 func ApplyConsumer(ctx context.Context, js jetstream.JetStream, c Consumer) (string, error) {
 	name := c.Stream + "/" + c.Durable
 	var line string
-	cons, err := js.Consumer(ctx, c.Stream, c.Durable)
+	info, err := c.Info(ctx, js)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		line = "consumer " + name + " created"
 	case errors.Is(err, jetstream.ErrNotPullConsumer):
 		// JetStream cannot turn it into a pull consumer, and a new one
 		// would start from the stream's first message: a person decides.
-		return "", fmt.Errorf("%s: it is not primeflow's; remove it (nats consumer rm %s %s) and apply again", PushConsumerProblem(c), c.Stream, c.Durable)
+		return "", fmt.Errorf("%s: it is not primeflow's; remove it (nats consumer rm %s %s) and apply again", KindProblem(c), c.Stream, c.Durable)
+	case errors.Is(err, jetstream.ErrNotPushConsumer):
+		if err := js.DeleteConsumer(ctx, c.Stream, c.Durable); err != nil {
+			return "", fmt.Errorf("consumer %s: delete the pull consumer to make it push: %w", name, err)
+		}
+		line = "consumer " + name + " recreated as a push consumer delivering to " + c.DeliverSubject +
+			" (a pull consumer cannot become one): it delivers the stream's messages again from the first"
 	case err != nil:
 		return "", fmt.Errorf("consumer %s: %w", name, err)
 	default:
-		diff := c.Drift(cons.CachedInfo().Config)
+		diff := c.Drift(info.Config)
 		if len(diff) == 0 {
 			return "", nil
 		}
 		line = "consumer " + name + " updated: " + strings.Join(diff, ", ")
 	}
-	if _, err := js.CreateOrUpdateConsumer(ctx, c.Stream, c.Config()); err != nil {
+	if c.Push() {
+		_, err = js.CreateOrUpdatePushConsumer(ctx, c.Stream, c.Config())
+	} else {
+		_, err = js.CreateOrUpdateConsumer(ctx, c.Stream, c.Config())
+	}
+	if err != nil {
 		return "", fmt.Errorf("consumer %s: %w", name, err)
 	}
 	return line, nil

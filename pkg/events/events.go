@@ -57,6 +57,10 @@ const (
 	// SubjectMakesafeRecheck is where scheduled re-checks of the ladder land
 	// (on StreamMakesafe, which only makesafe writes).
 	SubjectMakesafeRecheck = "makesafe.recheck"
+	// SubjectMakesafeRecheckDeliver is where the server delivers the
+	// re-checks to makesafe (ConsumerMakesafe, a push consumer): a subject
+	// no stream takes, which only makesafe's user may subscribe to.
+	SubjectMakesafeRecheckDeliver = "makesafe.deliver.recheck"
 	// SubjectOptimoCreate asks optimo-create to turn queued appointments into orders.
 	SubjectOptimoCreate = "optimo.create.requested"
 	// SubjectOptimoPlan asks optimo-plan to plan every NotPlanned date. The

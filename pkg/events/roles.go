@@ -24,8 +24,9 @@ const (
 	DurableOptimoPlan     = "optimo-plan"
 )
 
-// Consumer is a durable JetStream pull consumer: its stream, its name, the
-// subjects it filters on and what the server holds it to. It is the one
+// Consumer is a durable JetStream consumer: its stream, its name, the
+// subjects it filters on and what the server holds it to; a pull consumer
+// unless it names a DeliverSubject. It is the one
 // definition of the consumer: the operators' step (Apply) creates it from
 // this, and the service that reads it (pkg/consume) checks that the one it
 // finds is this.
@@ -39,7 +40,18 @@ type Consumer struct {
 	// MaxAckPending bounds the messages handed out and not yet acked; zero
 	// is 1024.
 	MaxAckPending int
+	// DeliverSubject, when set, makes it a push consumer: the server
+	// delivers its messages there, to the queue group DeliverGroup (one
+	// instance of the reader each). Its reader chooses no reply subject
+	// for them, as a pull request's reply is: a role that reads what it
+	// writes (makesafe) gets a push consumer, or its user could have a
+	// message it wrote, body and headers, delivered onto any subject
+	// (nats-server checks no reply subject against permissions).
+	DeliverSubject, DeliverGroup string
 }
+
+// Push reports whether c is a push consumer (it names a DeliverSubject).
+func (c Consumer) Push() bool { return c.DeliverSubject != "" }
 
 // Takes reports whether the consumer's subjects take the resolved events of
 // action.
@@ -56,8 +68,11 @@ var (
 	ConsumerChildMirror    = Consumer{Stream: StreamResolved, Durable: DurableChildMirror, Subjects: resolvedSubjects(childActions), AckWait: time.Minute}
 	ConsumerSyncDrain      = Consumer{Stream: StreamJob, Durable: DurableSyncDrain, Subjects: []string{SubjectSyncQueued}, AckWait: time.Minute}
 	ConsumerNewJobPipeline = Consumer{Stream: StreamJob, Durable: DurableNewJobPipeline, Subjects: []string{SubjectJobFirstSeen}}
-	// The ladder's rungs, on the stream only makesafe writes (§6).
-	ConsumerMakesafe = Consumer{Stream: StreamMakesafe, Durable: DurableMakesafe, Subjects: []string{SubjectMakesafeRecheck}, AckWait: time.Minute}
+	// The ladder's rungs, on the stream only makesafe writes (§6). Makesafe
+	// writes them too (its schedules' bodies are its own), so it reads them
+	// by push, where the operators' step chose (issue 27).
+	ConsumerMakesafe = Consumer{Stream: StreamMakesafe, Durable: DurableMakesafe, Subjects: []string{SubjectMakesafeRecheck}, AckWait: time.Minute,
+		DeliverSubject: SubjectMakesafeRecheckDeliver, DeliverGroup: DurableMakesafe}
 	// The detection requests child-mirror and the new-job pipeline send.
 	ConsumerMakesafeDetect = Consumer{Stream: StreamMakesafeDetect, Durable: DurableMakesafeDetect, Subjects: []string{SubjectMakesafeDetect}, AckWait: time.Minute}
 	ConsumerMakesafeSMS    = Consumer{Stream: StreamSMS, Durable: DurableMakesafeSMS, Subjects: []string{SubjectSMSSend}}

@@ -40,8 +40,8 @@ func TestApplyIsRepeatable(t *testing.T) {
 		is.Equal(s.CachedInfo().Config.Subjects, cfg.Subjects) // with the file's subjects
 	}
 	for _, c := range events.Consumers() {
-		_, err := js.Consumer(ctx, c.Stream, c.Durable)
-		is.NoErr(err) // and every durable consumer
+		_, err := c.Info(ctx, js)
+		is.NoErr(err) // and every durable consumer, of its kind
 	}
 	_, err = js.KeyValue(ctx, events.BucketLocks)
 	is.NoErr(err) // the KV_locks stream binds as the locks bucket
@@ -189,6 +189,7 @@ func TestApplyMovesMakesafeDetectOffALiveMakesafe(t *testing.T) {
 	is.NoErr(err)
 	old := events.ConsumerMakesafe.Config()
 	old.FilterSubject, old.FilterSubjects = "", []string{events.SubjectMakesafeDetect, events.SubjectMakesafeRecheck}
+	old.DeliverSubject, old.DeliverGroup = "", "" // a pull consumer then
 	cons, err := js.CreateOrUpdateConsumer(ctx, events.StreamMakesafe, old)
 	is.NoErr(err)
 	publishDetect := func(i int) {
@@ -225,7 +226,7 @@ func TestApplyMovesMakesafeDetectOffALiveMakesafe(t *testing.T) {
 	is.True(slices.Contains(did, "stream MAKESAFE updated: allow_direct, description, subjects"))
 	is.True(slices.Contains(did, "stream MAKESAFE_DETECT created"))
 	is.True(slices.Contains(did, "makesafe.detect moved from MAKESAFE to MAKESAFE_DETECT: 2 messages not acked yet published again there, the rest purged; 1 schedules on it dropped (MAKESAFE_DETECT takes none)"))
-	is.True(slices.Contains(did, "consumer MAKESAFE/makesafe updated: filter_subjects"))
+	is.True(slices.Contains(did, recreated))
 	is.True(slices.Contains(did, "consumer MAKESAFE_DETECT/makesafe-detect created"))
 
 	detect, err := js.Consumer(ctx, events.StreamMakesafeDetect, events.DurableMakesafeDetect)
@@ -248,18 +249,71 @@ func TestApplyMovesMakesafeDetectOffALiveMakesafe(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(msInfo.State.Subjects), 0)  // MAKESAFE holds no detection any more
 	is.True(msInfo.Config.AllowMsgSchedules) // and keeps its schedules, for the ladder
-	recheck, err := js.Consumer(ctx, events.StreamMakesafe, events.DurableMakesafe)
+	c := events.ConsumerMakesafe
+	recheck, err := js.Conn().QueueSubscribeSync(c.DeliverSubject, c.DeliverGroup)
 	is.NoErr(err)
-	m, err := recheck.Next(jetstream.FetchMaxWait(20 * time.Second))
-	is.NoErr(err) // the rung scheduled before the upgrade fired after it
-	is.Equal(m.Subject(), events.SubjectMakesafeRecheck)
-	is.Equal(string(m.Data()), `{"jobId":"job","rung":1}`)
+	m, err := recheck.NextMsg(20 * time.Second)
+	is.NoErr(err)                                      // the rung scheduled before the upgrade fired after it
+	is.Equal(m.Subject, events.SubjectMakesafeRecheck) // on its own subject, delivered to the deliver subject
+	is.Equal(string(m.Data), `{"jobId":"job","rung":1}`)
 
 	_, err = js.Publish(ctx, events.SubjectMakesafeDetect, []byte(`{}`))
 	is.NoErr(err) // detections land on MAKESAFE_DETECT now
 	did, err = events.Apply(ctx, js, 0)
 	is.NoErr(err)
 	is.Equal(did, []string(nil)) // nothing left to do
+}
+
+// recreated is what the operators' step says when it turns makesafe's pull
+// consumer into the push consumer defined (issue 27).
+const recreated = "consumer MAKESAFE/makesafe recreated as a push consumer delivering to makesafe.deliver.recheck (a pull consumer cannot become one): it delivers the stream's messages again from the first"
+
+// TestApplyMakesMakesafesConsumerPush upgrades a deployment where
+// MAKESAFE/makesafe was a pull consumer, which makesafe's user pulled with
+// a reply subject of its choosing: the role's check names the kind, the
+// operators' step deletes it and makes the push consumer defined, saying
+// so, and the new one delivers the stream's re-checks again from the
+// first, the one the old consumer had acked among them (makesafe finds its
+// rung fired and does nothing: services/makesafe).
+func TestApplyMakesMakesafesConsumerPush(t *testing.T) {
+	is := is.New(t)
+	js := emptyJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := events.Apply(ctx, js, 0)
+	is.NoErr(err)
+	c := events.ConsumerMakesafe
+	is.NoErr(js.DeleteConsumer(ctx, c.Stream, c.Durable))
+	old := c.Config()
+	old.DeliverSubject, old.DeliverGroup = "", ""
+	pull, err := js.CreateOrUpdateConsumer(ctx, c.Stream, old)
+	is.NoErr(err) // the pull consumer of before
+	_, err = js.Publish(ctx, events.SubjectMakesafeRecheck, []byte(`{"jobId":"job","rung":1}`))
+	is.NoErr(err)
+	m, err := pull.Next(jetstream.FetchMaxWait(5 * time.Second))
+	is.NoErr(err)
+	is.NoErr(m.DoubleAck(ctx)) // makesafe worked the rung
+
+	var notApplied *events.NotAppliedError
+	is.True(errors.As(events.CheckRole(ctx, js, events.RoleMakesafe, 0), &notApplied))
+	is.Equal(notApplied.Problems, []string{"consumer MAKESAFE/makesafe is a pull consumer, not the push consumer defined (deliver_subject makesafe.deliver.recheck)"})
+	did, err := events.Apply(ctx, js, 0)
+	is.NoErr(err)
+	is.Equal(did, []string{recreated})
+	is.NoErr(events.CheckAll(ctx, js, 0))
+	info, err := c.Info(ctx, js)
+	is.NoErr(err)
+	is.Equal(info.Config.DeliverSubject, c.DeliverSubject) // delivered where the definition says
+	is.Equal(info.Config.DeliverGroup, c.DeliverGroup)     // to one makesafe of the group
+
+	deliveries, err := js.Conn().QueueSubscribeSync(c.DeliverSubject, c.DeliverGroup)
+	is.NoErr(err)
+	again, err := deliveries.NextMsg(10 * time.Second)
+	is.NoErr(err)
+	is.Equal(string(again.Data), `{"jobId":"job","rung":1}`) // the acked re-check, delivered again
+	did, err = events.Apply(ctx, js, 0)
+	is.NoErr(err)
+	is.Equal(did, []string(nil)) // and nothing left to do
 }
 
 func TestWebhookSubjects(t *testing.T) {

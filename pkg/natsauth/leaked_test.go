@@ -250,6 +250,36 @@ func TestNoLeakedUserReflectsAStoredMessage(t *testing.T) {
 	is.True(errors.Is(err, nats.ErrNoResponders)) // no stream answers a direct get, the operators' either
 }
 
+// preEmptedID is the Nats-Msg-Id of the webhook log row the attacks on
+// ingest take ahead of it.
+const preEmptedID = "ethPrimeWebhookLog:1001"
+
+// forgedWebhook is what an attacker writes at subject to have it reflected
+// onto a webhook's: a body of its own, with the next row's Nats-Msg-Id.
+func forgedWebhook(subject string) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = []byte(`{"forged":"webhook"}`)
+	m.Header.Set(jetstream.MsgIDHeader, preEmptedID)
+	return m
+}
+
+// ingestsWebhook publishes the row preEmptedID on subject as ingest does,
+// and checks that it is stored, not answered duplicate.
+func ingestsWebhook(t *testing.T, in *conn, subject string) *jetstream.PubAck {
+	t.Helper()
+	real := nats.NewMsg(subject)
+	real.Data = []byte(`{"logId":1001}`)
+	real.Header.Set(jetstream.MsgIDHeader, preEmptedID)
+	ack, err := in.js.PublishMsg(short(t), real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Duplicate {
+		t.Errorf("ingest's real webhook %s was answered duplicate: the forged one took its Nats-Msg-Id", preEmptedID)
+	}
+	return ack
+}
+
 // TestNoLeakedUserPreEmptsAWebhook is the review's third attack: a lock's
 // holder wrote its key with Nats-Msg-Id: ethPrimeWebhookLog:<the next log
 // id> and reflected it by direct get onto a webhook's subject, so ingest's
@@ -259,14 +289,10 @@ func TestNoLeakedUserReflectsAStoredMessage(t *testing.T) {
 func TestNoLeakedUserPreEmptsAWebhook(t *testing.T) {
 	is := is.New(t)
 	url, _ := server(t)
-	const msgID = "ethPrimeWebhookLog:1001"
 	subject := events.WebhookSubject("job.updated")
 	f := connect(t, url, events.RoleOptimoCreate.Name, inbox(events.RoleOptimoCreate.Name))
 	key := "$KV." + events.BucketLocks + "." + events.LockOptimoCreate
-	m := nats.NewMsg(key)
-	m.Data = []byte(`{"forged":"webhook"}`)
-	m.Header.Set(jetstream.MsgIDHeader, msgID)
-	_, err := f.js.PublishMsg(short(t), m)
+	_, err := f.js.PublishMsg(short(t), forgedWebhook(key))
 	is.NoErr(err) // its lock's key: allowed
 	direct := "$JS.API.DIRECT.GET." + events.StreamLocks + "." + key
 	is.NoErr(f.nc.PublishMsg(&nats.Msg{Subject: direct, Reply: subject}))
@@ -281,12 +307,7 @@ func TestNoLeakedUserPreEmptsAWebhook(t *testing.T) {
 		s, err := in.js.Stream(short(t), events.StreamWebhook)
 		return err == nil && s.CachedInfo().State.Msgs > 0
 	})
-	real := nats.NewMsg(subject)
-	real.Data = []byte(`{"logId":1001}`)
-	real.Header.Set(jetstream.MsgIDHeader, msgID)
-	ack, err := in.js.PublishMsg(short(t), real)
-	is.NoErr(err)
-	is.True(!ack.Duplicate) // ingest's real webhook is stored, not answered duplicate
+	ingestsWebhook(t, in, subject)
 }
 
 // TestNoRoleRollsUpTheSharedBuckets is the review's fourth attack: the
@@ -321,18 +342,64 @@ func TestNoRoleRollsUpTheSharedBuckets(t *testing.T) {
 	is.Equal(string(e.Value()), `{"request":"r"}`) // job-mirror's answer is still there
 }
 
+// TestMakesafeReflectsNoMessageItWrote is the hole issue 27's review left
+// (F3): makesafe writes MAKESAFE (its rungs' schedules, whose produced
+// re-check carries the body makesafe chose, and the re-checks its sweep
+// fires) and read it through a pull consumer, so its user published a
+// re-check with ingest's next Nats-Msg-Id and pulled it with a webhook's
+// subject as the pull's reply subject (nats-server checks none): the
+// server delivered it there, body and headers, PRIME_WEBHOOK stored it,
+// and ingest's real publish of that row was answered duplicate.
+// MAKESAFE/makesafe is a push consumer now, delivering where the
+// operators' step chose: makesafe's user may send no next request, and an
+// ack's +NXT, whose reply it does choose, gets the server's refusal (a
+// status line with no body), never a message.
+func TestMakesafeReflectsNoMessageItWrote(t *testing.T) {
+	is := is.New(t)
+	url, ops := server(t)
+	subject := events.WebhookSubject("job.updated")
+	f := connect(t, url, events.RoleMakesafe.Name, inbox(events.RoleMakesafe.Name))
+	_, err := f.js.PublishMsg(short(t), forgedWebhook(events.SubjectMakesafeRecheck))
+	is.NoErr(err) // a re-check: makesafe's to write
+
+	next := "$JS.API.CONSUMER.MSG.NEXT." + events.StreamMakesafe + "." + events.DurableMakesafe
+	is.NoErr(f.nc.PublishMsg(&nats.Msg{Subject: next, Reply: subject, Data: []byte(`{"batch":1}`)}))
+	f.refused(t, "a next request with a webhook's subject as its reply", next)
+
+	c := events.ConsumerMakesafe
+	deliveries, err := f.nc.QueueSubscribeSync(c.DeliverSubject, c.DeliverGroup)
+	is.NoErr(err)
+	if d, err := deliveries.NextMsg(10 * time.Second); err != nil {
+		t.Errorf("no re-check delivered to makesafe's deliver subject: %v", err)
+	} else {
+		is.NoErr(f.nc.PublishMsg(&nats.Msg{Subject: d.Reply, Reply: subject, Data: []byte("+NXT")}))
+	}
+	is.NoErr(f.nc.Flush())
+
+	ack := ingestsWebhook(t, connect(t, url, events.RoleIngest.Name, inbox(events.RoleIngest.Name)), subject)
+	s, err := ops.js.Stream(short(t), events.StreamWebhook)
+	is.NoErr(err)
+	for seq := uint64(1); seq <= ack.Sequence; seq++ {
+		m, err := s.GetMsg(short(t), seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		is.NoErr(err)
+		is.True(!strings.Contains(string(m.Data), "forged")) // nothing makesafe wrote reached the webhooks
+	}
+}
+
 // TestTheRolesThatReadWhatTheyWrite is the review's F3 (issue 27): a pull
 // request's reply subject is where the server delivers the consumer's
 // messages, and nats-server checks it against no permission, so a role
 // that may both publish into a stream and pull a consumer that reads what
-// it published can have any body and headers of its choosing published on
-// any subject (a forged Prime answer under job-mirror's key, a webhook's
-// Nats-Msg-Id taken ahead of ingest). A publish into a stream that takes
-// schedules may land on any subject of that stream (a schedule's target).
-// One role does, and no other may: makesafe, which schedules its rungs'
-// re-checks and reads them (the known limit docs/production.md names,
-// closed only by a consumer whose delivery makesafe does not choose, or
-// by NATS accounts).
+// it published could have any body and headers of its choosing published
+// on any subject (a forged Prime answer under job-mirror's key, a
+// webhook's Nats-Msg-Id taken ahead of ingest). A publish into a stream
+// that takes schedules may land on any subject of that stream (a
+// schedule's target). No role pulls what it writes: makesafe, which
+// schedules its rungs' re-checks and reads them, reads them by push, where
+// the consumer's definition delivers (TestMakesafeReflectsNoMessageItWrote).
 func TestTheRolesThatReadWhatTheyWrite(t *testing.T) {
 	is := is.New(t)
 	cfgs, err := events.StreamConfigs(0)
@@ -348,14 +415,14 @@ func TestTheRolesThatReadWhatTheyWrite(t *testing.T) {
 			}
 		}
 		for _, c := range r.Consumes {
-			if slices.ContainsFunc(c.Subjects, func(f string) bool {
+			if !c.Push() && slices.ContainsFunc(c.Subjects, func(f string) bool {
 				return slices.ContainsFunc(written, func(w string) bool { return overlap(w, f) })
 			}) {
-				found = append(found, r.Name+" reads "+c.Stream+"/"+c.Durable)
+				found = append(found, r.Name+" pulls "+c.Stream+"/"+c.Durable)
 			}
 		}
 	}
-	is.Equal(found, []string{"makesafe reads MAKESAFE/makesafe"})
+	is.Equal(found, []string(nil))
 }
 
 // overlap reports whether some subject matches both a and b (either may

@@ -63,9 +63,10 @@ const (
 
 // For is the permissions of r. A service's: its subjects; its streams'
 // info, which it checks at start (never create, update, purge or delete:
-// the operators' step makes them, events.Apply); its consumers' info,
-// next and acks (never create: a consumer's maker chooses where a push
-// consumer delivers); its requests; its locks' keys, read, written and
+// the operators' step makes them, events.Apply); its consumers' info and
+// acks, and a pull consumer's next, a push consumer's deliver subject
+// (never create: a consumer's maker chooses where a push consumer
+// delivers); its requests; its locks' keys, read, written and
 // watched (a subscription to the key: no consumer), and the Prime budget's
 // key alike if it calls Prime, with the answers the others share, and its
 // own to write for the calls it shares (events.Role.SharesAnswers); its
@@ -91,7 +92,16 @@ func For(r events.Role) (Permissions, error) {
 	}
 	for _, c := range r.Consumes {
 		sc := c.Stream + "." + c.Durable
-		pub(jsAPI+"CONSUMER.INFO."+sc, jsAPI+"CONSUMER.MSG.NEXT."+sc, jsAck+sc+".>")
+		pub(jsAPI + "CONSUMER.INFO." + sc)
+		if c.Push() {
+			// Delivered where the consumer's definition says: no next
+			// request, whose reply subject would say where (and an ack's
+			// +NXT a push consumer refuses).
+			sub(c.DeliverSubject)
+		} else {
+			pub(jsAPI + "CONSUMER.MSG.NEXT." + sc)
+		}
+		pub(jsAck + sc + ".>")
 	}
 	pub(r.Requests...)
 	for _, k := range r.Locks {

@@ -258,11 +258,11 @@ func TestNoServiceMakesAConsumer(t *testing.T) {
 			if err := c.js.DeleteConsumer(refusedCtx(t), cons.Stream, cons.Durable); err == nil {
 				t.Errorf("%s deleted %s/%s", r.Name, cons.Stream, cons.Durable)
 			}
-			got, err := c.js.Consumer(ctx, cons.Stream, cons.Durable)
+			got, err := cons.Info(ctx, c.js)
 			if err != nil {
 				t.Fatalf("%s cannot read its consumer's info: %v", r.Name, err) // which it checks at start
 			}
-			if d := cons.Drift(got.CachedInfo().Config); len(d) > 0 {
+			if d := cons.Drift(got.Config); len(d) > 0 {
 				t.Errorf("%s/%s changed: %v", cons.Stream, cons.Durable, d)
 			}
 		}

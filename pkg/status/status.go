@@ -447,7 +447,7 @@ func consumers(ctx context.Context, js jetstream.JetStream) ([]Consumer, error) 
 	for _, role := range events.ServiceRoles {
 		for _, c := range role.Consumes {
 			row := Consumer{Stage: role.Name, Stream: c.Stream, Name: c.Durable}
-			cons, err := js.Consumer(ctx, c.Stream, c.Durable)
+			info, err := c.Info(ctx, js)
 			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 				row.Missing = true
 				out = append(out, row)
@@ -457,7 +457,6 @@ func consumers(ctx context.Context, js jetstream.JetStream) ([]Consumer, error) 
 				errs = append(errs, fmt.Errorf("%s/%s: %w", c.Stream, c.Durable, err))
 				continue
 			}
-			info := cons.CachedInfo() // just fetched by js.Consumer
 			row.Pending, row.AckPending, row.Redelivered = info.NumPending, info.NumAckPending, info.NumRedelivered
 			out = append(out, row)
 		}

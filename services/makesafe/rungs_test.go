@@ -100,8 +100,8 @@ func TestARungRepeatedForEverIsWorkedOnce(t *testing.T) {
 	never, _ := json.Marshal(events.MakesafeRecheck{JobID: j.ID, Rung: 9})
 	r.scheduleEvery("makesafe.schedule.evil.9", never)
 	flowtest.Eventually(t, "eight re-checks taken", func() bool {
-		c, err := r.JS.Consumer(context.Background(), events.StreamMakesafe, makesafe.Durable)
-		return err == nil && c.CachedInfo().AckFloor.Consumer >= 8
+		info, err := events.ConsumerMakesafe.Info(context.Background(), r.JS)
+		return err == nil && info.AckFloor.Consumer >= 8
 	})
 	is.Equal(r.listCalls(), int64(1))              // Prime asked once, for the rung's one run
 	is.True(r.rungsNotWorked("fired_before") >= 3) // the repeats did nothing
