@@ -49,8 +49,9 @@ func mailEnv(ext *externals) []string {
 // Prime answering 503 to every call at 10%, for 20 s; Graph not answering
 // at 45%; every move failing 503 at 60%; Prime not answering (past
 // PRIME_TIMEOUT) at 70%; Graph throttling at 80% and Prime's 429 at 85%;
-// and the processed folder deleted at 90% and made again 8 s later. While
-// it is deleted, mail-intake is not killed: started into a folder that is
+// and the processed folder deleted at 90% and made again 8 s later, once
+// mail-intake has found its folders. While it is deleted, mail-intake is
+// not killed: started into a folder that is
 // not there, it refuses to start, naming the setting, as it must for a
 // folder misnamed (the one it runs with looks the folder up again).
 func (f *faults) mailOutages(at func(float64, func(context.Context))) {
@@ -76,6 +77,9 @@ func (f *faults) mailOutages(at func(float64, func(context.Context))) {
 			return
 		}
 		defer release()
+		if !f.mailReading(ctx) {
+			return
+		}
 		f.storm(ctx, "Graph: "+processedFolder+" deleted", 8*time.Second, func() {
 			gone, err := f.ext.graph.DeleteFolder(processedFolder)
 			if err != nil {
@@ -89,6 +93,25 @@ func (f *faults) mailOutages(at func(float64, func(context.Context))) {
 			}
 		})
 	})
+}
+
+// mailReading waits until the running mail-intake has found its folders
+// ("reading the mailbox"). Healthy is not enough: /healthz answers before
+// the intake resolves them, and one killed just before the processed
+// folder is deleted would start into the gap and refuse to run (seed
+// 6915833250410304802: "MAIL_PROCESSED_FOLDER … not found", exits=1).
+func (f *faults) mailReading(ctx context.Context) bool {
+	f.mu.Lock()
+	p := f.st.services[mailService]
+	f.mu.Unlock()
+	for !strings.Contains(p.IncarnationLog(p.Starts()), "reading the mailbox") {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // graphStorm answers Graph's calls with fs for d.
