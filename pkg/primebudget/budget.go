@@ -375,8 +375,7 @@ func (b *Budget) load(ctx context.Context, fresh bool) (state, uint64, error) {
 	case err != nil:
 		return state{}, 0, err
 	}
-	b.know(e.Value(), e.Revision(), true)
-	return b.decode(e.Value()), e.Revision(), nil
+	return b.know(e.Value(), e.Revision(), true), e.Revision(), nil
 }
 
 // decode reads raw, the key's value as this process saw it. A value no
@@ -443,10 +442,11 @@ func (b *Budget) remember(raw []byte, rev uint64, put bool) { b.keep(raw, rev, p
 
 // know keeps the value of the key the server has just read or written,
 // whatever was known before: after a restart that lost the last writes,
-// or a bucket made anew, revisions go back.
-func (b *Budget) know(raw []byte, rev uint64, put bool) { b.keep(raw, rev, put, true) }
+// or a bucket made anew, revisions go back. It returns the state read.
+func (b *Budget) know(raw []byte, rev uint64, put bool) state { return b.keep(raw, rev, put, true) }
 
-func (b *Budget) keep(raw []byte, rev uint64, put, current bool) {
+// keep decodes raw once and keeps it as the known state, and returns it.
+func (b *Budget) keep(raw []byte, rev uint64, put, current bool) state {
 	if !put {
 		raw = nil // deleted or purged: the budget starts afresh
 	}
@@ -464,9 +464,10 @@ func (b *Budget) keep(raw []byte, rev uint64, put, current bool) {
 		b.peak, b.peakAt = live, now
 	}
 	if !current && rev < b.rev {
-		return
+		return st
 	}
 	b.raw, b.rev, b.view = raw, rev, st
+	return st
 }
 
 func (b *Budget) signal() {
